@@ -1,0 +1,217 @@
+//! Blocking NAND traits.
+//!
+//! # The contract
+//!
+//! ## What an implementation (driver or simulator) guarantees
+//!
+//! - [`NandFlash::read`] returns the page's data and spare bytes after ECC, with the
+//!   number of bits ECC corrected in the worst step it touched. It never returns
+//!   uncorrectable data as good: that is [`ErrorKind::Uncorrectable`].
+//! - [`NandFlash::program`] returns only when the program has finished; an error of kind
+//!   [`ErrorKind::ProgramFailed`] means the page content is undefined. A successful
+//!   program only cleared bits: `new = old AND written`.
+//! - [`NandFlash::erase`] returns only when the block reads all `0xFF` (data and spare),
+//!   or fails with [`ErrorKind::EraseFailed`] leaving the block undefined.
+//! - Arguments are checked before anything reaches the chip: an address outside the
+//!   geometry is [`ErrorKind::OutOfBounds`], a length or alignment the part cannot do is
+//!   [`ErrorKind::Misuse`]. Implementations that can also detect rule violations
+//!   (simulators) report them as [`ErrorKind::Misuse`].
+//!
+//! ## What the caller guarantees
+//!
+//! - Pages of a block are programmed in ascending order; a page may be skipped but never
+//!   returned to until the block is erased.
+//! - A page is programmed at most [`Capabilities::nop`] times between erases; each program
+//!   covers whole program units (`column` and `data.len()` multiples of
+//!   [`Capabilities::program_unit`]).
+//! - With ECC, each ECC step (a program unit plus its protected spare bytes) is written at
+//!   most once between erases. Bytes passed as `0xFF` are not written.
+//! - No I/O other than [`NandFlash::is_bad`] / [`NandFlash::mark_bad`] to a block
+//!   known to be bad.
+//!
+//! ## Power loss
+//!
+//! If power fails during an operation:
+//!
+//! - an interrupted **program** may leave any mix of old and new bits in the programmed
+//!   units of that page (and nothing outside them); the page may read back correctly at
+//!   first and then fail later ("unstable bits"), so it must not be trusted or
+//!   programmed further;
+//! - an interrupted **erase** may leave the block with any content, including content
+//!   that looks like the old data or like an erased block with a few flipped bits; the
+//!   block must be erased again before use;
+//! - no other page or block changes.
+//!
+//! A layer above therefore records which blocks it may be programming or erasing, and
+//! after an unclean shutdown treats exactly those as suspect (see the OFTL updating
+//! window).
+
+use crate::capabilities::Capabilities;
+#[allow(unused_imports)]
+use crate::error::ErrorKind;
+use crate::error::ErrorType;
+use crate::geometry::{BlockAddr, Geometry, PageAddr};
+
+/// ECC health of a successful read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReadReport {
+    /// Bits corrected in the worst ECC step the read touched (0 without ECC).
+    pub corrected_bits: u8,
+    /// The part's scrub threshold ([`crate::Ecc::scrub_threshold`]); 0 without ECC.
+    pub threshold: u8,
+}
+
+impl ReadReport {
+    /// A clean read.
+    pub const fn clean(threshold: u8) -> Self {
+        ReadReport {
+            corrected_bits: 0,
+            threshold,
+        }
+    }
+
+    /// Whether the data should be moved before it degrades further.
+    pub const fn needs_scrub(&self) -> bool {
+        self.threshold > 0 && self.corrected_bits >= self.threshold
+    }
+}
+
+/// A raw NAND device: page + spare read and program, block erase, bad-block marks.
+///
+/// One required method per job; the convenience methods are built on them.
+pub trait NandFlash: ErrorType {
+    /// The device geometry.
+    fn geometry(&self) -> Geometry;
+
+    /// The device capabilities (program unit, NOP, ECC, OOB layout, marker).
+    fn capabilities(&self) -> &Capabilities;
+
+    /// Reads `data.len()` bytes from offset `column` of `page`'s data area and
+    /// `oob.len()` bytes from the start of its spare area. Either buffer may be empty.
+    fn read(
+        &mut self,
+        page: PageAddr,
+        column: u32,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<ReadReport, Self::Error>;
+
+    /// Programs `data` at offset `column` of `page`'s data area and `oob` over the start
+    /// of its spare area, in one program operation (it counts once against NOP). Bytes
+    /// given as `0xFF` are left as they are. `column` and `data.len()` must be multiples of
+    /// the program unit; `data` may be empty to program spare bytes only.
+    fn program(
+        &mut self,
+        page: PageAddr,
+        column: u32,
+        data: &[u8],
+        oob: &[u8],
+    ) -> Result<(), Self::Error>;
+
+    /// Erases `block` to all `0xFF`.
+    fn erase(&mut self, block: BlockAddr) -> Result<(), Self::Error>;
+
+    /// Whether `block` carries a bad-block marker (factory or grown).
+    fn is_bad(&mut self, block: BlockAddr) -> Result<bool, Self::Error>;
+
+    /// Marks `block` bad. Its data is lost; later I/O to it other than `is_bad` is misuse.
+    fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error>;
+
+    /// Reads a whole page: `data` must be exactly a page; `oob` up to the spare size.
+    fn read_page(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<ReadReport, Self::Error> {
+        self.read(page, 0, data, oob)
+    }
+
+    /// Reads only the spare area (or its first `oob.len()` bytes).
+    fn read_oob(&mut self, page: PageAddr, oob: &mut [u8]) -> Result<ReadReport, Self::Error> {
+        self.read(page, 0, &mut [], oob)
+    }
+
+    /// Programs a whole page.
+    fn program_page(&mut self, page: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), Self::Error> {
+        self.program(page, 0, data, oob)
+    }
+}
+
+impl<T: NandFlash + ?Sized> NandFlash for &mut T {
+    fn geometry(&self) -> Geometry {
+        T::geometry(self)
+    }
+    fn capabilities(&self) -> &Capabilities {
+        T::capabilities(self)
+    }
+    fn read(
+        &mut self,
+        page: PageAddr,
+        column: u32,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<ReadReport, Self::Error> {
+        T::read(self, page, column, data, oob)
+    }
+    fn program(
+        &mut self,
+        page: PageAddr,
+        column: u32,
+        data: &[u8],
+        oob: &[u8],
+    ) -> Result<(), Self::Error> {
+        T::program(self, page, column, data, oob)
+    }
+    fn erase(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
+        T::erase(self, block)
+    }
+    fn is_bad(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        T::is_bad(self, block)
+    }
+    fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
+        T::mark_bad(self, block)
+    }
+}
+
+/// Devices with several dies that can run array operations in the background, so work
+/// on different dies (and channels) overlaps.
+///
+/// At most one operation is outstanding per die. `start_*` returns once the command and
+/// data have crossed the bus; the array phase (tPROG, tBERS) continues on the die.
+/// [`PipelinedNand::wait_die`] reports the outcome of the die's outstanding operation.
+/// Starting work on a die that still has an outstanding operation, or issuing a
+/// blocking [`NandFlash`] operation on it, is [`ErrorKind::Misuse`]: wait first.
+pub trait PipelinedNand: NandFlash {
+    /// Starts a program (same rules as [`NandFlash::program`]).
+    fn start_program(
+        &mut self,
+        page: PageAddr,
+        column: u32,
+        data: &[u8],
+        oob: &[u8],
+    ) -> Result<(), Self::Error>;
+
+    /// Starts an erase.
+    fn start_erase(&mut self, block: BlockAddr) -> Result<(), Self::Error>;
+
+    /// Whether die `die` (device-wide index) has an outstanding operation that has not
+    /// been waited for.
+    fn die_busy(&self, die: u32) -> bool;
+
+    /// Waits for die `die`'s outstanding operation and returns its result (`Ok` if none).
+    fn wait_die(&mut self, die: u32) -> Result<(), Self::Error>;
+
+    /// Waits for every die; returns the first failure (all dies are waited for anyway).
+    fn wait_all(&mut self) -> Result<(), Self::Error> {
+        let mut first = Ok(());
+        for d in 0..self.geometry().dies() {
+            let r = self.wait_die(d);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}

@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+pub mod blocking;
+pub mod capabilities;
+pub mod conformance;
+pub mod error;
+pub mod geometry;
+#[cfg(feature = "sim")]
+pub mod sim;
+
+pub use blocking::{NandFlash, PipelinedNand, ReadReport};
+pub use capabilities::{
+    BadBlockMarker, Capabilities, CapabilitiesError, Ecc, EccKind, MarkerPages, OobLayout,
+    OobRegion, MAX_OOB_REGIONS, MAX_STEPS,
+};
+pub use error::{Error, ErrorKind, ErrorType};
+pub use geometry::{BlockAddr, DieAddr, Geometry, GeometryError, PageAddr, MAX_CHANNELS, MAX_DIES};

@@ -1,0 +1,299 @@
+//! Part profiles: geometry, capabilities and datasheet timings of real chips, and a tiny
+//! fast-test part. Sources for every number are in `docs/DESIGN.md` (simulator section)
+//! and `shared/reference/perf-reliability.md` section 1.7 / 3(i).
+
+use crate::capabilities::{
+    BadBlockMarker, Capabilities, Ecc, EccKind, MarkerPages, OobLayout, OobRegion,
+};
+use crate::geometry::Geometry;
+
+/// Typical and worst-case duration of an array operation, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeRange {
+    /// Datasheet typical.
+    pub typ_ns: u32,
+    /// Datasheet maximum.
+    pub max_ns: u32,
+}
+
+impl TimeRange {
+    /// `typ` and `max` in microseconds.
+    pub const fn us(typ: u32, max: u32) -> Self {
+        TimeRange {
+            typ_ns: typ * 1000,
+            max_ns: max * 1000,
+        }
+    }
+}
+
+/// The cost model of one part: command overhead and bus time on the channel, array
+/// time on the die.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// Fixed cost of a read command sequence on the bus.
+    pub cmd_read_ns: u32,
+    /// Fixed cost of a program command sequence on the bus.
+    pub cmd_program_ns: u32,
+    /// Fixed cost of an erase command sequence on the bus.
+    pub cmd_erase_ns: u32,
+    /// Bus time per byte moved, in picoseconds (19 231 ps = quad SPI at 104 MHz).
+    pub bus_ps_per_byte: u32,
+    /// Array read (tR / tRD).
+    pub t_read: TimeRange,
+    /// Array program (tPROG / tPP), charged per program operation whatever its size.
+    pub t_program: TimeRange,
+    /// Block erase (tBERS / tBE).
+    pub t_erase: TimeRange,
+}
+
+impl Timing {
+    /// Bus time to move `bytes` bytes, in nanoseconds (rounded up).
+    pub const fn bus_ns(&self, bytes: u64) -> u64 {
+        (bytes * self.bus_ps_per_byte as u64).div_ceil(1000)
+    }
+}
+
+/// A simulated part: everything the simulator needs besides storage and faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Part name, for reports.
+    pub name: &'static str,
+    /// Geometry.
+    pub geometry: Geometry,
+    /// Capabilities.
+    pub capabilities: Capabilities,
+    /// Cost model.
+    pub timing: Timing,
+    /// Most factory bad blocks the datasheet allows (per device).
+    pub max_factory_bad: u32,
+    /// Rated program/erase cycles per block.
+    pub endurance: u32,
+}
+
+impl Profile {
+    /// The same part with a different number of blocks per die (to keep multi-die
+    /// experiments small or to model a bigger sibling).
+    pub const fn with_blocks_per_die(mut self, blocks_per_die: u32) -> Self {
+        let g = self.geometry;
+        self.geometry = Geometry::new(
+            g.page_size(),
+            g.oob_size(),
+            g.pages_per_block(),
+            blocks_per_die,
+            g.planes_per_die(),
+            g.dies_per_channel(),
+            g.channels(),
+        );
+        self
+    }
+
+    /// The same part replicated as `dies_per_channel` dies on each of `channels`
+    /// channels.
+    pub const fn with_dies(mut self, dies_per_channel: u32, channels: u32) -> Self {
+        let g = self.geometry;
+        self.geometry = Geometry::new(
+            g.page_size(),
+            g.oob_size(),
+            g.pages_per_block(),
+            g.blocks_per_die(),
+            g.planes_per_die(),
+            dies_per_channel,
+            channels,
+        );
+        self
+    }
+
+    /// Checks that capabilities and geometry agree (all built-in profiles do).
+    pub fn validate(&self) -> Result<(), crate::CapabilitiesError> {
+        self.capabilities.validate(&self.geometry)
+    }
+}
+
+/// Winbond's SPI NAND spare layout: per 512 B sector, bytes 16s+2..16s+4 are free but
+/// not ECC-protected ("user data II") and 16s+4..16s+8 are free and protected
+/// ("user data I"); ECC parity sits at 16s+8..16s+16; the marker at bytes 0-1.
+const W25N_OOB: OobLayout = OobLayout::new(&[
+    OobRegion::unprotected(2, 2),
+    OobRegion::protected(4, 4, 0),
+    OobRegion::unprotected(18, 2),
+    OobRegion::protected(20, 4, 1),
+    OobRegion::unprotected(34, 2),
+    OobRegion::protected(36, 4, 2),
+    OobRegion::unprotected(50, 2),
+    OobRegion::protected(52, 4, 3),
+]);
+
+const W25N_CAPS: Capabilities = Capabilities {
+    program_unit: 512,
+    nop: 4,
+    ecc: Ecc {
+        kind: EccKind::OnDie,
+        step_size: 512,
+        strength: 1,
+        scrub_threshold: 1,
+    },
+    oob: W25N_OOB,
+    bad_block_marker: BadBlockMarker::SPI,
+};
+
+/// W25N01GV cost model: quad SPI at 104 MHz, littlefs-benchmarks command overheads.
+const W25N_TIMING: Timing = Timing {
+    cmd_read_ns: 461,
+    cmd_program_ns: 614,
+    cmd_erase_ns: 384,
+    bus_ps_per_byte: 19_231,
+    t_read: TimeRange::us(25, 60),
+    t_program: TimeRange::us(250, 700),
+    t_erase: TimeRange::us(2000, 10_000),
+};
+
+/// Winbond W25N01GV: 1 Gbit SPI NAND, 2048 + 64 B pages, 64 pages per block, 1024
+/// blocks, 1-bit on-die ECC per 512 B, NOP 4. The default profile.
+pub const W25N01GV: Profile = Profile {
+    name: "W25N01GV",
+    geometry: Geometry::new(2048, 64, 64, 1024, 1, 1, 1),
+    capabilities: W25N_CAPS,
+    timing: W25N_TIMING,
+    max_factory_bad: 20,
+    endurance: 100_000,
+};
+
+/// Winbond W25M02GV: two W25N01GV dies behind a die-select command on one SPI bus.
+pub const W25M02GV: Profile = Profile {
+    name: "W25M02GV",
+    geometry: Geometry::new(2048, 64, 64, 1024, 1, 2, 1),
+    capabilities: W25N_CAPS,
+    timing: W25N_TIMING,
+    max_factory_bad: 40,
+    endurance: 100_000,
+};
+
+/// The ParaFS experiment device: W25N01GV dies, 2 per channel on 4 channels, cut to
+/// 256 blocks per die to keep simulations small (8 dies, 2048 blocks, 256 MiB).
+pub const W25N_4CH_2DIE: Profile = Profile {
+    name: "W25N01GV x4ch x2die",
+    geometry: Geometry::new(2048, 64, 64, 256, 1, 2, 4),
+    capabilities: W25N_CAPS,
+    timing: W25N_TIMING,
+    max_factory_bad: 40,
+    endurance: 100_000,
+};
+
+/// GigaDevice GD5F1GQ4xA: 1 Gbit SPI NAND, 8-bit on-die ECC per 512 B, 31 free spare
+/// bytes, marker at byte 0.
+pub const GD5F1GQ4: Profile = Profile {
+    name: "GD5F1GQ4",
+    geometry: Geometry::new(2048, 64, 64, 1024, 1, 1, 1),
+    capabilities: Capabilities {
+        program_unit: 512,
+        nop: 4,
+        ecc: Ecc {
+            kind: EccKind::OnDie,
+            step_size: 512,
+            strength: 8,
+            scrub_threshold: 6,
+        },
+        oob: OobLayout::new(&[
+            OobRegion::protected(1, 7, 0),
+            OobRegion::protected(16, 8, 1),
+            OobRegion::protected(32, 8, 2),
+            OobRegion::protected(48, 8, 3),
+        ]),
+        bad_block_marker: BadBlockMarker {
+            offset: 0,
+            len: 1,
+            pages: MarkerPages {
+                first: true,
+                second: false,
+                last: false,
+            },
+        },
+    },
+    timing: Timing {
+        cmd_read_ns: 461,
+        cmd_program_ns: 614,
+        cmd_erase_ns: 384,
+        bus_ps_per_byte: 18_519,
+        t_read: TimeRange::us(120, 120),
+        t_program: TimeRange::us(400, 700),
+        t_erase: TimeRange::us(3000, 10_000),
+    },
+    max_factory_bad: 20,
+    endurance: 100_000,
+};
+
+/// Micron MT29F2G08AAB: 2 Gbit parallel (x8) NAND without on-die ECC (pair it with a
+/// host ECC wrapper), 2 planes, marker at byte 0 of pages 0 and 1.
+pub const MT29F2G08: Profile = Profile {
+    name: "MT29F2G08",
+    geometry: Geometry::new(2048, 64, 64, 2048, 2, 1, 1),
+    capabilities: Capabilities {
+        program_unit: 512,
+        nop: 4,
+        ecc: Ecc::NONE,
+        oob: OobLayout::new(&[OobRegion::unprotected(2, 62)]),
+        bad_block_marker: BadBlockMarker::RAW_LARGE_PAGE,
+    },
+    timing: Timing {
+        cmd_read_ns: 300,
+        cmd_program_ns: 300,
+        cmd_erase_ns: 300,
+        bus_ps_per_byte: 25_000,
+        t_read: TimeRange::us(25, 25),
+        t_program: TimeRange::us(300, 700),
+        t_erase: TimeRange::us(2000, 3000),
+    },
+    max_factory_bad: 40,
+    endurance: 100_000,
+};
+
+/// The parallel ParaFS device: MT29F2G08 dies, 4 LUNs per channel on 2 channels, cut to
+/// 256 blocks per die.
+pub const MT29F_2CH_4LUN: Profile = Profile {
+    name: "MT29F2G08 x2ch x4lun",
+    geometry: Geometry::new(2048, 64, 64, 256, 2, 4, 2),
+    ..MT29F2G08
+};
+
+/// A tiny fast-test part with W25N01GV pages and timings but 16 pages per block and 64
+/// blocks (2 MiB), so GC and wear paths run in milliseconds. Fits in 4 MiB of MCU RAM.
+pub const TINY: Profile = Profile {
+    name: "tiny",
+    geometry: Geometry::new(2048, 64, 16, 64, 1, 1, 1),
+    capabilities: W25N_CAPS,
+    timing: W25N_TIMING,
+    max_factory_bad: 2,
+    endurance: 100_000,
+};
+
+/// Every built-in profile.
+pub const ALL: [Profile; 7] = [
+    W25N01GV,
+    W25M02GV,
+    W25N_4CH_2DIE,
+    GD5F1GQ4,
+    MT29F2G08,
+    MT29F_2CH_4LUN,
+    TINY,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_profiles_validate() {
+        for p in ALL {
+            assert_eq!(p.validate(), Ok(()), "{}", p.name);
+        }
+        assert_eq!(W25N01GV.capabilities.oob.protected_bytes(), 16);
+        assert_eq!(GD5F1GQ4.capabilities.oob.free_bytes(), 31);
+        assert_eq!(TINY.geometry.capacity(), 2 << 20);
+    }
+
+    #[test]
+    fn bus_time_rounds_up() {
+        assert_eq!(W25N_TIMING.bus_ns(2112), 40_616);
+        assert_eq!(W25N_TIMING.bus_ns(0), 0);
+    }
+}
