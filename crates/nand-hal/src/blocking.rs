@@ -178,8 +178,11 @@ impl<T: NandFlash + ?Sized> NandFlash for &mut T {
 /// Devices with several dies that can run array operations in the background, so work
 /// on different dies (and channels) overlaps.
 ///
-/// At most one operation is outstanding per die. `start_*` returns once the command and
-/// data have crossed the bus; the array phase (tPROG, tBERS) continues on the die.
+/// At most one operation is outstanding per die. `start_*` returns once the device has
+/// accepted the operation (a DMA-capable controller returns before the transfer ends);
+/// the transfer and the array phase (tPROG, tBERS) continue in the background. The
+/// caller must keep `data` unchanged only for the duration of the call: implementations
+/// copy it (into the chip's cache register or a queue) before returning.
 /// [`PipelinedNand::wait_die`] reports the outcome of the die's outstanding operation.
 /// Starting work on a die that still has an outstanding operation, or issuing a
 /// blocking [`NandFlash`] operation on it, is [`ErrorKind::Misuse`]: wait first.

@@ -22,8 +22,9 @@
 //! Each operation costs a fixed command time plus bus time per byte moved, both holding
 //! the die's channel, and an array time (tR, tPROG, tBERS) holding only the die. A
 //! program costs a full tPROG whatever its size. Blocking operations advance the clock to
-//! their completion; [`PipelinedNand`] operations return once their bus phase is over, so
-//! work on other dies and channels overlaps. Array times are the datasheet typical,
+//! their completion; [`PipelinedNand`] operations return as soon as their channel and die
+//! can take them (the transfer runs on the channel, as with DMA), so work on other dies
+//! and channels overlaps while each channel still carries one transfer at a time. Array times are the datasheet typical,
 //! maximum, or drawn uniformly between them from the seed ([`TimingMode`]).
 //!
 //! # Faults
@@ -99,6 +100,10 @@ pub struct SimError {
 impl SimError {
     const fn of(kind: ErrorKind) -> Self {
         SimError { kind, misuse: None }
+    }
+    /// The error kind (also through [`Error::kind`]).
+    pub const fn kind(&self) -> ErrorKind {
+        self.kind
     }
     /// Which rule was broken, for [`ErrorKind::Misuse`].
     pub const fn misuse(&self) -> Option<Misuse> {
@@ -878,7 +883,9 @@ impl<S: SimStorage> SimNand<S> {
             self.power_fail(Some(die));
             return Err(SimError::of(ErrorKind::PowerLoss));
         }
-        self.now = if blocking { done } else { bus_end };
+        // A pipelined start returns once the channel has taken the command: its transfer
+        // runs on the channel while the host moves on (DMA), so channels overlap.
+        self.now = if blocking { done } else { start };
 
         let result = self.program_outcome(page, column, data, oob, mask);
         if blocking {
@@ -921,7 +928,9 @@ impl<S: SimStorage> SimNand<S> {
             let all = self.all_steps();
             let mut garbage = [0u8; 32];
             self.fault_rng.fill_bytes(&mut garbage);
-            self.land(page, column, data, oob, |i, v| v & (garbage[i % 32] | 0x0F));
+            self.land(page, column, data, oob, mask, |i, v| {
+                v & (garbage[i % 32] | 0x0F)
+            });
             let bs = &mut self.storage.blocks_mut()[b];
             bs.flags = (bs.flags & !BlockState::FAIL_NEXT_PROGRAM) | BlockState::FAIL_NEXT_ERASE;
             let ps = &mut self.storage.pages_mut()[page.0 as usize];
@@ -936,7 +945,7 @@ impl<S: SimStorage> SimNand<S> {
         if self.hit(f.program_noop_ppm) {
             return Ok(());
         }
-        self.land(page, column, data, oob, |_, v| v);
+        self.land(page, column, data, oob, mask, |_, v| v);
         let extra_flip = self.hit(f.program_flip_ppm) || (worn && self.below(2) == 0);
         let disturb = self.hit(f.partial_disturb_ppm);
         let steps = self.steps();
@@ -972,6 +981,7 @@ impl<S: SimStorage> SimNand<S> {
         column: u32,
         data: &[u8],
         oob: &[u8],
+        mask: u8,
         f: impl Fn(usize, u8) -> u8,
     ) {
         let g = self.profile.geometry;
@@ -989,15 +999,29 @@ impl<S: SimStorage> SimNand<S> {
         {
             *cell &= f(data.len() + i, v);
         }
-        self.record_program(page);
+        self.record_program(page, mask);
     }
 
-    fn record_program(&mut self, page: PageAddr) {
+    fn record_program(&mut self, page: PageAddr, mask: u8) {
         let g = self.profile.geometry;
         let pib = g.page_in_block(page) as u16;
         let b = g.block_of(page).0 as usize;
+        let beyond = self.beyond_ecc();
         let ps = &mut self.storage.pages_mut()[page.0 as usize];
         ps.programs = ps.programs.saturating_add(1);
+        // Bit errors seen on a step while it was erased (F5) do not survive programming
+        // it; on cells that were never really erased, ECC cannot match the new data.
+        let fresh = if ps.flags & PageState::STALE != 0 {
+            beyond
+        } else {
+            0
+        };
+        for s in 0..MAX_STEPS {
+            if mask & !ps.written & (1 << s) != 0 {
+                ps.flips[s] = fresh;
+            }
+        }
+        ps.written |= mask;
         let bs = &mut self.storage.blocks_mut()[b];
         bs.next_page = bs.next_page.max(pib + 1);
     }
@@ -1043,7 +1067,7 @@ impl<S: SimStorage> SimNand<S> {
                 let most = mode == TornMode::MostBits;
                 if most && ecc && mask != 0 {
                     // All but one bit landed: within ECC reach, read back as corrected.
-                    self.land(page, column, data, oob, |_, v| v);
+                    self.land(page, column, data, oob, mask, |_, v| v);
                     let s = (0..MAX_STEPS).find(|s| mask & (1 << s) != 0).unwrap_or(0);
                     let st = &mut self.storage.pages_mut()[page.0 as usize];
                     st.flips[s] = st.flips[s].saturating_add(1);
@@ -1068,16 +1092,16 @@ impl<S: SimStorage> SimNand<S> {
                             }
                         }
                     }
-                    self.record_program(page);
+                    self.record_program(page, mask);
                 }
             }
-            TornMode::SomeBits | TornMode::MostBits => self.record_program(page),
+            TornMode::SomeBits | TornMode::MostBits => self.record_program(page, mask),
             TornMode::Prefix => {
                 let cut_at = self.below(total as u32) as usize;
                 let fill_random = self.below(2) == 0;
                 let mut noise = [0u8; 64];
                 self.fault_rng.fill_bytes(&mut noise);
-                self.land(page, column, data, oob, |i, v| {
+                self.land(page, column, data, oob, mask, |i, v| {
                     if i < cut_at {
                         v
                     } else if fill_random {
@@ -1091,7 +1115,7 @@ impl<S: SimStorage> SimNand<S> {
             TornMode::Random => {
                 let mut noise = [0u8; 64];
                 self.fault_rng.fill_bytes(&mut noise);
-                self.land(page, column, data, oob, |i, v| v | noise[i % 64]);
+                self.land(page, column, data, oob, mask, |i, v| v | noise[i % 64]);
                 ecc_broken = true;
             }
         }
@@ -1144,7 +1168,7 @@ impl<S: SimStorage> SimNand<S> {
             self.power_fail(Some(die));
             return Err(SimError::of(ErrorKind::PowerLoss));
         }
-        self.now = if blocking { done } else { bus_end };
+        self.now = if blocking { done } else { start };
         let result = self.erase_outcome(block.0);
         if blocking {
             result
@@ -1178,6 +1202,7 @@ impl<S: SimStorage> SimNand<S> {
             let beyond = self.beyond_ecc();
             for p in self.page_range(block) {
                 self.storage.pages_mut()[p] = PageState {
+                    flags: PageState::STALE,
                     flips: [beyond; MAX_STEPS],
                     ..PageState::default()
                 };

@@ -29,6 +29,8 @@ impl PageState {
     /// The page was being programmed or its block erased when power was cut: it reads
     /// fine at first, then gathers bit errors until ECC gives up.
     pub const UNSTABLE: u8 = 1;
+    /// An erase reported success without erasing (F11): the cells still hold old data.
+    pub const STALE: u8 = 2;
 }
 
 /// Per-block simulator state.
@@ -260,6 +262,9 @@ mod heap {
 
         const MAGIC: &[u8; 8] = b"NANDSIM\0";
         const VERSION: u32 = 1;
+        /// Largest device an image may describe (8 GiB of 2 KiB pages), so a corrupt
+        /// header cannot make `load` allocate without bound.
+        const MAX_IMAGE_PAGES: u32 = 1 << 22;
 
         fn geometry_words(g: &Geometry) -> [u32; 7] {
             [
@@ -327,6 +332,9 @@ mod heap {
                 }
                 let g = Geometry::try_new(w[0], w[1], w[2], w[3], w[4], w[5], w[6])
                     .map_err(|_| bad("invalid geometry in simulator image"))?;
+                if g.pages() > MAX_IMAGE_PAGES {
+                    return Err(bad("simulator image too large"));
+                }
                 let mut s = HeapStorage::new(&g);
                 for b in 0..g.blocks() as usize {
                     let st = &mut s.blocks[b];
