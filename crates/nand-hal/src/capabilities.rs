@@ -328,8 +328,9 @@ impl Capabilities {
         geometry.page_size() / self.program_unit
     }
 
-    /// Checks these capabilities against `geometry`.
-    pub fn validate(&self, geometry: &Geometry) -> Result<(), CapabilitiesError> {
+    /// Checks these capabilities against `geometry`. `const`, so a profile constant can be
+    /// checked at compile time: `const _: () = assert!(CAPS.validate(&GEOM).is_ok());`.
+    pub const fn validate(&self, geometry: &Geometry) -> Result<(), CapabilitiesError> {
         let pu = self.program_unit;
         if pu == 0 || !pu.is_power_of_two() || pu > geometry.page_size() {
             return Err(CapabilitiesError::ProgramUnit);
@@ -342,14 +343,14 @@ impl Capabilities {
             return Err(CapabilitiesError::Nop);
         }
         let ecc = &self.ecc;
-        let ecc_ok = match ecc.kind {
-            EccKind::None => ecc.strength == 0 && ecc.scrub_threshold == 0,
-            EccKind::OnDie | EccKind::Host => {
-                ecc.step_size == pu
-                    && ecc.strength > 0
-                    && ecc.scrub_threshold > 0
-                    && ecc.scrub_threshold <= ecc.strength
-            }
+        let has_ecc = !matches!(ecc.kind, EccKind::None);
+        let ecc_ok = if has_ecc {
+            ecc.step_size == pu
+                && ecc.strength > 0
+                && ecc.scrub_threshold > 0
+                && ecc.scrub_threshold <= ecc.strength
+        } else {
+            ecc.strength == 0 && ecc.scrub_threshold == 0
         };
         if !ecc_ok {
             return Err(CapabilitiesError::Ecc);
@@ -364,10 +365,12 @@ impl Capabilities {
             return Err(CapabilitiesError::BadBlockMarker);
         }
         let mut prev_end = 0u16;
-        for r in self.oob.regions() {
+        let mut i = 0;
+        while i < self.oob.count as usize {
+            let r = self.oob.regions[i];
             let overlaps_bbm = r.offset < bbm.offset + bbm.len && bbm.offset < r.end();
             let step_ok = match r.ecc_step {
-                Some(s) => ecc.kind != EccKind::None && (s as u32) < steps,
+                Some(s) => has_ecc && (s as u32) < steps,
                 None => true,
             };
             if r.len == 0 || r.offset < prev_end || r.end() as u32 > oob || overlaps_bbm || !step_ok
@@ -375,6 +378,7 @@ impl Capabilities {
                 return Err(CapabilitiesError::OobLayout);
             }
             prev_end = r.end();
+            i += 1;
         }
         Ok(())
     }

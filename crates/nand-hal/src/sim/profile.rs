@@ -104,7 +104,7 @@ impl Profile {
     }
 
     /// Checks that capabilities and geometry agree (all built-in profiles do).
-    pub fn validate(&self) -> Result<(), crate::CapabilitiesError> {
+    pub const fn validate(&self) -> Result<(), crate::CapabilitiesError> {
         self.capabilities.validate(&self.geometry)
     }
 }
@@ -264,6 +264,15 @@ pub const TINY: Profile = Profile {
     timing: W25N_TIMING,
     max_factory_bad: 2,
     endurance: 100_000,
+};
+
+// Every built-in profile's capabilities fit its geometry (checked at compile time).
+const _: () = {
+    let mut i = 0;
+    while i < ALL.len() {
+        assert!(ALL[i].capabilities.validate(&ALL[i].geometry).is_ok());
+        i += 1;
+    }
 };
 
 /// Every built-in profile.
