@@ -1,0 +1,153 @@
+//! `stagefs-bench`: the littlefs-benchmarks workloads on the simulated W25N01GV, on every
+//! target side by side, ending with one table.
+//!
+//! ```text
+//! cargo run --release -p stagefs-bench -- [--sim-seconds 10] [--size 1048576] [--workload linear ...]
+//! ```
+//!
+//! All figures come from the simulator's counters and clock (typical timings): throughput =
+//! user bytes / simulated time, WA = bytes programmed / user bytes, programs per KiB of user
+//! data, erases, mount time after a clean unmount and after a power cut part way through
+//! the workload, and the erase-count spread afterwards.
+
+mod device;
+mod littlefs;
+mod report;
+mod workload;
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use nand_hal::sim::profile::W25N01GV;
+use nand_hal::sim::{CutKind, FaultPlan};
+
+use crate::report::Row;
+use crate::workload::{Rng, Target, Workload};
+
+/// Command line.
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "littlefs-benchmarks workloads on the simulated W25N01GV"
+)]
+struct Args {
+    /// Simulated seconds per workload and target.
+    #[arg(long, default_value_t = 10.0)]
+    sim_seconds: f64,
+    /// Target size in bytes (file size for linear/random/logging, total of the small files
+    /// for many).
+    #[arg(long, default_value_t = 1 << 20)]
+    size: usize,
+    /// Workloads to run (default: all).
+    #[arg(long, value_enum)]
+    workload: Vec<Workload>,
+    /// Seed of the workloads' random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Hide the progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn targets(seed: u64) -> Vec<Box<dyn Target>> {
+    vec![Box::new(littlefs::Littlefs::new(device::fresh(
+        W25N01GV, seed,
+    )))]
+}
+
+fn run_one(t: &mut dyn Target, w: Workload, args: &Args, bar: &ProgressBar) -> Result<Row, String> {
+    t.format()?;
+    t.prepare(w, args.size)?;
+    let dev = t.device().clone();
+    let budget = (args.sim_seconds * 1e9) as u64;
+    let start = device::counters(&dev);
+    let t0 = start.time_ns;
+    let mut rng = Rng::new(args.seed);
+    let mut go_on = |_: u64| {
+        let now = device::now(&dev);
+        bar.set_position(((now - t0) / 1_000_000).min(budget / 1_000_000));
+        now - t0 < budget
+    };
+    let user = t.run(w, args.size, &mut rng, &mut go_on)?;
+    let d = device::counters(&dev) - start;
+
+    let m0 = device::now(&dev);
+    t.mount_unmount()?;
+    let mount_clean = device::now(&dev) - m0;
+
+    // Unclean: cut the power part way through a little more of the workload.
+    dev.borrow_mut()
+        .arm(FaultPlan::seeded(args.seed).with_cut(3, CutKind::Clean));
+    let cut_budget = device::now(&dev) + budget / 10;
+    let mut until_cut = |_: u64| device::now(&dev) < cut_budget;
+    let _ = t.run(w, args.size, &mut rng, &mut until_cut);
+    let cut = !dev.borrow().is_powered();
+    dev.borrow_mut().power_on();
+    dev.borrow_mut().disarm();
+    let m0 = device::now(&dev);
+    t.mount_unmount()?;
+    let mount_unclean = if cut {
+        Some(device::now(&dev) - m0)
+    } else {
+        None
+    };
+
+    Ok(Row {
+        target: t.name(),
+        workload: w,
+        user_bytes: user,
+        counters: d,
+        mount_clean_ns: mount_clean,
+        mount_unclean_ns: mount_unclean,
+        wear: device::wear(&dev),
+    })
+}
+
+fn main() {
+    let args = Args::parse();
+    let workloads = if args.workload.is_empty() {
+        vec![
+            Workload::Linear,
+            Workload::Random,
+            Workload::Logging,
+            Workload::Many,
+        ]
+    } else {
+        args.workload.clone()
+    };
+    let style = ProgressStyle::with_template("{prefix:>22} [{bar:30}] {pos}/{len} sim ms {msg}")
+        .expect("valid template")
+        .progress_chars("=> ");
+    let mut rows = Vec::new();
+    for w in &workloads {
+        for mut t in targets(args.seed) {
+            let bar = if args.quiet {
+                ProgressBar::hidden()
+            } else {
+                ProgressBar::new((args.sim_seconds * 1e3) as u64)
+            };
+            bar.set_style(style.clone());
+            bar.set_prefix(format!("{} {}", t.name(), w));
+            match run_one(t.as_mut(), *w, &args, &bar) {
+                Ok(row) => {
+                    bar.finish_with_message(format!("{:.1} kB/s", row.throughput() / 1e3));
+                    rows.push(row);
+                }
+                Err(e) => {
+                    bar.abandon_with_message(format!("failed: {e}"));
+                    eprintln!("{} {w}: {e}", t.name());
+                }
+            }
+        }
+    }
+    println!();
+    report::print(&rows, &args_summary(&args));
+}
+
+fn args_summary(a: &Args) -> String {
+    format!(
+        "W25N01GV (simulated, typical timings), {} s simulated per run, target size {} KiB, seed {}",
+        a.sim_seconds,
+        a.size / 1024,
+        a.seed
+    )
+}
