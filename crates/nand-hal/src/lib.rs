@@ -9,10 +9,16 @@ extern crate alloc;
 pub mod blocking;
 pub mod capabilities;
 pub mod conformance;
+#[cfg(feature = "ecc")]
+pub mod ecc;
 pub mod error;
 pub mod geometry;
+#[cfg(feature = "std")]
+pub mod powerloss;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(feature = "spi")]
+pub mod spi;
 
 pub use blocking::{NandFlash, PipelinedNand, ReadReport};
 pub use capabilities::{
