@@ -13,6 +13,7 @@ pub mod conformance;
 pub mod ecc;
 pub mod error;
 pub mod geometry;
+pub mod parts;
 #[cfg(feature = "std")]
 pub mod powerloss;
 #[cfg(feature = "sim")]

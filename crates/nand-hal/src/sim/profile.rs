@@ -2,29 +2,11 @@
 //! fast-test part. Sources for every number are in `docs/DESIGN.md` (simulator section)
 //! and `shared/reference/perf-reliability.md` section 1.7 / 3(i).
 
-use crate::capabilities::{
-    BadBlockMarker, Capabilities, Ecc, EccKind, MarkerPages, OobLayout, OobRegion,
-};
+use crate::capabilities::Capabilities;
 use crate::geometry::Geometry;
+use crate::parts::{self, Part};
 
-/// Typical and worst-case duration of an array operation, in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimeRange {
-    /// Datasheet typical.
-    pub typ_ns: u32,
-    /// Datasheet maximum.
-    pub max_ns: u32,
-}
-
-impl TimeRange {
-    /// `typ` and `max` in microseconds.
-    pub const fn us(typ: u32, max: u32) -> Self {
-        TimeRange {
-            typ_ns: typ * 1000,
-            max_ns: max * 1000,
-        }
-    }
-}
+pub use crate::parts::TimeRange;
 
 /// The cost model of one part: command overhead and bus time on the channel, array
 /// time on the die.
@@ -109,143 +91,72 @@ impl Profile {
     }
 }
 
-/// Winbond's SPI NAND spare layout: per 512 B sector, bytes 16s+2..16s+4 are free but
-/// not ECC-protected ("user data II") and 16s+4..16s+8 are free and protected
-/// ("user data I"); ECC parity sits at 16s+8..16s+16; the marker at bytes 0-1.
-const W25N_OOB: OobLayout = OobLayout::new(&[
-    OobRegion::unprotected(2, 2),
-    OobRegion::protected(4, 4, 0),
-    OobRegion::unprotected(18, 2),
-    OobRegion::protected(20, 4, 1),
-    OobRegion::unprotected(34, 2),
-    OobRegion::protected(36, 4, 2),
-    OobRegion::unprotected(50, 2),
-    OobRegion::protected(52, 4, 3),
-]);
+/// Quad SPI at 104 MHz with the littlefs-benchmarks command overheads (W25N01GV); the
+/// array times come from the part.
+const fn spi_timing(part: &Part, bus_ps_per_byte: u32) -> Timing {
+    Timing {
+        cmd_read_ns: 461,
+        cmd_program_ns: 614,
+        cmd_erase_ns: 384,
+        bus_ps_per_byte,
+        t_read: part.times.read,
+        t_program: part.times.program,
+        t_erase: part.times.erase,
+    }
+}
 
-const W25N_CAPS: Capabilities = Capabilities {
-    program_unit: 512,
-    nop: 4,
-    ecc: Ecc {
-        kind: EccKind::OnDie,
-        step_size: 512,
-        strength: 1,
-        scrub_threshold: 1,
-    },
-    oob: W25N_OOB,
-    bad_block_marker: BadBlockMarker::SPI,
-};
-
-/// W25N01GV cost model: quad SPI at 104 MHz, littlefs-benchmarks command overheads.
-const W25N_TIMING: Timing = Timing {
-    cmd_read_ns: 461,
-    cmd_program_ns: 614,
-    cmd_erase_ns: 384,
-    bus_ps_per_byte: 19_231,
-    t_read: TimeRange::us(25, 60),
-    t_program: TimeRange::us(250, 700),
-    t_erase: TimeRange::us(2000, 10_000),
-};
+const fn from_part(part: &Part, timing: Timing) -> Profile {
+    Profile {
+        name: part.name,
+        geometry: part.geometry,
+        capabilities: part.capabilities,
+        timing,
+        max_factory_bad: part.max_factory_bad,
+        endurance: part.endurance,
+    }
+}
 
 /// Winbond W25N01GV: 1 Gbit SPI NAND, 2048 + 64 B pages, 64 pages per block, 1024
-/// blocks, 1-bit on-die ECC per 512 B, NOP 4. The default profile.
-pub const W25N01GV: Profile = Profile {
-    name: "W25N01GV",
-    geometry: Geometry::new(2048, 64, 64, 1024, 1, 1, 1),
-    capabilities: W25N_CAPS,
-    timing: W25N_TIMING,
-    max_factory_bad: 20,
-    endurance: 100_000,
-};
+/// blocks, 1-bit on-die ECC per 512 B, NOP 4, quad SPI at 104 MHz. The default profile.
+pub const W25N01GV: Profile = from_part(&parts::W25N01GV, spi_timing(&parts::W25N01GV, 19_231));
 
 /// Winbond W25M02GV: two W25N01GV dies behind a die-select command on one SPI bus.
-pub const W25M02GV: Profile = Profile {
-    name: "W25M02GV",
-    geometry: Geometry::new(2048, 64, 64, 1024, 1, 2, 1),
-    capabilities: W25N_CAPS,
-    timing: W25N_TIMING,
-    max_factory_bad: 40,
-    endurance: 100_000,
-};
+pub const W25M02GV: Profile = from_part(&parts::W25M02GV, W25N01GV.timing);
 
 /// The ParaFS experiment device: W25N01GV dies, 2 per channel on 4 channels, cut to
 /// 256 blocks per die to keep simulations small (8 dies, 2048 blocks, 256 MiB).
 pub const W25N_4CH_2DIE: Profile = Profile {
     name: "W25N01GV x4ch x2die",
     geometry: Geometry::new(2048, 64, 64, 256, 1, 2, 4),
-    capabilities: W25N_CAPS,
-    timing: W25N_TIMING,
     max_factory_bad: 40,
-    endurance: 100_000,
+    ..W25N01GV
 };
 
 /// GigaDevice GD5F1GQ4xA: 1 Gbit SPI NAND, 8-bit on-die ECC per 512 B, 31 free spare
-/// bytes, marker at byte 0.
-pub const GD5F1GQ4: Profile = Profile {
-    name: "GD5F1GQ4",
-    geometry: Geometry::new(2048, 64, 64, 1024, 1, 1, 1),
-    capabilities: Capabilities {
-        program_unit: 512,
-        nop: 4,
-        ecc: Ecc {
-            kind: EccKind::OnDie,
-            step_size: 512,
-            strength: 8,
-            scrub_threshold: 6,
-        },
-        oob: OobLayout::new(&[
-            OobRegion::protected(1, 7, 0),
-            OobRegion::protected(16, 8, 1),
-            OobRegion::protected(32, 8, 2),
-            OobRegion::protected(48, 8, 3),
-        ]),
-        bad_block_marker: BadBlockMarker {
-            offset: 0,
-            len: 1,
-            pages: MarkerPages {
-                first: true,
-                second: false,
-                last: false,
-            },
-        },
-    },
-    timing: Timing {
-        cmd_read_ns: 461,
-        cmd_program_ns: 614,
-        cmd_erase_ns: 384,
-        bus_ps_per_byte: 18_519,
-        t_read: TimeRange::us(120, 120),
-        t_program: TimeRange::us(400, 700),
-        t_erase: TimeRange::us(3000, 10_000),
-    },
-    max_factory_bad: 20,
-    endurance: 100_000,
-};
+/// bytes, marker at byte 0, quad SPI at 108 MHz.
+pub const GD5F1GQ4: Profile = from_part(&parts::GD5F1GQ4XA, spi_timing(&parts::GD5F1GQ4XA, 18_519));
+
+/// Micron MT29F1G01ABAFD: 1 Gbit SPI NAND, 2048 + 128 B pages, 8-bit on-die ECC per
+/// 512 B, quad SPI at 104 MHz.
+pub const MT29F1G01: Profile = from_part(
+    &parts::MT29F1G01ABAFD,
+    spi_timing(&parts::MT29F1G01ABAFD, 19_231),
+);
 
 /// Micron MT29F2G08AAB: 2 Gbit parallel (x8) NAND without on-die ECC (pair it with a
-/// host ECC wrapper), 2 planes, marker at byte 0 of pages 0 and 1.
-pub const MT29F2G08: Profile = Profile {
-    name: "MT29F2G08",
-    geometry: Geometry::new(2048, 64, 64, 2048, 2, 1, 1),
-    capabilities: Capabilities {
-        program_unit: 512,
-        nop: 4,
-        ecc: Ecc::NONE,
-        oob: OobLayout::new(&[OobRegion::unprotected(2, 62)]),
-        bad_block_marker: BadBlockMarker::RAW_LARGE_PAGE,
-    },
-    timing: Timing {
+/// host ECC wrapper), 2 planes, marker at byte 0 of pages 0 and 1; x8 bus at 25 ns/B.
+pub const MT29F2G08: Profile = from_part(
+    &parts::MT29F2G08,
+    Timing {
         cmd_read_ns: 300,
         cmd_program_ns: 300,
         cmd_erase_ns: 300,
         bus_ps_per_byte: 25_000,
-        t_read: TimeRange::us(25, 25),
-        t_program: TimeRange::us(300, 700),
-        t_erase: TimeRange::us(2000, 3000),
+        t_read: parts::MT29F2G08.times.read,
+        t_program: parts::MT29F2G08.times.program,
+        t_erase: parts::MT29F2G08.times.erase,
     },
-    max_factory_bad: 40,
-    endurance: 100_000,
-};
+);
 
 /// The parallel ParaFS device: MT29F2G08 dies, 4 LUNs per channel on 2 channels, cut to
 /// 256 blocks per die.
@@ -260,10 +171,8 @@ pub const MT29F_2CH_4LUN: Profile = Profile {
 pub const TINY: Profile = Profile {
     name: "tiny",
     geometry: Geometry::new(2048, 64, 16, 64, 1, 1, 1),
-    capabilities: W25N_CAPS,
-    timing: W25N_TIMING,
     max_factory_bad: 2,
-    endurance: 100_000,
+    ..W25N01GV
 };
 
 // Every built-in profile's capabilities fit its geometry (checked at compile time).
@@ -276,11 +185,12 @@ const _: () = {
 };
 
 /// Every built-in profile.
-pub const ALL: [Profile; 7] = [
+pub const ALL: [Profile; 8] = [
     W25N01GV,
     W25M02GV,
     W25N_4CH_2DIE,
     GD5F1GQ4,
+    MT29F1G01,
     MT29F2G08,
     MT29F_2CH_4LUN,
     TINY,
@@ -302,7 +212,7 @@ mod tests {
 
     #[test]
     fn bus_time_rounds_up() {
-        assert_eq!(W25N_TIMING.bus_ns(2112), 40_616);
-        assert_eq!(W25N_TIMING.bus_ns(0), 0);
+        assert_eq!(W25N01GV.timing.bus_ns(2112), 40_616);
+        assert_eq!(W25N01GV.timing.bus_ns(0), 0);
     }
 }

@@ -3,10 +3,9 @@
 //! Adding a part is adding a [`ChipInfo`] value (see `docs/adding-a-chip.md`); the
 //! driver has no per-part code paths beyond what these fields select.
 
-use crate::capabilities::{
-    BadBlockMarker, Capabilities, Ecc, EccKind, MarkerPages, OobLayout, OobRegion,
-};
+use crate::capabilities::Capabilities;
 use crate::geometry::Geometry;
+use crate::parts::{self, ArrayTimes, TimeRange};
 
 /// The ID bytes a part returns to READ ID (`9Fh`) after the one address/dummy byte
 /// that follows the opcode (manufacturer first). Parts compare on the first `len` bytes.
@@ -127,35 +126,15 @@ pub struct ConfigBits {
     pub clear: u8,
 }
 
-/// Typical and maximum duration of an array operation, in microseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct ArrayTime {
-    /// Datasheet typical: the driver polls at a sixteenth of it.
-    pub typ_us: u32,
-    /// Datasheet maximum: the driver gives up after twice this.
-    pub max_us: u32,
-}
-
-impl ArrayTime {
-    /// `typ` and `max` microseconds.
-    pub const fn us(typ_us: u32, max_us: u32) -> Self {
-        ArrayTime { typ_us, max_us }
-    }
-}
-
 /// Array timings the driver uses to pace status polling and bound it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ChipTiming {
-    /// Page read to cache (tRD / tR, ECC on).
-    pub read: ArrayTime,
-    /// Program execute (tPP / tPROG).
-    pub program: ArrayTime,
-    /// Block erase (tBE / tBERS).
-    pub erase: ArrayTime,
+    /// Page read, program and erase (the driver polls at a sixteenth of the typical time
+    /// and gives up after twice the maximum).
+    pub array: ArrayTimes,
     /// Reset (tRST, worst case while an operation was running).
-    pub reset: ArrayTime,
+    pub reset: TimeRange,
 }
 
 /// One part in the table.
@@ -187,46 +166,15 @@ pub const CFG_ECC_EN: u8 = 1 << 4;
 /// column address; `BUF = 0` is continuous read, which ignores it).
 pub const CFG_WINBOND_BUF: u8 = 1 << 3;
 
-/// Winbond spare layout per 512 B sector `s`: bytes `16s+2..16s+4` free and unprotected,
-/// `16s+4..16s+8` free and ECC-protected, `16s+8..16s+16` parity; marker at bytes 0-1.
-const WINBOND_OOB: OobLayout = OobLayout::new(&[
-    OobRegion::unprotected(2, 2),
-    OobRegion::protected(4, 4, 0),
-    OobRegion::unprotected(18, 2),
-    OobRegion::protected(20, 4, 1),
-    OobRegion::unprotected(34, 2),
-    OobRegion::protected(36, 4, 2),
-    OobRegion::unprotected(50, 2),
-    OobRegion::protected(52, 4, 3),
-]);
-
-const WINBOND_CAPS: Capabilities = Capabilities {
-    program_unit: 512,
-    nop: 4,
-    ecc: Ecc {
-        kind: EccKind::OnDie,
-        step_size: 512,
-        strength: 1,
-        scrub_threshold: 1,
-    },
-    oob: WINBOND_OOB,
-    bad_block_marker: BadBlockMarker::SPI,
-};
-
-const WINBOND_TIMING: ChipTiming = ChipTiming {
-    read: ArrayTime::us(25, 60),
-    program: ArrayTime::us(250, 700),
-    erase: ArrayTime::us(2000, 10_000),
-    reset: ArrayTime::us(5, 500),
-};
+const TRST: TimeRange = TimeRange::us(5, 500);
 
 /// Winbond W25N01GV: 1 Gbit, 2048 + 64 B pages, 64 pages/block, 1024 blocks, 1-bit
 /// on-die ECC per 512 B sector, NOP 4.
 pub const W25N01GV: ChipInfo = ChipInfo {
     name: "W25N01GV",
     id: JedecId::new(&[0xEF, 0xAA, 0x21]),
-    geometry: Geometry::new(2048, 64, 64, 1024, 1, 1, 1),
-    capabilities: WINBOND_CAPS,
+    geometry: parts::W25N01GV.geometry,
+    capabilities: parts::W25N01GV.capabilities,
     ecc_status: EccStatus::Winbond1Bit,
     die_select: DieSelect::None,
     config: ConfigBits {
@@ -234,14 +182,17 @@ pub const W25N01GV: ChipInfo = ChipInfo {
         clear: 0,
     },
     protect_mask: 0b0111_1100,
-    timing: WINBOND_TIMING,
+    timing: ChipTiming {
+        array: parts::W25N01GV.times,
+        reset: TRST,
+    },
 };
 
 /// Winbond W25M02GV: two W25N01GV dies behind software die select (`C2h`).
 pub const W25M02GV: ChipInfo = ChipInfo {
     name: "W25M02GV",
     id: JedecId::new(&[0xEF, 0xAB, 0x21]),
-    geometry: Geometry::new(2048, 64, 64, 1024, 1, 2, 1),
+    geometry: parts::W25M02GV.geometry,
     die_select: DieSelect::WinbondC2,
     ..W25N01GV
 };
@@ -252,32 +203,8 @@ pub const W25M02GV: ChipInfo = ChipInfo {
 pub const GD5F1GQ4XA: ChipInfo = ChipInfo {
     name: "GD5F1GQ4xA",
     id: JedecId::new(&[0xC8, 0xF1]),
-    geometry: Geometry::new(2048, 64, 64, 1024, 1, 1, 1),
-    capabilities: Capabilities {
-        program_unit: 512,
-        nop: 4,
-        ecc: Ecc {
-            kind: EccKind::OnDie,
-            step_size: 512,
-            strength: 8,
-            scrub_threshold: 6,
-        },
-        oob: OobLayout::new(&[
-            OobRegion::protected(1, 7, 0),
-            OobRegion::protected(16, 8, 1),
-            OobRegion::protected(32, 8, 2),
-            OobRegion::protected(48, 8, 3),
-        ]),
-        bad_block_marker: BadBlockMarker {
-            offset: 0,
-            len: 1,
-            pages: MarkerPages {
-                first: true,
-                second: false,
-                last: false,
-            },
-        },
-    },
+    geometry: parts::GD5F1GQ4XA.geometry,
+    capabilities: parts::GD5F1GQ4XA.capabilities,
     ecc_status: EccStatus::GigaDeviceXa,
     die_select: DieSelect::None,
     config: ConfigBits {
@@ -286,10 +213,8 @@ pub const GD5F1GQ4XA: ChipInfo = ChipInfo {
     },
     protect_mask: 0b0011_1000,
     timing: ChipTiming {
-        read: ArrayTime::us(120, 120),
-        program: ArrayTime::us(400, 700),
-        erase: ArrayTime::us(3000, 10_000),
-        reset: ArrayTime::us(5, 500),
+        array: parts::GD5F1GQ4XA.times,
+        reset: TRST,
     },
 };
 
@@ -302,25 +227,8 @@ pub const GD5F1GQ4XA: ChipInfo = ChipInfo {
 pub const MT29F1G01ABAFD: ChipInfo = ChipInfo {
     name: "MT29F1G01ABAFD",
     id: JedecId::new(&[0x2C, 0x14]),
-    geometry: Geometry::new(2048, 128, 64, 1024, 1, 1, 1),
-    capabilities: Capabilities {
-        program_unit: 512,
-        nop: 4,
-        ecc: Ecc {
-            kind: EccKind::OnDie,
-            step_size: 512,
-            strength: 8,
-            scrub_threshold: 6,
-        },
-        oob: OobLayout::new(&[
-            OobRegion::unprotected(4, 28),
-            OobRegion::protected(32, 8, 0),
-            OobRegion::protected(40, 8, 1),
-            OobRegion::protected(48, 8, 2),
-            OobRegion::protected(56, 8, 3),
-        ]),
-        bad_block_marker: BadBlockMarker::SPI,
-    },
+    geometry: parts::MT29F1G01ABAFD.geometry,
+    capabilities: parts::MT29F1G01ABAFD.capabilities,
     ecc_status: EccStatus::Micron8Bit,
     die_select: DieSelect::None,
     config: ConfigBits {
@@ -329,10 +237,8 @@ pub const MT29F1G01ABAFD: ChipInfo = ChipInfo {
     },
     protect_mask: 0b0011_1000,
     timing: ChipTiming {
-        read: ArrayTime::us(46, 70),
-        program: ArrayTime::us(220, 600),
-        erase: ArrayTime::us(2000, 10_000),
-        reset: ArrayTime::us(5, 500),
+        array: parts::MT29F1G01ABAFD.times,
+        reset: TRST,
     },
 };
 
@@ -353,7 +259,7 @@ mod tests {
     fn table_entries_are_consistent() {
         for c in CHIPS {
             assert_eq!(c.capabilities.validate(&c.geometry), Ok(()), "{}", c.name);
-            assert!(c.timing.read.typ_us <= c.timing.read.max_us);
+            assert!(c.timing.array.read.typ_ns <= c.timing.array.read.max_ns);
             let dies = c.geometry.dies();
             assert!(dies == 1 || c.die_select != DieSelect::None, "{}", c.name);
         }

@@ -165,13 +165,13 @@ impl<SPI: SpiDevice, D: DelayNs> SpiNand<SPI, D> {
     fn wait_ready(&mut self, op: Op) -> Res<u8, SPI::Error> {
         let t = self.chip.timing;
         let time = match op {
-            Op::Read => t.read,
-            Op::Program => t.program,
-            Op::Erase => t.erase,
+            Op::Read => t.array.read,
+            Op::Program => t.array.program,
+            Op::Erase => t.array.erase,
             Op::Reset => t.reset,
         };
-        let poll_ns = (time.typ_us as u64 * 1000 / 16).clamp(1_000, 1_000_000);
-        self.wait_ready_raw(poll_ns, 2 * time.max_us as u64 * 1000)
+        let poll_ns = (time.typ_ns as u64 / 16).clamp(1_000, 1_000_000);
+        self.wait_ready_raw(poll_ns, 2 * time.max_ns as u64)
     }
 
     fn wait_ready_raw(&mut self, poll_ns: u64, timeout_ns: u64) -> Res<u8, SPI::Error> {

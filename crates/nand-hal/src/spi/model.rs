@@ -54,64 +54,16 @@ use embedded_hal::spi::{self, ErrorType as SpiErrorType, Operation, SpiDevice};
 
 use super::opcodes::*;
 use crate::blocking::NandFlash;
-use crate::capabilities::{
-    BadBlockMarker, Capabilities, Ecc, EccKind, MarkerPages, OobLayout, OobRegion,
-};
+use crate::capabilities::EccKind;
 use crate::error::ErrorKind;
-use crate::geometry::{Geometry, PageAddr};
-use crate::sim::profile::{self, Profile, TimeRange, Timing};
+use crate::geometry::PageAddr;
+use crate::sim::profile::{self, Profile};
 use crate::sim::{BlockState, SimNand, SimStorage};
 
 /// Largest raw page (data + spare) the model's cache register holds.
 pub const MAX_RAW_PAGE: usize = 2048 + 128;
 /// Most dies the model handles.
 pub const MAX_MODEL_DIES: usize = 2;
-
-/// Simulator profile of the Micron MT29F1G01ABAFD (no built-in profile exists): 2048 +
-/// 128 B pages, 64 pages/block, 1024 blocks, 8-bit on-die ECC per 512 B, the Linux
-/// `micron.c` spare layout; timings from the M78A datasheet (tRD 46/70 µs with ECC, tPROG
-/// 220/600 µs, tBERS 2/10 ms), quad SPI at 104 MHz.
-pub const MT29F1G01_PROFILE: Profile = Profile {
-    name: "MT29F1G01ABAFD",
-    geometry: Geometry::new(2048, 128, 64, 1024, 1, 1, 1),
-    capabilities: Capabilities {
-        program_unit: 512,
-        nop: 4,
-        ecc: Ecc {
-            kind: EccKind::OnDie,
-            step_size: 512,
-            strength: 8,
-            scrub_threshold: 6,
-        },
-        oob: OobLayout::new(&[
-            OobRegion::unprotected(4, 28),
-            OobRegion::protected(32, 8, 0),
-            OobRegion::protected(40, 8, 1),
-            OobRegion::protected(48, 8, 2),
-            OobRegion::protected(56, 8, 3),
-        ]),
-        bad_block_marker: BadBlockMarker {
-            offset: 0,
-            len: 2,
-            pages: MarkerPages {
-                first: true,
-                second: false,
-                last: false,
-            },
-        },
-    },
-    timing: Timing {
-        cmd_read_ns: 461,
-        cmd_program_ns: 614,
-        cmd_erase_ns: 384,
-        bus_ps_per_byte: 19_231,
-        t_read: TimeRange::us(46, 70),
-        t_program: TimeRange::us(220, 600),
-        t_erase: TimeRange::us(2000, 10_000),
-    },
-    max_factory_bad: 20,
-    endurance: 100_000,
-};
 
 /// How a vendor encodes the last read's ECC outcome in status bits 4-6 (the model's own
 /// encoder, written from the datasheets independently of the driver's decoder).
@@ -212,7 +164,7 @@ pub const GD5F1GQ4XA: ModelSpec = ModelSpec {
 
 /// Micron MT29F1G01ABAFD.
 pub const MT29F1G01ABAFD: ModelSpec = ModelSpec {
-    profile: MT29F1G01_PROFILE,
+    profile: profile::MT29F1G01,
     id: [0x2C, 0x14, 0x00],
     status: StatusEncoding::Micron,
     protect_default: 0b0011_1000,
@@ -983,7 +935,7 @@ mod tests {
         assert_eq!(Micron.encode(4, false), 0x30);
         assert_eq!(Micron.encode(8, false), 0x50);
         assert_eq!(Micron.encode(0, true), 0x20);
-        assert_eq!(MT29F1G01_PROFILE.validate(), Ok(()));
+        assert_eq!(profile::MT29F1G01.validate(), Ok(()));
     }
 
     #[test]
