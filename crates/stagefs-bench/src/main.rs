@@ -151,3 +151,46 @@ fn args_summary(a: &Args) -> String {
         a.seed
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick(w: Workload) -> Row {
+        let args = Args {
+            sim_seconds: 0.5,
+            size: 64 << 10,
+            workload: vec![w],
+            seed: 3,
+            quiet: true,
+        };
+        let mut t = littlefs::Littlefs::new(device::fresh(W25N01GV, 3));
+        run_one(&mut t, w, &args, &ProgressBar::hidden()).unwrap()
+    }
+
+    #[test]
+    fn littlefs_linear_runs_near_the_published_rate() {
+        let r = quick(Workload::Linear);
+        // littlefs-benchmarks: lfs2 linear on W25N01GV at 1.69 MB/s with WA 1.00.
+        assert!(
+            (1.2e6..2.5e6).contains(&r.throughput()),
+            "{}",
+            r.throughput()
+        );
+        assert!(r.counters.write_amplification(r.user_bytes) < 1.2);
+        assert_eq!(r.counters.misuse, 0);
+        assert!(r.mount_clean_ns > 0);
+    }
+
+    #[test]
+    fn littlefs_logging_pays_a_program_per_sync() {
+        let r = quick(Workload::Logging);
+        let syncs = r.user_bytes / 64;
+        assert!(
+            r.counters.programs >= syncs,
+            "{} programs for {syncs} syncs",
+            r.counters.programs
+        );
+        assert_eq!(r.counters.misuse, 0);
+    }
+}
