@@ -1,11 +1,10 @@
 //! The erase path and bad-block marks.
 
 use super::{
-    heapless_pages, BlockState, CutKind, InFlight, PageState, Pending, SimError, SimNand,
-    SimStorage, MAX_STEPS,
+    BlockState, CutKind, InFlight, PageState, Pending, SimError, SimNand, SimStorage, MAX_STEPS,
 };
 use crate::error::ErrorKind;
-use crate::geometry::{BlockAddr, PageAddr};
+use crate::geometry::BlockAddr;
 
 impl<S: SimStorage> SimNand<S> {
     pub(super) fn do_erase(&mut self, block: BlockAddr, blocking: bool) -> Result<(), SimError> {
@@ -127,14 +126,6 @@ impl<S: SimStorage> SimNand<S> {
         let ppb = self.profile.geometry.pages_per_block() as u16;
         self.storage.blocks_mut()[block as usize].next_page = ppb;
     }
-    pub(super) fn marker_pages(&self, block: u32) -> impl Iterator<Item = PageAddr> + '_ {
-        let g = self.profile.geometry;
-        let bbm = self.profile.capabilities.bad_block_marker;
-        (0..g.pages_per_block())
-            .filter(move |&p| bbm.on_page(p, g.pages_per_block()))
-            .map(move |p| g.page(BlockAddr(block), p))
-    }
-
     pub(super) fn do_is_bad(&mut self, block: BlockAddr) -> Result<bool, SimError> {
         self.check_powered()?;
         let g = self.profile.geometry;
@@ -144,13 +135,16 @@ impl<S: SimStorage> SimNand<S> {
         let bbm = self.profile.capabilities.bad_block_marker;
         let t = self.profile.timing;
         let mut bad = self.storage.blocks()[block.0 as usize].flags & BlockState::BAD != 0;
-        let pages: heapless_pages::Pages = self.marker_pages(block.0).collect();
-        for page in pages.iter() {
+        let ppb = g.pages_per_block();
+        for page in (0..ppb)
+            .filter(|&p| bbm.on_page(p, ppb))
+            .map(|p| g.page(block, p))
+        {
             self.now += t.cmd_read_ns as u64 + t.t_read.typ_ns as u64 + t.bus_ns(bbm.len as u64);
             self.counters.reads += 1;
             self.counters.oob_reads += 1;
             self.counters.bus_bytes += bbm.len as u64;
-            let (b, base) = self.locate(*page);
+            let (b, base) = self.locate(page);
             if let Some(cells) = self.storage.block(b) {
                 let at = base + g.page_size() as usize + bbm.offset as usize;
                 bad |= cells[at..at + bbm.len as usize].iter().any(|&x| x != 0xFF);

@@ -567,36 +567,6 @@ impl<S: SimStorage> SimNand<S> {
     }
 }
 
-/// Marker pages of one block (at most three).
-mod heapless_pages {
-    use crate::geometry::PageAddr;
-
-    pub struct Pages {
-        items: [PageAddr; 3],
-        len: usize,
-    }
-
-    impl Pages {
-        pub fn iter(&self) -> impl Iterator<Item = &PageAddr> {
-            self.items[..self.len].iter()
-        }
-    }
-
-    impl FromIterator<PageAddr> for Pages {
-        fn from_iter<I: IntoIterator<Item = PageAddr>>(iter: I) -> Self {
-            let mut p = Pages {
-                items: [PageAddr(0); 3],
-                len: 0,
-            };
-            for a in iter.into_iter().take(3) {
-                p.items[p.len] = a;
-                p.len += 1;
-            }
-            p
-        }
-    }
-}
-
 impl<S> ErrorType for SimNand<S> {
     type Error = SimError;
 }
