@@ -1,0 +1,93 @@
+//! Per-block bookkeeping: the summary every policy decides on.
+//!
+//! A [`BlockInfo`] is 16 bytes: erase count, age stamp, pages written, pages still
+//! valid, state and class. The [`crate::BlockManager`] keeps one per block in a fixed
+//! array, updated only through its `notice_*` events and allocations.
+
+use crate::class::Class;
+
+/// Life-cycle state of an erase block.
+///
+/// ```text
+///            allocate                 last page              choose_victim /
+///   Free ───────────────▶ Open ─────────────────▶ Full ───── static_wear_victim ──▶ Collecting
+///    ▲                                                                                  │
+///    └───────────────────────────── notice_block_erased ────────────────────────────────┘
+///   (any state) ── notice_block_bad ──▶ Bad
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum BlockState {
+    /// Erased and not in use.
+    Free,
+    /// An allocation head: some pages written, more to come.
+    Open,
+    /// Every page written (or the head was closed); a collection candidate.
+    Full,
+    /// Chosen for collection: its valid pages are being moved; erase it next.
+    Collecting,
+    /// Retired; never allocated again.
+    Bad,
+}
+
+/// The policy-relevant summary of one erase block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BlockInfo {
+    pub(crate) erase_count: u32,
+    pub(crate) stamp: u32,
+    pub(crate) written: u16,
+    pub(crate) valid: u16,
+    pub(crate) state: BlockState,
+    pub(crate) class: Class,
+}
+
+impl BlockInfo {
+    pub(crate) const FRESH: BlockInfo = BlockInfo {
+        erase_count: 0,
+        stamp: 0,
+        written: 0,
+        valid: 0,
+        state: BlockState::Free,
+        class: Class::Warm,
+    };
+
+    /// Erases so far.
+    pub const fn erase_count(&self) -> u32 {
+        self.erase_count
+    }
+    /// The allocation clock when a page was last allocated in this block.
+    pub const fn stamp(&self) -> u32 {
+        self.stamp
+    }
+    /// Pages programmed since the last erase.
+    pub const fn written(&self) -> u16 {
+        self.written
+    }
+    /// Pages still holding live data.
+    pub const fn valid(&self) -> u16 {
+        self.valid
+    }
+    /// Pages written but no longer live.
+    pub const fn invalid(&self) -> u16 {
+        self.written - self.valid
+    }
+    /// Life-cycle state.
+    pub const fn state(&self) -> BlockState {
+        self.state
+    }
+    /// The class of the data in the block (meaningless while [`BlockState::Free`]).
+    pub const fn class(&self) -> Class {
+        self.class
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_info_is_16_bytes() {
+        assert_eq!(core::mem::size_of::<BlockInfo>(), 16);
+    }
+}
