@@ -48,7 +48,11 @@ fn page_ops(c: &mut Criterion) {
     let tiny_ppb = TINY.geometry.pages_per_block();
     group.throughput(Throughput::Elements(2 * tiny_ppb as u64 + 1));
     group.bench_function("program_read_erase_noisy/tiny", |b| {
-        let faults = FaultConfig { program_fail_ppm: 0, erase_fail_ppm: 0, ..FaultConfig::noisy() };
+        let faults = FaultConfig {
+            program_fail_ppm: 0,
+            erase_fail_ppm: 0,
+            ..FaultConfig::noisy()
+        };
         let mut sim = SimNand::heap(TINY, FaultPlan::seeded(1).with_faults(faults));
         let g = sim.geometry();
         let mut d = vec![0u8; 2048];

@@ -21,7 +21,12 @@ fn row(name: &str, user_bytes: u64, d: &Counters) {
     let mbps = d.throughput(user_bytes) / 1e6;
     println!(
         "{name:<34} {:>8} {:>8} {:>7} {:>10.1} {:>9.3} {:>8.2}",
-        d.programs, d.reads, d.erases, ms, mbps, d.write_amplification(user_bytes)
+        d.programs,
+        d.reads,
+        d.erases,
+        ms,
+        mbps,
+        d.write_amplification(user_bytes)
     );
 }
 
@@ -31,7 +36,8 @@ fn sequential(sim: &mut Sim, blocks: u32) -> u64 {
     for b in 1..=blocks {
         sim.erase(BlockAddr(b)).unwrap();
         for i in 0..g.pages_per_block() {
-            sim.program_page(g.page(BlockAddr(b), i), &page, &[]).unwrap();
+            sim.program_page(g.page(BlockAddr(b), i), &page, &[])
+                .unwrap();
         }
     }
     blocks as u64 * g.block_size() as u64
@@ -46,7 +52,8 @@ fn sector_appends(sim: &mut Sim, blocks: u32) -> u64 {
         sim.erase(BlockAddr(b)).unwrap();
         for i in 0..g.pages_per_block() {
             for s in 0..per_page {
-                sim.program(g.page(BlockAddr(b), i), s * unit, &sector, &[]).unwrap();
+                sim.program(g.page(BlockAddr(b), i), s * unit, &sector, &[])
+                    .unwrap();
             }
         }
     }
@@ -82,7 +89,8 @@ fn parallel(profile: Profile, blocks_per_die: u32) -> (u64, Counters) {
     for round in 0..blocks_per_die {
         for d in 0..dies {
             sim.wait_die(d).unwrap();
-            sim.start_erase(BlockAddr(g.first_block_of_die(d).0 + round)).unwrap();
+            sim.start_erase(BlockAddr(g.first_block_of_die(d).0 + round))
+                .unwrap();
         }
         for i in 0..g.pages_per_block() {
             for d in 0..dies {
@@ -115,7 +123,11 @@ fn main() {
 
     let c0 = sim.counters();
     let n = sequential(&mut sim, 64);
-    row("sequential pages + erases (8 MiB)", n, &(sim.counters() - c0));
+    row(
+        "sequential pages + erases (8 MiB)",
+        n,
+        &(sim.counters() - c0),
+    );
 
     let c0 = sim.counters();
     let n = sector_appends(&mut sim, 8);
@@ -147,5 +159,8 @@ fn main() {
         c.bus_bytes as f64 / 1e6,
         c.time_ns as f64 / 1e9
     );
-    println!("erase counts over good blocks: min {} max {} mean {:.3}", w.min, w.max, w.mean);
+    println!(
+        "erase counts over good blocks: min {} max {} mean {:.3}",
+        w.min, w.max, w.mean
+    );
 }

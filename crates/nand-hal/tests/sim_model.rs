@@ -12,10 +12,20 @@ const BLOCKS: u32 = 3;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Erase { block: u32 },
+    Erase {
+        block: u32,
+    },
     /// Program the program units in `units` (bit mask) of a page with `fill`.
-    Program { block: u32, page: u32, units: u8, fill: u8 },
-    Read { block: u32, page: u32 },
+    Program {
+        block: u32,
+        page: u32,
+        units: u8,
+        fill: u8,
+    },
+    Read {
+        block: u32,
+        page: u32,
+    },
 }
 
 fn op(pages: u32) -> impl Strategy<Value = Op> {
@@ -61,7 +71,12 @@ fn check(profile: Profile, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
                 m.next_page[block as usize] = 0;
             }
-            Op::Program { block, page, units, fill } => {
+            Op::Program {
+                block,
+                page,
+                units,
+                fill,
+            } => {
                 let p = (block * ppb + page) as usize;
                 let units = units & 0x0F;
                 let lo = units.trailing_zeros() as usize;
@@ -69,9 +84,15 @@ fn check(profile: Profile, ops: &[Op]) -> Result<(), TestCaseError> {
                 // One program covers a contiguous run of units: lo..hi.
                 let span: u8 = ((1u16 << hi) - (1u16 << lo)) as u8;
                 let bytes = vec![fill; (hi - lo) * unit];
-                let r = sim.program(g.page(BlockAddr(block), page), (lo * unit) as u32, &bytes, &[]);
+                let r = sim.program(
+                    g.page(BlockAddr(block), page),
+                    (lo * unit) as u32,
+                    &bytes,
+                    &[],
+                );
                 let writes = if fill == 0xFF { 0 } else { span };
-                let sets_bits = (lo * unit..hi * unit).any(|i| fill != 0xFF && fill & !m.data[p][i] != 0);
+                let sets_bits =
+                    (lo * unit..hi * unit).any(|i| fill != 0xFF && fill & !m.data[p][i] != 0);
                 let allowed = m.programs[p] < caps.nop
                     && page + 1 >= m.next_page[block as usize]
                     && !(ecc && writes & m.written[p] != 0)
@@ -91,7 +112,8 @@ fn check(profile: Profile, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Read { block, page } => {
-                sim.read_page(g.page(BlockAddr(block), page), &mut buf, &mut []).unwrap();
+                sim.read_page(g.page(BlockAddr(block), page), &mut buf, &mut [])
+                    .unwrap();
                 prop_assert_eq!(&buf, &m.data[(block * ppb + page) as usize]);
             }
         }

@@ -1,0 +1,343 @@
+//! Checkpoints: persisting the lazy state and moving the updating window on.
+//!
+//! A checkpoint (1) writes every dirty index page, (2) settles block states (window and
+//! full blocks without valid pages become free, retired ones bad), (3) picks the next
+//! window: the data head's block if it has room, the old window's unused blocks, then
+//! least-worn free blocks, (4) streams header, heads, window, block table and object
+//! table into the next pages of the current checkpoint block (switching to the other,
+//! freshly erased one when it is full or after an unclean mount), and only then (5)
+//! marks retired blocks bad. Until the commit page is on flash the previous checkpoint
+//! stays authoritative and no block it references has been erased.
+//!
+//! The dirty marker: after a clean checkpoint (unmount or format) the first change
+//! writes one marker page to the checkpoint block, so the next mount knows it must scan
+//! the window. Clean mounts therefore read only the two checkpoint blocks' spare areas
+//! and the checkpoint itself.
+
+use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
+
+use crate::errors::Fault;
+use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
+use crate::format::checkpoint::{BlockState, BstEntry, CkptHeader, HeadRecord, HEADS, NONE};
+use crate::format::superblock::CRC32;
+use crate::io::FaultOf;
+use crate::policy::SpacePolicy;
+use crate::Oftl;
+
+struct Sink {
+    block: u32,
+    first: u32,
+    idx: u32,
+    total: u32,
+    pos: usize,
+    seq: u32,
+    digest: crc::Digest<'static, u32>,
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    /// Writes a checkpoint. `clean` marks it as written by unmount.
+    pub(crate) fn checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
+        self.flush_index()?;
+        self.settle_window();
+        if self.dev.window.is_empty() && self.dev.heads.iter().all(|h| h.block == NONE) && !clean {
+            return Err(Fault::NoSpace);
+        }
+        let mut attempt = 0;
+        loop {
+            match self.write_checkpoint(clean) {
+                Ok(()) => break,
+                Err(Fault::Flash(e))
+                    if attempt == 0
+                        && nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed =>
+                {
+                    self.ckpt.switch = true;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.dev.stats.checkpoints += 1;
+        self.need_marker = clean;
+        for b in 0..self.dev.geo.blocks() {
+            let bi = self.dev.blocks[b as usize];
+            if bi.state == BlockState::Bad && bi.retire {
+                self.dev.retire_now(b)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Settles block states and picks the next window.
+    fn settle_window(&mut self) {
+        let ppb = self.dev.ppb();
+        let mut carried = [NONE; HEADS];
+        for (h, c) in self.dev.heads.iter_mut().zip(carried.iter_mut()) {
+            if h.block != NONE && h.next_page >= ppb {
+                h.block = NONE;
+                h.next_page = 0;
+            }
+            *c = h.block;
+        }
+        let mut unused: heapless::Vec<u32, { crate::MAX_WINDOW }> = heapless::Vec::new();
+        for &b in &self.dev.window[self.dev.window_next..] {
+            // Capacity equals the window's: cannot overflow.
+            let _ = unused.push(b);
+        }
+        for b in 0..self.dev.geo.blocks() {
+            let bi = &mut self.dev.blocks[b as usize];
+            if carried.contains(&b) || unused.contains(&b) {
+                continue;
+            }
+            match bi.state {
+                BlockState::Window | BlockState::Full if bi.valid == 0 => {
+                    bi.state = if bi.retire {
+                        BlockState::Bad
+                    } else {
+                        BlockState::Free
+                    };
+                }
+                BlockState::Window => bi.state = BlockState::Full,
+                _ => {}
+            }
+        }
+        let want = (self.window_target as usize)
+            .saturating_sub(carried.iter().filter(|&&c| c != NONE).count());
+        self.dev.window.clear();
+        self.dev.window_next = 0;
+        for b in unused {
+            if self.dev.window.len() < want && !self.dev.blocks[b as usize].retire {
+                let _ = self.dev.window.push(b);
+            } else {
+                self.dev.blocks[b as usize].state = BlockState::Free;
+            }
+        }
+        let n = self.dev.geo.blocks() as usize;
+        while self.dev.window.len() < want {
+            match self.dev.policy.pick_free(&self.dev.blocks[..n]) {
+                Some(b)
+                    if self
+                        .dev
+                        .blocks
+                        .get(b as usize)
+                        .is_some_and(|x| x.state == BlockState::Free) =>
+                {
+                    self.dev.blocks[b as usize].state = BlockState::Window;
+                    let _ = self.dev.window.push(b);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn write_checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
+        let payload = self.dev.payload as usize;
+        let ppb = self.dev.ppb();
+        let n_blocks = self.dev.geo.blocks();
+        let hdr = CkptHeader {
+            clean,
+            seq: self.ckpt.seq.wrapping_add(1),
+            total_len: CkptHeader::stream_len(
+                n_blocks,
+                self.objs.len() as u32,
+                self.dev.window.len() as u16,
+            ),
+            n_blocks,
+            n_objects: self.objs.len() as u32,
+            next_obj_id: self.next_obj_id,
+            window_len: self.dev.window.len() as u16,
+        };
+        let total = hdr.total_len.div_ceil(payload as u32);
+        if total > ppb {
+            return Err(Fault::TooLarge);
+        }
+        if self.ckpt.verify && !self.ckpt.switch {
+            self.ckpt.verify = false;
+            if self.ckpt.next_page < ppb
+                && !self.page_erased(self.ckpt_page(self.ckpt.next_page))?
+            {
+                self.ckpt.switch = true;
+            }
+        }
+        if self.ckpt.switch || self.ckpt.next_page + total > ppb {
+            self.switch_ckpt_block()?;
+        }
+        let mut sink = Sink {
+            block: self.dev.sb.ckpt_blocks[self.ckpt.cur],
+            first: self.ckpt.next_page,
+            idx: 0,
+            total,
+            pos: 0,
+            seq: hdr.seq,
+            digest: CRC32.digest(),
+        };
+        self.pbuf.fill(0xFF);
+        self.put(&mut sink, &hdr.encode())?;
+        for h in 0..HEADS {
+            let r: HeadRecord = self.dev.heads[h].record();
+            self.put(&mut sink, &r.encode())?;
+        }
+        for i in 0..self.dev.window.len() {
+            let b = self.dev.window[i];
+            self.put(&mut sink, &b.to_le_bytes())?;
+        }
+        for b in 0..n_blocks as usize {
+            let bi = self.dev.blocks[b];
+            let e = BstEntry {
+                state: bi.state,
+                valid: bi.valid,
+                erases: bi.erases,
+            };
+            self.put(&mut sink, &e.pack().to_le_bytes())?;
+        }
+        for i in 0..self.objs.len() {
+            let r = self.objs[i].encode();
+            self.put(&mut sink, &r)?;
+        }
+        let crc = sink.digest.clone().finalize();
+        self.put(&mut sink, &crc.to_le_bytes())?;
+        if sink.pos > 0 {
+            self.emit(&mut sink)?;
+        }
+        debug_assert_eq!(sink.idx, total);
+        self.ckpt.next_page += total;
+        self.ckpt.seq = hdr.seq;
+        Ok(())
+    }
+
+    /// Moves checkpointing to the next usable checkpoint block (never the one holding
+    /// the newest checkpoint), erasing it; blocks whose erase fails are retired.
+    fn switch_ckpt_block(&mut self) -> Result<(), FaultOf<F>> {
+        let n = self.dev.sb.ckpt_blocks.len();
+        for step in 1..n {
+            let i = (self.ckpt.cur + step) % n;
+            let b = self.dev.sb.ckpt_blocks[i];
+            if self.dev.blocks[b as usize].state == BlockState::Bad {
+                continue;
+            }
+            match self.dev.flash.erase(BlockAddr(b)) {
+                Ok(()) => {
+                    let bi = &mut self.dev.blocks[b as usize];
+                    bi.erases = bi.erases.saturating_add(1);
+                    self.ckpt.cur = i;
+                    self.ckpt.next_page = 0;
+                    self.ckpt.switch = false;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == ErrorKind::EraseFailed => self.dev.retire_now(b)?,
+                Err(e) => return Err(Fault::Flash(e)),
+            }
+        }
+        // Every other checkpoint block is bad: nothing can be checkpointed any more.
+        Err(Fault::NoSpace)
+    }
+
+    fn put(&mut self, sink: &mut Sink, mut bytes: &[u8]) -> Result<(), FaultOf<F>> {
+        sink.digest.update(bytes);
+        let payload = self.dev.payload as usize;
+        while !bytes.is_empty() {
+            let n = (payload - sink.pos).min(bytes.len());
+            self.pbuf[sink.pos..sink.pos + n].copy_from_slice(&bytes[..n]);
+            sink.pos += n;
+            bytes = &bytes[n..];
+            if sink.pos == payload {
+                self.emit(sink)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, sink: &mut Sink) -> Result<(), FaultOf<F>> {
+        let page = self
+            .dev
+            .geo
+            .page(BlockAddr(sink.block), sink.first + sink.idx)
+            .0;
+        let bp = Backpointer {
+            kind: PageKind::Checkpoint,
+            owner: sink.seq & MAX_U24,
+            lpn: sink.idx,
+            len: sink.pos as u16,
+            seq: sink.seq,
+            tx_delta: sink.idx as u16,
+            commit: sink.idx + 1 == sink.total,
+        };
+        self.dev
+            .program_at(page, &mut self.pbuf, &bp, false)
+            .map_err(Fault::Flash)?;
+        sink.idx += 1;
+        sink.pos = 0;
+        self.pbuf.fill(0xFF);
+        Ok(())
+    }
+
+    fn ckpt_page(&self, idx: u32) -> u32 {
+        self.dev
+            .geo
+            .page(BlockAddr(self.dev.sb.ckpt_blocks[self.ckpt.cur]), idx)
+            .0
+    }
+
+    /// Whether a page reads fully erased (data and spare).
+    fn page_erased(&mut self, page: u32) -> Result<bool, FaultOf<F>> {
+        let span = self.dev.geo.oob_size() as usize;
+        let mut oob = [0u8; 256];
+        let span = span.min(256);
+        match self
+            .dev
+            .flash
+            .read(PageAddr(page), 0, &mut self.rbuf, &mut oob[..span])
+        {
+            Ok(_) => Ok(self
+                .rbuf
+                .iter()
+                .chain(oob[..span].iter())
+                .all(|&x| x == 0xFF)),
+            Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable => Ok(false),
+            Err(e) => Err(Fault::Flash(e)),
+        }
+    }
+
+    /// Writes the dirty marker (or a checkpoint if the block has no room).
+    pub(crate) fn write_marker(&mut self) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb();
+        loop {
+            if self.ckpt.switch || self.ckpt.next_page >= ppb {
+                self.need_marker = false;
+                return self.checkpoint(false);
+            }
+            let page = self.ckpt_page(self.ckpt.next_page);
+            if self.ckpt.verify {
+                self.ckpt.verify = false;
+                if !self.page_erased(page)? {
+                    self.ckpt.next_page += 1;
+                    continue;
+                }
+            }
+            self.ckpt.next_page += 1;
+            let bp = Backpointer::single(PageKind::Marker, 0, 0, 0);
+            let bp = Backpointer {
+                seq: self.ckpt.seq,
+                ..bp
+            };
+            self.pbuf.fill(0xFF);
+            match self.dev.program_at(page, &mut self.pbuf, &bp, true) {
+                Ok(()) => {
+                    self.need_marker = false;
+                    return Ok(());
+                }
+                Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed => {
+                    self.ckpt.switch = true;
+                }
+                Err(e) => return Err(Fault::Flash(e)),
+            }
+        }
+    }
+}

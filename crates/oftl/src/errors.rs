@@ -1,0 +1,198 @@
+//! Per-operation error enums, generic over the flash error `E`.
+//!
+//! `Corrupted` (on-flash content that fails its checks) is always kept apart from
+//! `Flash(E)` (the device reported an error).
+
+use core::fmt;
+
+/// On-flash content failed a structural or CRC check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Corrupted;
+
+impl fmt::Display for Corrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("on-flash structure corrupted")
+    }
+}
+
+/// What in the superblock does not match the device or the build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Format version unknown to this build.
+    Version,
+    /// Page, spare, block or die geometry differs.
+    Geometry,
+    /// Program unit, NOP, ECC or OOB layout differs.
+    Capabilities,
+    /// The image needs more RAM tables (blocks, objects, page buffer) than this build has.
+    Capacity,
+}
+
+/// Why [`crate::Oftl::format`] failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FormatError<E> {
+    /// The device failed.
+    Flash(E),
+    /// The device or the configuration cannot hold an OFTL with this build's tables.
+    Unsupported(Mismatch),
+    /// Too few good blocks (superblocks, checkpoint blocks, window and spare).
+    NotEnoughGoodBlocks,
+}
+
+/// Why mounting failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum MountError<E> {
+    /// The device failed.
+    Flash(E),
+    /// No superblock was found: the device is not formatted.
+    NotFormatted,
+    /// The superblock describes a different device or format.
+    Mismatch(Mismatch),
+    /// Superblock or checkpoint content is damaged beyond recovery.
+    Corrupted,
+    /// Recovery needed more free blocks than the device has.
+    NoSpace,
+}
+
+/// Why an operation that changes state failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WriteError<E> {
+    /// The device failed. The in-RAM state may be ahead of flash: the handle is
+    /// poisoned and must be remounted (recovery restores a consistent state).
+    Flash(E),
+    /// On-flash content needed by the operation is damaged.
+    Corrupted,
+    /// No such object.
+    NotFound,
+    /// Not enough free space.
+    NoSpace,
+    /// The object table is full.
+    TooManyObjects,
+    /// The write or transaction is larger than one updating window can hold, or an
+    /// offset is past the largest object size.
+    TooLarge,
+    /// A previous failure left the handle inconsistent; remount.
+    Poisoned,
+    /// The operation does not apply to this kind of object (byte writes to a log
+    /// stream, appends to an object).
+    WrongKind,
+}
+
+/// Why a read failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadError<E> {
+    /// The device failed (including uncorrectable ECC errors).
+    Flash(E),
+    /// A page did not carry the expected backpointer.
+    Corrupted,
+    /// No such object.
+    NotFound,
+    /// A previous failure left the handle inconsistent; remount.
+    Poisoned,
+    /// The operation does not apply to this kind of object.
+    WrongKind,
+    /// The buffer cannot hold the log record; the payload is the record's length.
+    BufferTooSmall(usize),
+}
+
+/// Internal error carried through the code paths and narrowed per operation.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Fault<E> {
+    Flash(E),
+    Corrupted,
+    NotFound,
+    NoSpace,
+    TooManyObjects,
+    TooLarge,
+    Poisoned,
+    WrongKind,
+    BufferTooSmall(usize),
+}
+
+impl<E> From<Corrupted> for Fault<E> {
+    fn from(_: Corrupted) -> Self {
+        Fault::Corrupted
+    }
+}
+
+impl<E> From<Fault<E>> for WriteError<E> {
+    fn from(f: Fault<E>) -> Self {
+        match f {
+            Fault::Flash(e) => WriteError::Flash(e),
+            Fault::Corrupted => WriteError::Corrupted,
+            Fault::NotFound => WriteError::NotFound,
+            Fault::NoSpace => WriteError::NoSpace,
+            Fault::TooManyObjects => WriteError::TooManyObjects,
+            Fault::TooLarge => WriteError::TooLarge,
+            Fault::Poisoned => WriteError::Poisoned,
+            Fault::WrongKind => WriteError::WrongKind,
+            Fault::BufferTooSmall(_) => WriteError::TooLarge,
+        }
+    }
+}
+
+impl<E> From<Fault<E>> for ReadError<E> {
+    fn from(f: Fault<E>) -> Self {
+        match f {
+            Fault::Flash(e) => ReadError::Flash(e),
+            Fault::NotFound => ReadError::NotFound,
+            Fault::Poisoned => ReadError::Poisoned,
+            Fault::WrongKind => ReadError::WrongKind,
+            Fault::BufferTooSmall(n) => ReadError::BufferTooSmall(n),
+            // Reads never allocate; any other internal failure means the flash content
+            // did not match what the index promised.
+            _ => ReadError::Corrupted,
+        }
+    }
+}
+
+impl<E> From<Fault<E>> for MountError<E> {
+    fn from(f: Fault<E>) -> Self {
+        match f {
+            Fault::Flash(e) => MountError::Flash(e),
+            Fault::NoSpace | Fault::TooLarge | Fault::TooManyObjects => MountError::NoSpace,
+            _ => MountError::Corrupted,
+        }
+    }
+}
+
+macro_rules! display_error {
+    ($t:ident { $($v:pat => $s:expr),* $(,)? }) => {
+        impl<E: fmt::Debug> fmt::Display for $t<E> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $t::Flash(e) => write!(f, "flash error: {e:?}"),
+                    $($v => f.write_str($s)),*
+                }
+            }
+        }
+        impl<E: fmt::Debug> core::error::Error for $t<E> {}
+    };
+}
+
+display_error!(FormatError {
+    FormatError::Unsupported(_) => "device not supported by this build's configuration",
+    FormatError::NotEnoughGoodBlocks => "not enough good blocks",
+});
+display_error!(MountError {
+    MountError::NotFormatted => "no OFTL superblock found",
+    MountError::Mismatch(_) => "superblock does not match this device or build",
+    MountError::Corrupted => "superblock or checkpoint corrupted",
+    MountError::NoSpace => "not enough free blocks to recover",
+});
+display_error!(WriteError {
+    WriteError::Corrupted => "on-flash data corrupted",
+    WriteError::NotFound => "no such object",
+    WriteError::NoSpace => "no space left",
+    WriteError::TooManyObjects => "object table full",
+    WriteError::TooLarge => "write too large",
+    WriteError::Poisoned => "handle poisoned by an earlier failure; remount",
+    WriteError::WrongKind => "operation does not apply to this kind of object",
+});
+display_error!(ReadError {
+    ReadError::Corrupted => "on-flash data corrupted",
+    ReadError::NotFound => "no such object",
+    ReadError::Poisoned => "handle poisoned by an earlier failure; remount",
+    ReadError::WrongKind => "operation does not apply to this kind of object",
+    ReadError::BufferTooSmall(_) => "buffer too small for the log record",
+});

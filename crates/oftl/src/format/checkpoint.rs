@@ -1,0 +1,354 @@
+//! The checkpoint: the persisted lazy state (object table, block state table, updating
+//! window record). Written as one byte stream over consecutive pages of a checkpoint
+//! block; each page carries a [`super::backpointer`] of kind `Checkpoint` with
+//! `owner` = 0, `lpn` = page index in the stream, `seq` = checkpoint sequence and the
+//! commit flag on the last page. A checkpoint counts only when every page is present,
+//! the stream CRC matches and the commit page closes it.
+//!
+//! ```text
+//! stream offset      size            field
+//!  0                    4            magic "OCKP"
+//!  4                    2            version (1)
+//!  6                    2            flags: bit 0 = clean (written by unmount)
+//!  8                    4            checkpoint sequence
+//! 12                    4            stream length in bytes, CRC included
+//! 16                    4            n_blocks (= device blocks)
+//! 20                    4            n_objects
+//! 24                    4            next object id
+//! 28                    2            window length (blocks)
+//! 30                   10            reserved (0xFF)
+//! 40                   24            2 x head record: block u32 (0xFFFFFFFF = none),
+//!                                    next page u32, next sequence u32
+//! 64          4*window_len           window blocks, in allocation order (u32)
+//! ..          4*n_blocks             block state table entries (see BstEntry)
+//! ..          24*n_objects           object records (see ObjRecord), ascending id
+//! len-4                 4            CRC-32/ISO-HDLC over bytes 0..len-4
+//! ```
+//!
+//! Block state entry (u32 LE): bits 31..29 coarse state (0 free, 1 window, 2 full,
+//! 3 bad, 4 reserved), bits 28..19 valid-page count, bits 18..0 erase count (saturating).
+//! The paper's relaxed rule applies: counts are exact for the checkpointed state and
+//! corrected by replaying the window after a crash; erase counts of blocks erased after
+//! the checkpoint are lost on a crash (wear statistics only).
+//!
+//! Object record (24 bytes):
+//! ```text
+//!  0 id u32 | 4 kind u8 | 5 flags u8 | 6 reserved u16 | 8 size u64 |
+//! 16 root index page u32 (0xFFFFFFFF = none) | 20 metadata page u32
+//! ```
+
+use crate::errors::Corrupted;
+
+/// Header size.
+pub const HEADER_LEN: usize = 40;
+/// Head records size.
+pub const HEADS_LEN: usize = 24;
+/// Object record size.
+pub const OBJ_LEN: usize = 24;
+/// Number of write heads recorded.
+pub const HEADS: usize = 2;
+/// Encoded "no page / no block".
+pub const NONE: u32 = u32::MAX;
+const MAGIC: [u8; 4] = *b"OCKP";
+const VERSION: u16 = 1;
+
+/// The fixed checkpoint header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CkptHeader {
+    /// Written by a clean unmount.
+    pub clean: bool,
+    /// Checkpoint sequence number.
+    pub seq: u32,
+    /// Stream length, CRC included.
+    pub total_len: u32,
+    /// Block table entries.
+    pub n_blocks: u32,
+    /// Object records.
+    pub n_objects: u32,
+    /// Next object id to hand out.
+    pub next_obj_id: u32,
+    /// Window blocks recorded.
+    pub window_len: u16,
+}
+
+impl CkptHeader {
+    /// Stream length implied by the counts.
+    pub const fn stream_len(n_blocks: u32, n_objects: u32, window_len: u16) -> u32 {
+        (HEADER_LEN + HEADS_LEN) as u32
+            + 4 * window_len as u32
+            + 4 * n_blocks
+            + OBJ_LEN as u32 * n_objects
+            + 4
+    }
+
+    /// Encodes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0xFFu8; HEADER_LEN];
+        b[0..4].copy_from_slice(&MAGIC);
+        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        b[6..8].copy_from_slice(&(self.clean as u16).to_le_bytes());
+        b[8..12].copy_from_slice(&self.seq.to_le_bytes());
+        b[12..16].copy_from_slice(&self.total_len.to_le_bytes());
+        b[16..20].copy_from_slice(&self.n_blocks.to_le_bytes());
+        b[20..24].copy_from_slice(&self.n_objects.to_le_bytes());
+        b[24..28].copy_from_slice(&self.next_obj_id.to_le_bytes());
+        b[28..30].copy_from_slice(&self.window_len.to_le_bytes());
+        b
+    }
+
+    /// Parses and checks internal consistency (not the stream CRC).
+    pub fn parse(b: &[u8]) -> Result<Self, Corrupted> {
+        let b = b.get(..HEADER_LEN).ok_or(Corrupted)?;
+        if b[0..4] != MAGIC || u16::from_le_bytes([b[4], b[5]]) != VERSION {
+            return Err(Corrupted);
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let flags = u16::from_le_bytes([b[6], b[7]]);
+        if flags > 1 {
+            return Err(Corrupted);
+        }
+        let h = CkptHeader {
+            clean: flags == 1,
+            seq: u32_at(8),
+            total_len: u32_at(12),
+            n_blocks: u32_at(16),
+            n_objects: u32_at(20),
+            next_obj_id: u32_at(24),
+            window_len: u16::from_le_bytes([b[28], b[29]]),
+        };
+        if h.n_blocks > (1 << 24) || h.n_objects > (1 << 24) {
+            return Err(Corrupted);
+        }
+        if h.total_len != Self::stream_len(h.n_blocks, h.n_objects, h.window_len) {
+            return Err(Corrupted);
+        }
+        Ok(h)
+    }
+}
+
+/// Position and sequence of one write head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadRecord {
+    /// Block being filled, or [`NONE`].
+    pub block: u32,
+    /// Next page index in `block`.
+    pub next_page: u32,
+    /// Sequence number of the next page this head programs.
+    pub next_seq: u32,
+}
+
+impl HeadRecord {
+    /// Encodes.
+    pub fn encode(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&self.block.to_le_bytes());
+        b[4..8].copy_from_slice(&self.next_page.to_le_bytes());
+        b[8..12].copy_from_slice(&self.next_seq.to_le_bytes());
+        b
+    }
+    /// Parses; `blocks`/`ppb` bound the position.
+    pub fn parse(b: &[u8], blocks: u32, ppb: u32) -> Result<Self, Corrupted> {
+        let b = b.get(..12).ok_or(Corrupted)?;
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let h = HeadRecord {
+            block: u32_at(0),
+            next_page: u32_at(4),
+            next_seq: u32_at(8),
+        };
+        if h.block != NONE && (h.block >= blocks || h.next_page > ppb) {
+            return Err(Corrupted);
+        }
+        Ok(h)
+    }
+}
+
+/// Coarse block state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockState {
+    /// Holds nothing the index references; erased before reuse.
+    Free = 0,
+    /// Allocated to the updating window.
+    Window = 1,
+    /// Holds live pages outside the window.
+    Full = 2,
+    /// Factory or grown bad.
+    Bad = 3,
+    /// Superblock or checkpoint block.
+    Reserved = 4,
+}
+
+/// One block state table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BstEntry {
+    /// Coarse state.
+    pub state: BlockState,
+    /// Valid pages.
+    pub valid: u16,
+    /// Erase count.
+    pub erases: u32,
+}
+
+const ERASE_MAX: u32 = (1 << 19) - 1;
+
+impl BstEntry {
+    /// Packs into a u32 (erase count saturates).
+    pub fn pack(&self) -> u32 {
+        ((self.state as u32) << 29)
+            | ((self.valid as u32 & 0x3FF) << 19)
+            | self.erases.min(ERASE_MAX)
+    }
+    /// Unpacks, checking `valid <= ppb`.
+    pub fn unpack(v: u32, ppb: u32) -> Result<Self, Corrupted> {
+        let state = match v >> 29 {
+            0 => BlockState::Free,
+            1 => BlockState::Window,
+            2 => BlockState::Full,
+            3 => BlockState::Bad,
+            4 => BlockState::Reserved,
+            _ => return Err(Corrupted),
+        };
+        let valid = ((v >> 19) & 0x3FF) as u16;
+        if valid as u32 > ppb {
+            return Err(Corrupted);
+        }
+        Ok(BstEntry {
+            state,
+            valid,
+            erases: v & ERASE_MAX,
+        })
+    }
+}
+
+/// Object kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjKind {
+    /// A byte-addressed object.
+    Object = 0,
+    /// A log stream (reserved for the log-stream layer).
+    Log = 1,
+}
+
+impl ObjKind {
+    /// Decodes.
+    pub fn from_byte(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(ObjKind::Object),
+            1 => Some(ObjKind::Log),
+            _ => None,
+        }
+    }
+}
+
+/// One object record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjRecord {
+    /// Object id (24 bits used).
+    pub id: u32,
+    /// Kind.
+    pub kind: ObjKind,
+    /// Size in bytes.
+    pub size: u64,
+    /// Root index page or [`NONE`].
+    pub root: u32,
+    /// Current metadata page.
+    pub meta: u32,
+    /// RAM only, not encoded here: a log stream's trim point (first live sequence
+    /// number), persisted in its metadata page's size field.
+    pub log_start: u64,
+}
+
+impl ObjRecord {
+    /// Encodes.
+    pub fn encode(&self) -> [u8; OBJ_LEN] {
+        let mut b = [0xFFu8; OBJ_LEN];
+        b[0..4].copy_from_slice(&self.id.to_le_bytes());
+        b[4] = self.kind as u8;
+        b[5] = 0;
+        b[8..16].copy_from_slice(&self.size.to_le_bytes());
+        b[16..20].copy_from_slice(&self.root.to_le_bytes());
+        b[20..24].copy_from_slice(&self.meta.to_le_bytes());
+        b
+    }
+    /// Parses, checking page addresses against `pages` and the size against `max_size`.
+    pub fn parse(b: &[u8], pages: u32, max_size: u64) -> Result<Self, Corrupted> {
+        let b = b.get(..OBJ_LEN).ok_or(Corrupted)?;
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let mut s = [0u8; 8];
+        s.copy_from_slice(&b[8..16]);
+        let r = ObjRecord {
+            id: u32_at(0),
+            kind: ObjKind::from_byte(b[4]).ok_or(Corrupted)?,
+            size: u64::from_le_bytes(s),
+            root: u32_at(16),
+            meta: u32_at(20),
+            log_start: 0,
+        };
+        if b[5] != 0
+            || r.id > super::backpointer::MAX_U24
+            || r.size > max_size
+            || (r.root != NONE && r.root >= pages)
+            || r.meta >= pages
+        {
+            return Err(Corrupted);
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_and_corruption() {
+        let h = CkptHeader {
+            clean: true,
+            seq: 9,
+            total_len: CkptHeader::stream_len(1024, 3, 16),
+            n_blocks: 1024,
+            n_objects: 3,
+            next_obj_id: 44,
+            window_len: 16,
+        };
+        assert_eq!(CkptHeader::parse(&h.encode()), Ok(h));
+        let mut b = h.encode();
+        b[12] ^= 1;
+        assert_eq!(CkptHeader::parse(&b), Err(Corrupted));
+        let mut b = h.encode();
+        b[0] = b'X';
+        assert_eq!(CkptHeader::parse(&b), Err(Corrupted));
+        assert_eq!(CkptHeader::parse(&[0xFF; HEADER_LEN]), Err(Corrupted));
+        assert_eq!(CkptHeader::parse(&[0; 3]), Err(Corrupted));
+    }
+
+    #[test]
+    fn head_bst_obj_round_trip() {
+        let hr = HeadRecord {
+            block: 7,
+            next_page: 3,
+            next_seq: 1000,
+        };
+        assert_eq!(HeadRecord::parse(&hr.encode(), 64, 16), Ok(hr));
+        assert_eq!(HeadRecord::parse(&hr.encode(), 4, 16), Err(Corrupted));
+        let e = BstEntry {
+            state: BlockState::Full,
+            valid: 61,
+            erases: 12345,
+        };
+        assert_eq!(BstEntry::unpack(e.pack(), 64), Ok(e));
+        assert_eq!(BstEntry::unpack(e.pack(), 16), Err(Corrupted));
+        assert_eq!(BstEntry::unpack(0xFFFF_FFFF, 64), Err(Corrupted));
+        let o = ObjRecord {
+            id: 5,
+            kind: ObjKind::Object,
+            size: 1 << 30,
+            root: NONE,
+            meta: 99,
+            log_start: 0,
+        };
+        assert_eq!(ObjRecord::parse(&o.encode(), 1000, 1 << 31), Ok(o));
+        assert_eq!(ObjRecord::parse(&o.encode(), 50, 1 << 31), Err(Corrupted));
+        assert_eq!(ObjRecord::parse(&o.encode(), 1000, 10), Err(Corrupted));
+        assert_eq!(ObjRecord::parse(&[0xFF; OBJ_LEN], 1000, 10), Err(Corrupted));
+    }
+}

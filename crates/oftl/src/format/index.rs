@@ -1,0 +1,61 @@
+//! Object index pages: a two-level tree per object.
+//!
+//! The root page maps leaf numbers to leaf index pages; a leaf maps logical pages to
+//! data pages. Both are flat arrays of u32 LE device page numbers, `0xFFFFFFFF` = not
+//! mapped (a hole, read as zeros). With `E = payload / 4` entries per page an object
+//! holds up to `E * E` pages (512 MiB on 2 KiB pages).
+//!
+//! ```text
+//! offset 4*i: entry i (u32 LE)   for i in 0..E
+//! ```
+//! Index pages carry a backpointer of kind `Index`, `owner` = object id and
+//! `lpn` = leaf number, or [`ROOT_LPN`] for the root.
+
+use crate::errors::Corrupted;
+
+/// Unmapped entry.
+pub const UNMAPPED: u32 = u32::MAX;
+/// Backpointer `lpn` of a root index page.
+pub const ROOT_LPN: u32 = super::backpointer::MAX_U24;
+
+/// Reads entry `i`.
+pub fn entry(page: &[u8], i: usize) -> u32 {
+    let o = i * 4;
+    u32::from_le_bytes([page[o], page[o + 1], page[o + 2], page[o + 3]])
+}
+
+/// Writes entry `i`.
+pub fn set_entry(page: &mut [u8], i: usize, v: u32) {
+    page[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Checks that every entry of an index page read from flash is unmapped or a page of
+/// the device.
+pub fn validate(page: &[u8], entries: usize, device_pages: u32) -> Result<(), Corrupted> {
+    if page.len() < entries * 4 {
+        return Err(Corrupted);
+    }
+    for i in 0..entries {
+        let e = entry(page, i);
+        if e != UNMAPPED && e >= device_pages {
+            return Err(Corrupted);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_validate() {
+        let mut p = [0xFFu8; 64];
+        set_entry(&mut p, 3, 77);
+        assert_eq!(entry(&p, 3), 77);
+        assert_eq!(entry(&p, 2), UNMAPPED);
+        assert_eq!(validate(&p, 16, 100), Ok(()));
+        assert_eq!(validate(&p, 16, 50), Err(Corrupted));
+        assert_eq!(validate(&p, 17, 100), Err(Corrupted));
+    }
+}

@@ -1,0 +1,371 @@
+//! The superblock: what device and format an OFTL image was made for, and where its
+//! fixed structures live. Immutable after format.
+//!
+//! Two identical copies are written to page 0 of the first two good blocks among the
+//! first [`SB_SEARCH`] blocks, programmed as the first program unit only (512 bytes;
+//! no OOB), so bad blocks 0 or 1 do not make the device unusable. Mount takes the first
+//! copy that parses.
+//!
+//! ```text
+//! off  size  field
+//!   0     4  magic "OFTL"
+//!   4     2  format version (1)
+//!   6     2  header length (512)
+//!   8     4  page size
+//!  12     2  spare (OOB) size
+//!  14     2  pages per block
+//!  16     4  blocks
+//!  20     2  dies
+//!  22     2  channels
+//!  24     2  program unit
+//!  26     1  NOP
+//!  27     1  ECC kind (0 none, 1 on-die, 2 host)
+//!  28     1  ECC strength
+//!  29     1  scrub threshold
+//!  30     1  backpointer placement (0 OOB, 1 in-band)
+//!  31     1  OOB region count (<= 16)
+//!  32    96  16 x OOB region: offset u16, len u16, ECC step u8 (0xFF = none), 0xFF
+//! 128     2  updating window blocks
+//! 130     2  object table capacity
+//! 132     4  format id (distinguishes images)
+//! 136     8  superblock blocks [u32; 2]
+//! 144    16  checkpoint blocks [u32; 4]
+//! 160   348  reserved (0xFF)
+//! 508     4  CRC-32/ISO-HDLC over bytes 0..508
+//! ```
+//! All integers little-endian.
+
+use nand_hal::{Capabilities, EccKind, Geometry, OobRegion, MAX_OOB_REGIONS};
+
+use super::backpointer::Placement;
+use crate::errors::{Corrupted, Mismatch};
+
+/// Encoded size (one program unit on every supported part).
+pub const SB_LEN: usize = 512;
+/// Blocks searched for superblock copies.
+pub const SB_SEARCH: u32 = 8;
+/// Current format version.
+pub const VERSION: u16 = 1;
+/// Checkpoint blocks reserved at format.
+pub const CKPT_BLOCKS: usize = 4;
+const MAGIC: [u8; 4] = *b"OFTL";
+pub(crate) static CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+
+/// A decoded superblock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Superblock {
+    /// Geometry fields as recorded.
+    pub page_size: u32,
+    /// Spare bytes per page.
+    pub oob_size: u16,
+    /// Pages per block.
+    pub pages_per_block: u16,
+    /// Blocks.
+    pub blocks: u32,
+    /// Dies.
+    pub dies: u16,
+    /// Channels.
+    pub channels: u16,
+    /// Program unit.
+    pub program_unit: u16,
+    /// Partial programs per page.
+    pub nop: u8,
+    /// ECC kind code.
+    pub ecc_kind: u8,
+    /// ECC strength.
+    pub ecc_strength: u8,
+    /// Scrub threshold.
+    pub scrub_threshold: u8,
+    /// Backpointer placement.
+    pub placement: Placement,
+    /// OOB regions as recorded.
+    pub oob_regions: [OobRegion; MAX_OOB_REGIONS],
+    /// Number of OOB regions.
+    pub oob_count: u8,
+    /// Updating window size in blocks.
+    pub window_blocks: u16,
+    /// Object table capacity.
+    pub max_objects: u16,
+    /// Format id.
+    pub format_id: u32,
+    /// Blocks holding the superblock copies.
+    pub sb_blocks: [u32; 2],
+    /// The checkpoint blocks (written in rotation; any may go bad).
+    pub ckpt_blocks: [u32; CKPT_BLOCKS],
+}
+
+fn ecc_code(k: EccKind) -> u8 {
+    match k {
+        EccKind::None => 0,
+        EccKind::OnDie => 1,
+        EccKind::Host => 2,
+    }
+}
+
+impl Superblock {
+    /// Describes `geometry` and `caps` with the given layout choices.
+    pub fn describe(
+        geometry: &Geometry,
+        caps: &Capabilities,
+        window_blocks: u16,
+        max_objects: u16,
+        format_id: u32,
+        sb_blocks: [u32; 2],
+        ckpt_blocks: [u32; CKPT_BLOCKS],
+    ) -> Self {
+        let mut oob_regions = [OobRegion::default(); MAX_OOB_REGIONS];
+        let regs = caps.oob.regions();
+        oob_regions[..regs.len()].copy_from_slice(regs);
+        Superblock {
+            page_size: geometry.page_size(),
+            oob_size: geometry.oob_size() as u16,
+            pages_per_block: geometry.pages_per_block() as u16,
+            blocks: geometry.blocks(),
+            dies: geometry.dies() as u16,
+            channels: geometry.channels() as u16,
+            program_unit: caps.program_unit as u16,
+            nop: caps.nop,
+            ecc_kind: ecc_code(caps.ecc.kind),
+            ecc_strength: caps.ecc.strength,
+            scrub_threshold: caps.ecc.scrub_threshold,
+            placement: Placement::for_caps(caps),
+            oob_regions,
+            oob_count: regs.len() as u8,
+            window_blocks,
+            max_objects,
+            format_id,
+            sb_blocks,
+            ckpt_blocks,
+        }
+    }
+
+    /// Checks that this image was made for `geometry` and `caps`.
+    pub fn check_device(&self, geometry: &Geometry, caps: &Capabilities) -> Result<(), Mismatch> {
+        if self.page_size != geometry.page_size()
+            || self.oob_size as u32 != geometry.oob_size()
+            || self.pages_per_block as u32 != geometry.pages_per_block()
+            || self.blocks != geometry.blocks()
+            || self.dies as u32 != geometry.dies()
+            || self.channels as u32 != geometry.channels()
+        {
+            return Err(Mismatch::Geometry);
+        }
+        let regs = caps.oob.regions();
+        if self.program_unit as u32 != caps.program_unit
+            || self.nop != caps.nop
+            || self.ecc_kind != ecc_code(caps.ecc.kind)
+            || self.ecc_strength != caps.ecc.strength
+            || self.scrub_threshold != caps.ecc.scrub_threshold
+            || self.oob_count as usize != regs.len()
+            || &self.oob_regions[..regs.len()] != regs
+            || self.placement != Placement::for_caps(caps)
+        {
+            return Err(Mismatch::Capabilities);
+        }
+        Ok(())
+    }
+
+    /// Encodes into the 512-byte header.
+    pub fn encode(&self) -> [u8; SB_LEN] {
+        let mut b = [0xFFu8; SB_LEN];
+        b[0..4].copy_from_slice(&MAGIC);
+        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        b[6..8].copy_from_slice(&(SB_LEN as u16).to_le_bytes());
+        b[8..12].copy_from_slice(&self.page_size.to_le_bytes());
+        b[12..14].copy_from_slice(&self.oob_size.to_le_bytes());
+        b[14..16].copy_from_slice(&self.pages_per_block.to_le_bytes());
+        b[16..20].copy_from_slice(&self.blocks.to_le_bytes());
+        b[20..22].copy_from_slice(&self.dies.to_le_bytes());
+        b[22..24].copy_from_slice(&self.channels.to_le_bytes());
+        b[24..26].copy_from_slice(&self.program_unit.to_le_bytes());
+        b[26] = self.nop;
+        b[27] = self.ecc_kind;
+        b[28] = self.ecc_strength;
+        b[29] = self.scrub_threshold;
+        b[30] = self.placement as u8;
+        b[31] = self.oob_count;
+        for (i, r) in self.oob_regions.iter().enumerate() {
+            let o = 32 + i * 6;
+            b[o..o + 2].copy_from_slice(&r.offset.to_le_bytes());
+            b[o + 2..o + 4].copy_from_slice(&r.len.to_le_bytes());
+            b[o + 4] = r.ecc_step.unwrap_or(0xFF);
+            b[o + 5] = 0xFF;
+        }
+        b[128..130].copy_from_slice(&self.window_blocks.to_le_bytes());
+        b[130..132].copy_from_slice(&self.max_objects.to_le_bytes());
+        b[132..136].copy_from_slice(&self.format_id.to_le_bytes());
+        for i in 0..2 {
+            b[136 + 4 * i..140 + 4 * i].copy_from_slice(&self.sb_blocks[i].to_le_bytes());
+        }
+        for i in 0..CKPT_BLOCKS {
+            b[144 + 4 * i..148 + 4 * i].copy_from_slice(&self.ckpt_blocks[i].to_le_bytes());
+        }
+        let crc = CRC32.checksum(&b[..508]);
+        b[508..512].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Parses a header. `Ok(None)` when the bytes are not a superblock at all (erased
+    /// or foreign magic), `Err(Corrupted)` when it claims to be one but fails its checks,
+    /// `Err` of the version mismatch through [`SbParseError`].
+    pub fn parse(b: &[u8]) -> Result<Option<Self>, SbParseError> {
+        let b: &[u8; SB_LEN] = match b.get(..SB_LEN).and_then(|s| s.try_into().ok()) {
+            Some(b) => b,
+            None => return Err(SbParseError::Corrupted),
+        };
+        if b[0..4] != MAGIC {
+            return Ok(None);
+        }
+        let crc = u32::from_le_bytes([b[508], b[509], b[510], b[511]]);
+        if CRC32.checksum(&b[..508]) != crc {
+            return Err(SbParseError::Corrupted);
+        }
+        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        if u16_at(4) != VERSION {
+            return Err(SbParseError::Version);
+        }
+        if u16_at(6) as usize != SB_LEN {
+            return Err(SbParseError::Corrupted);
+        }
+        let placement = Placement::from_byte(b[30]).ok_or(SbParseError::Corrupted)?;
+        let oob_count = b[31];
+        if oob_count as usize > MAX_OOB_REGIONS {
+            return Err(SbParseError::Corrupted);
+        }
+        let mut oob_regions = [OobRegion::default(); MAX_OOB_REGIONS];
+        for (i, r) in oob_regions.iter_mut().enumerate() {
+            let o = 32 + i * 6;
+            r.offset = u16_at(o);
+            r.len = u16_at(o + 2);
+            r.ecc_step = match b[o + 4] {
+                0xFF => None,
+                s => Some(s),
+            };
+        }
+        let sb = Superblock {
+            page_size: u32_at(8),
+            oob_size: u16_at(12),
+            pages_per_block: u16_at(14),
+            blocks: u32_at(16),
+            dies: u16_at(20),
+            channels: u16_at(22),
+            program_unit: u16_at(24),
+            nop: b[26],
+            ecc_kind: b[27],
+            ecc_strength: b[28],
+            scrub_threshold: b[29],
+            placement,
+            oob_regions,
+            oob_count,
+            window_blocks: u16_at(128),
+            max_objects: u16_at(130),
+            format_id: u32_at(132),
+            sb_blocks: [u32_at(136), u32_at(140)],
+            ckpt_blocks: [u32_at(144), u32_at(148), u32_at(152), u32_at(156)],
+        };
+        let in_range = |blk: u32| blk < sb.blocks;
+        let fixed = || sb.sb_blocks.iter().chain(sb.ckpt_blocks.iter());
+        let distinct = fixed()
+            .enumerate()
+            .all(|(i, a)| fixed().skip(i + 1).all(|b| a != b));
+        if sb.window_blocks < 2
+            || !distinct
+            || sb.max_objects == 0
+            || sb.pages_per_block < 4
+            || !sb
+                .sb_blocks
+                .iter()
+                .chain(sb.ckpt_blocks.iter())
+                .all(|&x| in_range(x))
+        {
+            return Err(SbParseError::Corrupted);
+        }
+        Ok(Some(sb))
+    }
+}
+
+/// Why a superblock did not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SbParseError {
+    /// It failed its CRC or a field is out of range.
+    Corrupted,
+    /// A format version this build does not know.
+    Version,
+}
+
+impl From<SbParseError> for Corrupted {
+    fn from(_: SbParseError) -> Self {
+        Corrupted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nand_hal::sim::profile::{GD5F1GQ4, W25N01GV};
+
+    fn sample() -> Superblock {
+        let p = W25N01GV;
+        Superblock::describe(
+            &p.geometry,
+            &p.capabilities,
+            16,
+            256,
+            77,
+            [0, 1],
+            [2, 3, 4, 5],
+        )
+    }
+
+    #[test]
+    fn round_trip_and_device_check() {
+        let sb = sample();
+        let enc = sb.encode();
+        let back = Superblock::parse(&enc).unwrap().unwrap();
+        assert_eq!(back, sb);
+        let p = W25N01GV;
+        assert_eq!(back.check_device(&p.geometry, &p.capabilities), Ok(()));
+        let g = GD5F1GQ4;
+        assert_eq!(
+            back.check_device(&g.geometry, &g.capabilities),
+            Err(Mismatch::Capabilities)
+        );
+        let small = nand_hal::sim::profile::TINY;
+        assert_eq!(
+            back.check_device(&small.geometry, &small.capabilities),
+            Err(Mismatch::Geometry)
+        );
+    }
+
+    #[test]
+    fn corrupt_inputs() {
+        assert_eq!(Superblock::parse(&[0xFF; SB_LEN]), Ok(None));
+        assert_eq!(Superblock::parse(&[0u8; 10]), Err(SbParseError::Corrupted));
+        let enc = sample().encode();
+        for i in 4..SB_LEN {
+            let mut b = enc;
+            b[i] ^= 0x10;
+            assert_eq!(
+                Superblock::parse(&b),
+                Err(SbParseError::Corrupted),
+                "byte {i}"
+            );
+        }
+        let mut b = enc;
+        b[4] = 9;
+        let crc = CRC32.checksum(&b[..508]);
+        b[508..512].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Superblock::parse(&b), Err(SbParseError::Version));
+        let mut b = enc;
+        b[148..152].copy_from_slice(&2u32.to_le_bytes()); // duplicate checkpoint block
+        let crc = CRC32.checksum(&b[..508]);
+        b[508..512].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Superblock::parse(&b), Err(SbParseError::Corrupted));
+        let mut b = enc;
+        b[144..148].copy_from_slice(&5000u32.to_le_bytes());
+        let crc = CRC32.checksum(&b[..508]);
+        b[508..512].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Superblock::parse(&b), Err(SbParseError::Corrupted));
+    }
+}

@@ -1,0 +1,244 @@
+//! Garbage collection, scrubbing and retirement: moving a block's valid pages into the
+//! data head so the block can be reused (or retired).
+//!
+//! A page is valid when the index (or object table) still points at it; its
+//! backpointer says where to look. A collected block keeps its `Full` state with zero
+//! valid pages until the next checkpoint makes it `Free`: the last checkpoint's index
+//! may still point into it, so it must survive until then. Victims are never window
+//! blocks. The caller drives collection in bounded steps ([`Oftl::gc_step`]); writes
+//! also collect in the foreground when the next window could not be allocated.
+
+use nand_hal::{BlockAddr, NandFlash};
+
+use crate::errors::{Fault, WriteError};
+use crate::format::backpointer::{Backpointer, PageKind};
+use crate::format::checkpoint::BlockState;
+use crate::format::index::{self, ROOT_LPN};
+use crate::format::meta::MetaRecord;
+use crate::io::{FaultOf, Scan};
+use crate::policy::SpacePolicy;
+use crate::{Oftl, DATA_HEAD};
+
+/// What a [`Oftl::gc_step`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcProgress {
+    /// Pages copied in this step.
+    pub copied: u32,
+    /// Whether more collection would be useful now (a victim is in progress or blocks
+    /// are worth collecting).
+    pub more: bool,
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    /// Collects for at most `budget` page copies (scrub and retirement candidates
+    /// first). Call it when idle; writes also collect when they must.
+    pub fn gc_step(&mut self, budget: u32) -> Result<GcProgress, WriteError<F::Error>> {
+        let r = (|| -> Result<_, FaultOf<F>> {
+            self.check_usable()?;
+            if self.need_marker {
+                self.write_marker()?;
+            }
+            let mut copied = 0;
+            while copied < budget {
+                if self.gc_victim.is_none() && !self.pick_gc_victim() {
+                    break;
+                }
+                let room = self.gc_room()?;
+                copied += self.gc_advance((budget - copied).min(room))?;
+            }
+            let more = self.gc_victim.is_some() || {
+                let n = self.dev.geo.blocks() as usize;
+                let ppb = self.dev.ppb();
+                self.dev
+                    .policy
+                    .pick_victim(&self.dev.blocks[..n], ppb)
+                    .is_some()
+            };
+            Ok(GcProgress { copied, more })
+        })();
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// Collects one whole victim. `false` if there is none.
+    pub(crate) fn gc_collect_one(&mut self) -> Result<bool, FaultOf<F>> {
+        if self.gc_victim.is_none() && !self.pick_gc_victim() {
+            return Ok(false);
+        }
+        while self.gc_victim.is_some() {
+            let room = self.gc_room()?;
+            self.gc_advance(room)?;
+        }
+        Ok(true)
+    }
+
+    /// Starts on the policy's victim, if it names a collectable block.
+    fn pick_gc_victim(&mut self) -> bool {
+        let ppb = self.dev.ppb();
+        let n = self.dev.geo.blocks() as usize;
+        match self.dev.policy.pick_victim(&self.dev.blocks[..n], ppb) {
+            Some(v)
+                if self
+                    .dev
+                    .blocks
+                    .get(v as usize)
+                    .is_some_and(|b| b.state == BlockState::Full && b.valid > 0) =>
+            {
+                self.gc_victim = Some((v, 0));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Window pages GC may use now, checkpointing first if the window is low.
+    fn gc_room(&mut self) -> Result<u32, FaultOf<F>> {
+        let reserve = self.window_need(0, 0);
+        if self.dev.window_free_pages(DATA_HEAD) <= reserve {
+            self.checkpoint(false)?;
+        }
+        let free = self.dev.window_free_pages(DATA_HEAD);
+        if free <= reserve {
+            return Err(Fault::NoSpace);
+        }
+        Ok((free - reserve).min(u32::MAX as u64) as u32)
+    }
+
+    /// Whether a block waits to be moved because it is failing (retire) or reads at
+    /// the scrub threshold.
+    pub(crate) fn urgent_victim(&self) -> bool {
+        self.blocks()
+            .iter()
+            .any(|b| b.state == BlockState::Full && b.valid > 0 && (b.retire || b.scrub))
+    }
+
+    /// Moves up to `budget` valid pages of the current victim; returns pages copied.
+    fn gc_advance(&mut self, budget: u32) -> Result<u32, FaultOf<F>> {
+        let Some((b, mut next)) = self.gc_victim else {
+            return Ok(0);
+        };
+        let ppb = self.dev.ppb();
+        let mut copied = 0;
+        while next < ppb && copied < budget {
+            if self.dev.blocks[b as usize].valid == 0 {
+                break;
+            }
+            let page = self.dev.geo.page(BlockAddr(b), next).0;
+            next += 1;
+            if let Scan::Bp(bp) = self.dev.scan_read(page)? {
+                if bp.kind == PageKind::Log {
+                    copied += self.relocate_log(page, false)? as u32;
+                } else if self.is_valid(page, &bp)? {
+                    self.relocate(page, &bp, false)?;
+                    copied += 1;
+                }
+            }
+        }
+        if next >= ppb || self.dev.blocks[b as usize].valid == 0 {
+            self.gc_victim = None;
+            let bi = &mut self.dev.blocks[b as usize];
+            bi.scrub = false;
+            if bi.valid != 0 {
+                // Pages the counts call valid but no backpointer claims: the counts
+                // were wrong (the content is unreachable anyway). Correct them.
+                let v = bi.valid as u64;
+                bi.valid = 0;
+                self.dev.valid_total = self.dev.valid_total.saturating_sub(v);
+            }
+        } else {
+            self.gc_victim = Some((b, next));
+        }
+        Ok(copied)
+    }
+
+    /// Whether the page at `page` with backpointer `bp` is still referenced.
+    pub(crate) fn is_valid(&mut self, page: u32, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
+        let Some(oi) = self.obj_index(bp.owner) else {
+            return Ok(false);
+        };
+        Ok(match bp.kind {
+            PageKind::Data | PageKind::Log => self.index_get(bp.owner, bp.lpn)? == page,
+            PageKind::Meta => self.objs[oi].meta == page,
+            PageKind::Index if bp.lpn == ROOT_LPN => self.objs[oi].root == page,
+            PageKind::Index => {
+                let epp = self.entries_per_index() as u32;
+                if bp.lpn >= epp {
+                    return Ok(false);
+                }
+                let r = self.slot_for(bp.owner, ROOT_LPN)?;
+                index::entry(&self.cache[r].data, bp.lpn as usize) == page
+            }
+            _ => false,
+        })
+    }
+
+    /// Copies a valid page to the data head and repoints its owner. With `from_rbuf`,
+    /// the page content is already in `rbuf` (recovery's suspect page).
+    pub(crate) fn relocate(
+        &mut self,
+        page: u32,
+        bp: &Backpointer,
+        from_rbuf: bool,
+    ) -> Result<(), FaultOf<F>> {
+        if bp.kind == PageKind::Log {
+            return self.relocate_log(page, from_rbuf).map(|_| ());
+        }
+        self.dev.stats.relocated_pages += 1;
+        let pu = self.dev.pu();
+        let payload = self.dev.payload as usize;
+        let mut nbp = *bp;
+        nbp.commit = true;
+        nbp.tx_delta = 0;
+        match bp.kind {
+            PageKind::Data => {
+                if !from_rbuf {
+                    self.dev.read_payload(
+                        page,
+                        0,
+                        &mut self.rbuf[..payload],
+                        Some((PageKind::Data, bp.owner, bp.lpn)),
+                    )?;
+                }
+                self.rbuf[payload..].fill(0xFF);
+                let (np, _) = self
+                    .dev
+                    .program(DATA_HEAD, &mut self.rbuf, nbp, false, None)?;
+                self.index_set(bp.owner, bp.lpn, np)?;
+            }
+            PageKind::Meta => {
+                let mut rec = if from_rbuf {
+                    MetaRecord::parse(&self.rbuf[..pu])?
+                } else {
+                    self.dev.read_meta(page, &mut self.rbuf)?
+                };
+                // A metadata page's size is authoritative at its sequence number, and
+                // the copy gets a new one: stamp the current size.
+                let oi = self.obj_index(bp.owner).ok_or(Fault::Corrupted)?;
+                rec.size = self.meta_size(oi);
+                rec.encode(&mut self.rbuf[..pu]);
+                let (np, _) = self
+                    .dev
+                    .program(DATA_HEAD, &mut self.rbuf, nbp, true, None)?;
+                let oi = self.obj_index(bp.owner).ok_or(Fault::Corrupted)?;
+                self.dev.mark_invalid(self.objs[oi].meta);
+                self.dev.mark_valid(np);
+                self.objs[oi].meta = np;
+            }
+            PageKind::Index => {
+                let s = self.slot_for(bp.owner, bp.lpn)?;
+                if self.cache[s].addr == page {
+                    self.write_slot(s)?;
+                }
+            }
+            _ => return Err(Fault::Corrupted),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,376 @@
+//! Page I/O: placing backpointers, programming through the write heads into the
+//! updating window, and reading backpointers back for scans.
+//!
+//! Invariants: every program goes to the next page of a head block that is in the
+//! window (or a checkpoint block); a head block is erased right before its first program
+//! and never before the checkpoint that put it into the window is durable; a page whose
+//! program failed is never programmed again (the head moves to a new block and the old
+//! one is flagged for retirement); the sequence number of a failed program is reused
+//! for its retry, so a head's pages carry consecutive numbers.
+
+use nand_hal::{BlockAddr, EccKind, Error, ErrorKind, NandFlash, PageAddr};
+
+use crate::errors::Fault;
+use crate::format::backpointer::{
+    payload_crc, Backpointer, Placement, BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN,
+};
+use crate::format::checkpoint::{BlockState, NONE};
+use crate::policy::SpacePolicy;
+use crate::Dev;
+
+/// What a scan read found in a page's backpointer slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// Nothing written where backpointers go.
+    Erased,
+    /// Something written that is not a valid backpointer (torn, garbage, unreadable).
+    Garbage,
+    /// A valid backpointer.
+    Bp(Backpointer),
+}
+
+/// Extra reads of a page whose check failed, on parts without ECC (transient flips).
+const READ_RETRIES: usize = 2;
+
+pub(crate) type FaultOf<F> = Fault<<F as nand_hal::ErrorType>::Error>;
+
+impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
+    pub fn ppb(&self) -> u32 {
+        self.geo.pages_per_block()
+    }
+
+    pub fn pu(&self) -> usize {
+        self.caps.program_unit as usize
+    }
+
+    /// Reads a page's backpointer: the OOB/trailer one of data-like pages, else the
+    /// in-band one at the end of the first program unit (metadata, markers). One read
+    /// operation on parts with OOB placement.
+    pub fn scan_read(&mut self, page: u32) -> Result<Scan, FaultOf<F>> {
+        let mut r = self.scan_read_once(page)?;
+        // Without ECC a read can return flipped bits: before calling a page garbage
+        // (which can end a recovery scan), read it again.
+        for _ in 0..READ_RETRIES {
+            if r != Scan::Garbage || self.caps.ecc.kind != EccKind::None {
+                break;
+            }
+            r = self.scan_read_once(page)?;
+        }
+        Ok(r)
+    }
+
+    fn scan_read_once(&mut self, page: u32) -> Result<Scan, FaultOf<F>> {
+        let pu = self.pu();
+        let mut unit_tail = [0u8; BP_LEN];
+        let mut oob = [0xFFu8; 64];
+        let span = self.oob_span.min(64);
+        let primary = match self.placement {
+            Placement::Oob => {
+                let r = self.flash.read(
+                    PageAddr(page),
+                    (pu - BP_LEN) as u32,
+                    &mut unit_tail,
+                    &mut oob[..span],
+                );
+                if let Err(e) = r {
+                    return read_fault(e);
+                }
+                let mut g = [0u8; BP_LEN];
+                self.caps.oob.gather_protected(&oob[..span], &mut g);
+                g
+            }
+            Placement::InBand => {
+                let mut t = [0u8; BP_LEN];
+                let ps = self.geo.page_size();
+                if let Err(e) = self
+                    .flash
+                    .read(PageAddr(page), ps - BP_LEN as u32, &mut t, &mut [])
+                {
+                    return read_fault(e);
+                }
+                if let Err(e) = self.flash.read(
+                    PageAddr(page),
+                    (pu - BP_LEN) as u32,
+                    &mut unit_tail,
+                    &mut [],
+                ) {
+                    return read_fault(e);
+                }
+                t
+            }
+        };
+        // A data-like page always has its primary backpointer written; only pages
+        // whose primary slot is erased (metadata, markers) carry one in the first unit.
+        Ok(match Backpointer::parse(&primary) {
+            Ok(Some(bp)) => Scan::Bp(bp),
+            Err(_) => Scan::Garbage,
+            Ok(None) => match Backpointer::parse(&unit_tail) {
+                Ok(Some(bp)) => Scan::Bp(bp),
+                Ok(None) => Scan::Erased,
+                Err(_) => Scan::Garbage,
+            },
+        })
+    }
+
+    /// Reads `data.len()` payload bytes at `column` and checks the backpointer when the
+    /// placement lets one read do both. Returns the read report.
+    pub fn read_payload(
+        &mut self,
+        page: u32,
+        column: u32,
+        data: &mut [u8],
+        expect: Option<(crate::format::backpointer::PageKind, u32, u32)>,
+    ) -> Result<nand_hal::ReadReport, FaultOf<F>> {
+        let mut r = self.read_payload_once(page, column, data, expect);
+        for _ in 0..READ_RETRIES {
+            if !matches!(r, Err(Fault::Corrupted)) || self.caps.ecc.kind != EccKind::None {
+                break;
+            }
+            r = self.read_payload_once(page, column, data, expect);
+        }
+        r
+    }
+
+    fn read_payload_once(
+        &mut self,
+        page: u32,
+        column: u32,
+        data: &mut [u8],
+        expect: Option<(crate::format::backpointer::PageKind, u32, u32)>,
+    ) -> Result<nand_hal::ReadReport, FaultOf<F>> {
+        let mut oob = [0xFFu8; 64];
+        let span = match (self.placement, expect) {
+            (Placement::Oob, Some(_)) => self.oob_span.min(64),
+            _ => 0,
+        };
+        let rep = self
+            .flash
+            .read(PageAddr(page), column, data, &mut oob[..span])
+            .map_err(Fault::Flash)?;
+        if let Some((kind, owner, lpn)) = expect {
+            let mut g = [0u8; BP_LEN];
+            if span > 0 {
+                self.caps.oob.gather_protected(&oob[..span], &mut g);
+            } else {
+                let ps = self.geo.page_size();
+                let mut t = [0u8; TRAILER_LEN];
+                self.flash
+                    .read(PageAddr(page), ps - TRAILER_LEN as u32, &mut t, &mut [])
+                    .map_err(Fault::Flash)?;
+                g.copy_from_slice(&t[PAYLOAD_CRC_LEN..]);
+                // A whole-payload read is checked against the payload CRC.
+                let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+                if column == 0 && data.len() == self.payload as usize && payload_crc(data) != crc {
+                    return Err(Fault::Corrupted);
+                }
+            }
+            match Backpointer::parse(&g) {
+                Ok(Some(bp)) if bp.kind == kind && bp.owner == owner && bp.lpn == lpn => {}
+                _ => return Err(Fault::Corrupted),
+            }
+        }
+        if rep.needs_scrub() {
+            let b = self.geo.block_of(PageAddr(page)).0 as usize;
+            self.blocks[b].scrub = true;
+        }
+        Ok(rep)
+    }
+
+    /// Reads and parses the metadata record at `page` into `buf` (one program unit),
+    /// re-reading on parts without ECC when the record's CRC fails.
+    pub fn read_meta(
+        &mut self,
+        page: u32,
+        buf: &mut [u8],
+    ) -> Result<crate::format::meta::MetaRecord, FaultOf<F>> {
+        let pu = self.pu();
+        let mut tries = 0;
+        loop {
+            self.read_payload(page, 0, &mut buf[..pu], None)?;
+            match crate::format::meta::MetaRecord::parse(&buf[..pu]) {
+                Ok(rec) => return Ok(rec),
+                Err(_) if self.caps.ecc.kind == EccKind::None && tries < READ_RETRIES => tries += 1,
+                Err(c) => return Err(c.into()),
+            }
+        }
+    }
+
+    /// Free pages left in the window for the data head.
+    pub fn window_free_pages(&self, head: usize) -> u64 {
+        let ppb = self.ppb() as u64;
+        let h = &self.heads[head];
+        let cur = if h.block == NONE {
+            0
+        } else {
+            ppb - h.next_page as u64
+        };
+        cur + (self.window.len() - self.window_next) as u64 * ppb
+    }
+
+    /// Makes sure `head` has a page to program, taking and erasing the next window
+    /// block when needed.
+    pub fn head_ready(&mut self, head: usize) -> Result<(), FaultOf<F>> {
+        loop {
+            let h = self.heads[head];
+            if h.block != NONE && h.next_page < self.ppb() {
+                return Ok(());
+            }
+            if self.window_next == self.window.len() && self.recovering {
+                // Recovery records its window only in its closing checkpoint, so it
+                // may take more free blocks when replay needs them.
+                self.grow_window(1);
+            }
+            let Some(&b) = self.window.get(self.window_next) else {
+                // The callers reserve window space before they start; running out is a
+                // sizing bug, reported as no space rather than a panic.
+                return Err(Fault::NoSpace);
+            };
+            self.window_next += 1;
+            // A block retired after the last checkpoint (by an interrupted recovery, for
+            // one) still looks free there: check the marker before touching it.
+            if self.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+                self.blocks[b as usize].state = BlockState::Bad;
+                continue;
+            }
+            match self.flash.erase(BlockAddr(b)) {
+                Ok(()) => {
+                    let bi = &mut self.blocks[b as usize];
+                    bi.erases = bi.erases.saturating_add(1);
+                    self.heads[head].block = b;
+                    self.heads[head].next_page = 0;
+                }
+                Err(e) if e.kind() == ErrorKind::EraseFailed => {
+                    // Nothing the index references lives here: retire it now.
+                    self.retire_now(b)?;
+                }
+                Err(e) => return Err(Fault::Flash(e)),
+            }
+        }
+    }
+
+    /// Adds up to `n` least-worn free blocks to the window list.
+    pub fn grow_window(&mut self, n: usize) {
+        let blocks = self.geo.blocks() as usize;
+        for _ in 0..n {
+            if self.window.is_full() {
+                break;
+            }
+            match self.policy.pick_free(&self.blocks[..blocks]) {
+                Some(b)
+                    if self
+                        .blocks
+                        .get(b as usize)
+                        .is_some_and(|x| x.state == BlockState::Free) =>
+                {
+                    self.blocks[b as usize].state = BlockState::Window;
+                    let _ = self.window.push(b);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    pub fn retire_now(&mut self, b: u32) -> Result<(), FaultOf<F>> {
+        self.blocks[b as usize].state = BlockState::Bad;
+        self.blocks[b as usize].retire = false;
+        self.stats.retired_blocks += 1;
+        self.flash.mark_bad(BlockAddr(b)).map_err(Fault::Flash)
+    }
+
+    /// Programs `page_buf` (a whole page; with in-band placement its last 16 bytes are
+    /// overwritten by the backpointer) through `head`, stamping the head's next sequence
+    /// number into `bp`. With `unit0_only`, only the first program unit is written and
+    /// the backpointer goes in-band at its end. Returns the page and the stamped `bp`.
+    pub fn program(
+        &mut self,
+        head: usize,
+        page_buf: &mut [u8],
+        mut bp: Backpointer,
+        unit0_only: bool,
+        tx_first: Option<u32>,
+    ) -> Result<(u32, Backpointer), FaultOf<F>> {
+        loop {
+            self.head_ready(head)?;
+            let h = self.heads[head];
+            let page = self.geo.page(BlockAddr(h.block), h.next_page).0;
+            self.heads[head].next_page += 1;
+            bp.seq = h.next_seq;
+            if let Some(first) = tx_first {
+                bp.tx_delta = h.next_seq.wrapping_sub(first) as u16;
+            }
+            let r = self.program_at(page, page_buf, &bp, unit0_only);
+            match r {
+                Ok(()) => {
+                    self.heads[head].next_seq = h.next_seq.wrapping_add(1);
+                    return Ok((page, bp));
+                }
+                Err(e) if e.kind() == ErrorKind::ProgramFailed => {
+                    // Move on to a fresh block; retire this one once its data has moved.
+                    self.blocks[h.block as usize].retire = true;
+                    self.heads[head].next_page = self.ppb();
+                }
+                Err(e) => return Err(Fault::Flash(e)),
+            }
+        }
+    }
+
+    /// Programs one page at a known address (checkpoint blocks use this directly).
+    pub fn program_at(
+        &mut self,
+        page: u32,
+        page_buf: &mut [u8],
+        bp: &Backpointer,
+        unit0_only: bool,
+    ) -> Result<(), F::Error> {
+        let enc = bp.encode();
+        if unit0_only {
+            let pu = self.pu();
+            page_buf[pu - BP_LEN..pu].copy_from_slice(&enc);
+            return self.flash.program(PageAddr(page), 0, &page_buf[..pu], &[]);
+        }
+        match self.placement {
+            Placement::Oob => {
+                let mut oob = [0xFFu8; 64];
+                let span = self.oob_span.min(64);
+                self.caps.oob.scatter_protected(&enc, &mut oob[..span]);
+                self.flash
+                    .program(PageAddr(page), 0, page_buf, &oob[..span])
+            }
+            Placement::InBand => {
+                let n = page_buf.len();
+                let crc = payload_crc(&page_buf[..n - TRAILER_LEN]);
+                page_buf[n - TRAILER_LEN..n - BP_LEN].copy_from_slice(&crc.to_le_bytes());
+                page_buf[n - BP_LEN..].copy_from_slice(&enc);
+                self.flash.program(PageAddr(page), 0, page_buf, &[])
+            }
+        }
+    }
+
+    pub fn block_of(&self, page: u32) -> usize {
+        self.geo.block_of(PageAddr(page)).0 as usize
+    }
+
+    pub fn mark_valid(&mut self, page: u32) {
+        let b = self.block_of(page);
+        self.blocks[b].valid = self.blocks[b].valid.saturating_add(1);
+        self.valid_total += 1;
+    }
+
+    pub fn mark_invalid(&mut self, page: u32) {
+        if page == NONE {
+            return;
+        }
+        let b = self.block_of(page);
+        // Counts come from flash (checkpoint, replay): a damaged image can make them
+        // disagree; saturate rather than trust them.
+        self.blocks[b].valid = self.blocks[b].valid.saturating_sub(1);
+        self.valid_total = self.valid_total.saturating_sub(1);
+    }
+}
+
+fn read_fault<E: Error>(e: E) -> Result<Scan, Fault<E>> {
+    match e.kind() {
+        ErrorKind::Uncorrectable | ErrorKind::BadBlock => Ok(Scan::Garbage),
+        _ => Err(Fault::Flash(e)),
+    }
+}

@@ -1,0 +1,386 @@
+//! # oftl: an object flash translation layer on raw NAND
+//!
+//! Objects (byte-addressed, with attributes) stored directly on NAND pages, after the
+//! OFTL design (FAST'13):
+//!
+//! - **Backpointers.** Every page carries 16 bytes saying who owns it, where it belongs,
+//!   its write-head sequence number and its transaction, in the ECC-protected free OOB
+//!   bytes (in-band trailer on parts with fewer). The index is therefore
+//!   reconstructible, so it is **persisted lazily**: only at checkpoints.
+//! - **Updating window.** All programs go to blocks pre-allocated into the window and
+//!   recorded in the last checkpoint. After a crash, recovery reads the checkpoint, scans
+//!   only the window's pages (OOB reads), replays complete transactions in sequence order,
+//!   drops the incomplete tail, rebuilds sizes, relocates the blocks that were being
+//!   programmed and writes a new checkpoint. It writes only to blocks the old checkpoint
+//!   calls free, so a cut during recovery just makes the next mount start over.
+//! - **Transactions.** A write (or [`Oftl::transact`] over several objects) is one
+//!   transaction: its pages are consecutive in the data head; the last carries the
+//!   commit flag. Recovery applies a head's pages only up to its last commit page.
+//! - **Space.** Greedy foreground GC in bounded steps behind the [`policy::SpacePolicy`]
+//!   trait (so `paragc` can replace it), wear-aware window allocation with static wear
+//!   leveling, factory bad blocks skipped, blocks that fail a program retired after their
+//!   data moves, blocks whose reads reach the ECC scrub threshold collected first.
+//!
+//! On-flash formats are in [`format`]; `docs/oftl-spec-draft.md` collects them.
+//!
+//! # Guarantees after power loss
+//!
+//! Every `write`/`truncate`/`delete`/`set_attrs`/`transact` is all-or-nothing; a call
+//! that returned `Ok` is durable (writes are synchronous: `flush`/`sync` add no
+//! durability, `sync` additionally writes a checkpoint so the next crash scans less).
+//!
+//! # RAM
+//!
+//! Everything lives in the [`Oftl`] value, sized by its const parameters: `PAGE`
+//! (page size), `BLOCKS` (block table, 12 B per block), `OBJECTS` (object table,
+//! 40 B per object), `CACHE` (cached index pages, `PAGE` + 24 B each), plus three page
+//! buffers and a window list of [`MAX_WINDOW`] entries. For the default W25N01GV
+//! configuration [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `OBJECTS` 256, `CACHE` 8):
+//! `size_of::<W25n01gv<_>>()` = 43,760 bytes (42.7 KiB; a test keeps it <= 44 KiB).
+//! Nothing allocates; stack use is a few frames plus index-cache eviction recursion
+//! bounded by `CACHE`. (Measured in firmware: not yet, see README.)
+//!
+//! # Log streams
+//!
+//! [`Oftl::log_append`], [`Oftl::log_read`], [`Oftl::log_trim`]: append-only records on
+//! their own write head, sector-granular with partial programs (see the `log` module
+//! docs in the source).
+//!
+//! # Status
+//!
+//! See `README.md`.
+#![cfg_attr(not(test), no_std)]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod errors;
+pub mod format;
+pub mod policy;
+
+mod cache;
+mod checkpoint;
+mod gc;
+mod io;
+mod log;
+mod mount;
+mod read;
+mod recovery;
+mod txn;
+mod write;
+
+use nand_hal::{Capabilities, Geometry, NandFlash};
+
+pub use errors::{Corrupted, FormatError, Mismatch, MountError, ReadError, WriteError};
+pub use format::checkpoint::{BlockState, ObjKind};
+pub use format::meta::ATTR_LEN;
+pub use log::LogRecord;
+pub use policy::{BlockInfo, Greedy, SpacePolicy};
+pub use txn::TxOp;
+
+use format::backpointer::Placement;
+use format::checkpoint::{HeadRecord, ObjRecord, HEADS, NONE};
+use format::superblock::Superblock;
+
+/// Most blocks an updating window can hold.
+pub const MAX_WINDOW: usize = 32;
+
+/// Write head of object data, metadata, index pages and GC copies.
+pub(crate) const DATA_HEAD: usize = 0;
+
+/// Object id.
+pub type ObjectId = u32;
+
+/// Format-time configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Blocks in the updating window (2..=[`MAX_WINDOW`]). Larger windows checkpoint less
+    /// often (less write amplification) and make crash recovery scan more.
+    pub window_blocks: u16,
+    /// An id stamped into the superblock to tell images apart.
+    pub format_id: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            window_blocks: 16,
+            format_id: 1,
+        }
+    }
+}
+
+/// Object attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attrs {
+    /// Kind.
+    pub kind: ObjKind,
+    /// Size in bytes.
+    pub size: u64,
+    /// User attribute bytes.
+    pub user: [u8; ATTR_LEN],
+}
+
+/// Flash activity and recovery figures since mount.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Checkpoints written.
+    pub checkpoints: u32,
+    /// Pages copied by GC and recovery relocation.
+    pub relocated_pages: u64,
+    /// Index pages written because the cache was full.
+    pub index_evictions: u64,
+    /// Pages scanned by the last crash recovery (0 after a clean mount).
+    pub recovery_scanned_pages: u32,
+    /// Pages replayed by the last crash recovery.
+    pub recovery_replayed_pages: u32,
+    /// Blocks retired as grown bad.
+    pub retired_blocks: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Head {
+    pub block: u32,
+    pub next_page: u32,
+    pub next_seq: u32,
+}
+
+impl Head {
+    pub const NONE: Head = Head {
+        block: NONE,
+        next_page: 0,
+        next_seq: 1,
+    };
+    pub fn record(&self) -> HeadRecord {
+        HeadRecord {
+            block: self.block,
+            next_page: self.next_page,
+            next_seq: self.next_seq,
+        }
+    }
+}
+
+pub(crate) struct Slot<const PAGE: usize> {
+    pub used: bool,
+    pub dirty: bool,
+    pub obj: u32,
+    pub idx: u32,
+    pub addr: u32,
+    pub lru: u32,
+    pub data: [u8; PAGE],
+}
+
+/// The device half of the state: flash, geometry, block table, heads and window.
+pub(crate) struct Dev<F, P, const BLOCKS: usize> {
+    pub flash: F,
+    pub geo: Geometry,
+    pub caps: Capabilities,
+    pub sb: Superblock,
+    pub placement: Placement,
+    pub payload: u32,
+    pub oob_span: usize,
+    pub blocks: [BlockInfo; BLOCKS],
+    pub valid_total: u64,
+    pub heads: [Head; HEADS],
+    pub window: heapless::Vec<u32, MAX_WINDOW>,
+    pub window_next: usize,
+    pub policy: P,
+    pub stats: Stats,
+    pub recovering: bool,
+}
+
+/// Where checkpoints go next.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CkptPos {
+    pub seq: u32,
+    pub cur: usize,
+    pub next_page: u32,
+    pub switch: bool,
+    /// Check that the next checkpoint page is really erased before programming it.
+    pub verify: bool,
+}
+
+/// An OFTL instance over flash `F`.
+///
+/// `PAGE` must equal the device page size, `BLOCKS` be at least its block count;
+/// `OBJECTS` bounds live objects, `CACHE` (>= 3) the cached index pages. `P` chooses
+/// victims and free blocks.
+pub struct Oftl<
+    F: NandFlash,
+    const PAGE: usize,
+    const BLOCKS: usize,
+    const OBJECTS: usize,
+    const CACHE: usize,
+    P: SpacePolicy = Greedy,
+> {
+    pub(crate) dev: Dev<F, P, BLOCKS>,
+    pub(crate) objs: heapless::Vec<ObjRecord, OBJECTS>,
+    pub(crate) cache: [Slot<PAGE>; CACHE],
+    pub(crate) tick: u32,
+    pub(crate) pbuf: [u8; PAGE],
+    pub(crate) rbuf: [u8; PAGE],
+    /// Recovery: the last log page with accepted sectors, read once.
+    pub(crate) lbuf: [u8; PAGE],
+    pub(crate) ckpt: CkptPos,
+    pub(crate) next_obj_id: u32,
+    pub(crate) need_marker: bool,
+    pub(crate) poisoned: bool,
+    pub(crate) gc_victim: Option<(u32, u32)>,
+    /// Window size the next checkpoint allocates.
+    pub(crate) window_target: u16,
+}
+
+/// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks).
+pub type W25n01gv<F> = Oftl<F, 2048, 1024, 256, 8>;
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    const CACHE_OK: () = assert!(CACHE >= 3, "CACHE must be at least 3");
+
+    /// Checks that this build's tables fit a device.
+    pub(crate) fn check_fit(geo: &Geometry, caps: &Capabilities) -> Result<(), Mismatch> {
+        #[allow(clippy::let_unit_value)]
+        let _ = Self::CACHE_OK;
+        if geo.page_size() as usize != PAGE || geo.blocks() as usize > BLOCKS {
+            return Err(Mismatch::Capacity);
+        }
+        if geo.page_size() > 4096
+            || geo.pages_per_block() > 512
+            || geo.pages_per_block() < 4
+            || caps.program_unit < 128
+            || caps.validate(geo).is_err()
+            || geo.pages() as u64 >= NONE as u64
+        {
+            return Err(Mismatch::Geometry);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn new_state(flash: F, sb: Superblock, policy: P) -> Self {
+        let geo = flash.geometry();
+        let caps = *flash.capabilities();
+        let placement = sb.placement;
+        Oftl {
+            dev: Dev {
+                flash,
+                geo,
+                caps,
+                sb,
+                placement,
+                payload: placement.payload(geo.page_size()),
+                oob_span: caps.oob.span(),
+                blocks: [BlockInfo::FREE; BLOCKS],
+                valid_total: 0,
+                heads: [Head::NONE; HEADS],
+                window: heapless::Vec::new(),
+                window_next: 0,
+                policy,
+                stats: Stats::default(),
+                recovering: false,
+            },
+            objs: heapless::Vec::new(),
+            cache: core::array::from_fn(|_| Slot {
+                used: false,
+                dirty: false,
+                obj: 0,
+                idx: 0,
+                addr: NONE,
+                lru: 0,
+                data: [0xFF; PAGE],
+            }),
+            tick: 0,
+            pbuf: [0xFF; PAGE],
+            rbuf: [0xFF; PAGE],
+            lbuf: [0xFF; PAGE],
+            ckpt: CkptPos {
+                seq: 0,
+                cur: 0,
+                next_page: 0,
+                switch: false,
+                verify: false,
+            },
+            next_obj_id: 1,
+            need_marker: false,
+            poisoned: false,
+            gc_victim: None,
+            window_target: sb.window_blocks,
+        }
+    }
+
+    /// The flash device.
+    pub fn flash(&self) -> &F {
+        &self.dev.flash
+    }
+
+    /// The flash device, mutably (for tests and tools; writing behind the OFTL's back
+    /// breaks it).
+    pub fn flash_mut(&mut self) -> &mut F {
+        &mut self.dev.flash
+    }
+
+    /// Figures since mount.
+    pub fn stats(&self) -> Stats {
+        self.dev.stats
+    }
+
+    /// The block table (coarse state, valid pages, erase count).
+    pub fn blocks(&self) -> &[BlockInfo] {
+        &self.dev.blocks[..self.dev.geo.blocks() as usize]
+    }
+
+    /// Object payload bytes per page.
+    pub fn payload(&self) -> u32 {
+        self.dev.payload
+    }
+
+    /// Pages the user may fill (valid data, metadata and index pages) before writes fail
+    /// with `NoSpace`.
+    pub fn capacity_pages(&self) -> u64 {
+        let ppb = self.dev.geo.pages_per_block() as u64;
+        let usable = self
+            .blocks()
+            .iter()
+            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
+            .count() as u64;
+        let reserve = 2 * self.dev.sb.window_blocks as u64 + 2;
+        usable.saturating_sub(reserve) * ppb
+    }
+
+    /// Pages currently valid (data, metadata and index).
+    pub fn used_pages(&self) -> u64 {
+        self.dev.valid_total
+    }
+
+    /// Ids of live objects, ascending.
+    pub fn objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
+        self.objs.iter().map(|o| o.id)
+    }
+
+    pub(crate) fn obj_index(&self, id: ObjectId) -> Option<usize> {
+        self.objs.binary_search_by_key(&id, |o| o.id).ok()
+    }
+
+    pub(crate) fn entries_per_index(&self) -> usize {
+        self.dev.payload as usize / 4
+    }
+
+    /// Largest object size this format can index.
+    pub fn max_object_size(&self) -> u64 {
+        let e = self.entries_per_index() as u64;
+        (e * e).min(format::backpointer::MAX_U24 as u64) * self.dev.payload as u64
+    }
+
+    pub(crate) fn check_usable<E>(&self) -> Result<(), errors::Fault<E>> {
+        if self.poisoned {
+            Err(errors::Fault::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! Format, mount and unmount.
+//!
+//! Mount finds a superblock copy among the first good blocks, checks it against the
+//! device and this build, then finds the newest complete checkpoint by reading the
+//! spare areas of the two checkpoint blocks and loads it. A clean checkpoint with no
+//! dirty marker after it is the whole mount: its cost does not depend on how full the
+//! device is. Otherwise crash recovery runs (see [`crate::recovery`]).
+
+use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
+
+use crate::errors::{Fault, FormatError, Mismatch, MountError, WriteError};
+use crate::format::backpointer::{PageKind, MAX_TX_DELTA};
+use crate::format::checkpoint::{
+    BlockState, BstEntry, CkptHeader, HeadRecord, ObjKind, ObjRecord, HEADER_LEN, HEADS, OBJ_LEN,
+};
+use crate::format::superblock::{SbParseError, Superblock, CKPT_BLOCKS, CRC32, SB_LEN, SB_SEARCH};
+use crate::io::{FaultOf, Scan};
+use crate::policy::SpacePolicy;
+use crate::{Config, Oftl, MAX_WINDOW};
+
+/// A complete checkpoint found on flash.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    seq: u32,
+    cur: usize,
+    first: u32,
+    pages: u32,
+}
+
+struct Source {
+    block: u32,
+    first: u32,
+    idx: u32,
+    pages: u32,
+    pos: usize,
+    len: usize,
+    seq: u32,
+    digest: crc::Digest<'static, u32>,
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy + Default,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    /// Formats `flash` (erasing what the OFTL needs) and returns it mounted.
+    pub fn format(flash: F, config: Config) -> Result<Self, FormatError<F::Error>> {
+        Self::format_with_policy(flash, config, P::default())
+    }
+
+    /// Mounts a formatted device, recovering from an unclean shutdown if needed.
+    pub fn mount(flash: F) -> Result<Self, MountError<F::Error>> {
+        Self::mount_with_policy(flash, P::default())
+    }
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    /// [`Oftl::format`] with an explicit space policy.
+    pub fn format_with_policy(
+        mut flash: F,
+        config: Config,
+        policy: P,
+    ) -> Result<Self, FormatError<F::Error>> {
+        let geo = flash.geometry();
+        let caps = *flash.capabilities();
+        Self::check_fit(&geo, &caps).map_err(FormatError::Unsupported)?;
+        let w = config.window_blocks as u32;
+        if !(2..=MAX_WINDOW as u32).contains(&w)
+            || MAX_WINDOW as u32 * geo.pages_per_block() > MAX_TX_DELTA
+            || OBJECTS > u16::MAX as usize
+        {
+            return Err(FormatError::Unsupported(Mismatch::Capacity));
+        }
+        let mut bad = [false; BLOCKS];
+        for (b, bad) in bad.iter_mut().enumerate().take(geo.blocks() as usize) {
+            *bad = flash
+                .is_bad(BlockAddr(b as u32))
+                .map_err(FormatError::Flash)?;
+        }
+        let mut pick = |from: u32, to: u32, taken: &[u32]| -> Result<Option<u32>, F::Error> {
+            for b in from..to {
+                if bad[b as usize] || taken.contains(&b) {
+                    continue;
+                }
+                match flash.erase(BlockAddr(b)) {
+                    Ok(()) => return Ok(Some(b)),
+                    Err(e) if e.kind() == ErrorKind::EraseFailed => {
+                        bad[b as usize] = true;
+                        flash.mark_bad(BlockAddr(b))?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(None)
+        };
+        let search = SB_SEARCH.min(geo.blocks());
+        let mut fixed = [0u32; 2 + CKPT_BLOCKS];
+        for i in 0..fixed.len() {
+            let to = if i < 2 { search } else { geo.blocks() };
+            fixed[i] = pick(0, to, &fixed[..i])
+                .map_err(FormatError::Flash)?
+                .ok_or(FormatError::NotEnoughGoodBlocks)?;
+        }
+        let sb = Superblock::describe(
+            &geo,
+            &caps,
+            config.window_blocks,
+            OBJECTS as u16,
+            config.format_id,
+            [fixed[0], fixed[1]],
+            [fixed[2], fixed[3], fixed[4], fixed[5]],
+        );
+        let mut me = Self::new_state(flash, sb, policy);
+        let mut good = 0u32;
+        for b in 0..geo.blocks() {
+            let bi = &mut me.dev.blocks[b as usize];
+            bi.state = if bad[b as usize] {
+                BlockState::Bad
+            } else if fixed.contains(&b) {
+                BlockState::Reserved
+            } else {
+                good += 1;
+                BlockState::Free
+            };
+        }
+        if good < 3 * w + 4 {
+            return Err(FormatError::NotEnoughGoodBlocks);
+        }
+        let total =
+            CkptHeader::stream_len(geo.blocks(), OBJECTS as u32, w as u16).div_ceil(me.dev.payload);
+        if total > geo.pages_per_block() {
+            return Err(FormatError::Unsupported(Mismatch::Capacity));
+        }
+        let pu = me.dev.pu();
+        let len = SB_LEN.div_ceil(pu) * pu;
+        me.pbuf.fill(0xFF);
+        me.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
+        for b in [fixed[0], fixed[1]] {
+            let page = geo.page(BlockAddr(b), 0);
+            me.dev
+                .flash
+                .program(page, 0, &me.pbuf[..len], &[])
+                .map_err(FormatError::Flash)?;
+        }
+        // The first checkpoint goes to the first checkpoint block (already erased).
+        me.ckpt.cur = 0;
+        me.ckpt.next_page = 0;
+        me.checkpoint(true).map_err(|e| match e {
+            Fault::Flash(e) => FormatError::Flash(e),
+            _ => FormatError::NotEnoughGoodBlocks,
+        })?;
+        Ok(me)
+    }
+
+    /// [`Oftl::mount`] with an explicit space policy.
+    pub fn mount_with_policy(mut flash: F, policy: P) -> Result<Self, MountError<F::Error>> {
+        let geo = flash.geometry();
+        let caps = *flash.capabilities();
+        let sb = find_superblock(&mut flash)?;
+        sb.check_device(&geo, &caps).map_err(MountError::Mismatch)?;
+        Self::check_fit(&geo, &caps).map_err(MountError::Mismatch)?;
+        if sb.max_objects as usize > OBJECTS
+            || sb.window_blocks as usize > MAX_WINDOW
+            || MAX_WINDOW as u32 * geo.pages_per_block() > MAX_TX_DELTA
+        {
+            return Err(MountError::Mismatch(Mismatch::Capacity));
+        }
+        let mut me = Self::new_state(flash, sb, policy);
+        let clean = me.load_newest_checkpoint()?;
+        me.load_log_starts().map_err(MountError::from)?;
+        if clean {
+            me.need_marker = true;
+            Ok(me)
+        } else {
+            me.recover().map_err(MountError::from)?;
+            Ok(me)
+        }
+    }
+
+    /// Writes a clean checkpoint and returns the flash.
+    pub fn unmount(mut self) -> Result<F, WriteError<F::Error>> {
+        self.check_usable().map_err(|e| self.fail(e))?;
+        if !self.need_marker {
+            self.checkpoint(true).map_err(|e| self.fail(e))?;
+        }
+        Ok(self.dev.flash)
+    }
+
+    /// Finds and loads the newest complete checkpoint; returns whether the device was
+    /// shut down cleanly after it.
+    fn load_newest_checkpoint(&mut self) -> Result<bool, MountError<F::Error>> {
+        let ppb = self.dev.ppb();
+        let mut cands: heapless::Vec<Candidate, 8> = heapless::Vec::new();
+        let mut marker_max: Option<u32> = None;
+        let mut last_used = [None::<u32>; CKPT_BLOCKS];
+        for (cur, used) in last_used.iter_mut().enumerate() {
+            let b = self.dev.sb.ckpt_blocks[cur];
+            if self
+                .dev
+                .flash
+                .is_bad(BlockAddr(b))
+                .map_err(MountError::Flash)?
+            {
+                continue;
+            }
+            // Pages are written in order from 0: binary-search the first erased page,
+            // then walk back from the last used one. Two complete checkpoints per block
+            // are enough (the newest and a fallback).
+            let (mut lo, mut hi) = (0, ppb);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                let page = self.dev.geo.page(BlockAddr(b), mid).0;
+                if self.dev.scan_read(page).map_err(MountError::from)? == Scan::Erased {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            *used = lo.checked_sub(1);
+            let mut found = 0;
+            for i in (0..lo).rev() {
+                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let Scan::Bp(bp) = self.dev.scan_read(page).map_err(MountError::from)? else {
+                    continue;
+                };
+                match bp.kind {
+                    PageKind::Marker => {
+                        marker_max = Some(marker_max.map_or(bp.seq, |m| newer(m, bp.seq)));
+                    }
+                    PageKind::Checkpoint if bp.commit && bp.lpn <= i => {
+                        let c = Candidate {
+                            seq: bp.seq,
+                            cur,
+                            first: i - bp.lpn,
+                            pages: bp.lpn + 1,
+                        };
+                        if cands.is_full() {
+                            let (oi, _) = cands
+                                .iter()
+                                .enumerate()
+                                .min_by(|a, b| seq_cmp(a.1.seq, b.1.seq))
+                                .unwrap_or((0, &c));
+                            if seq_cmp(cands[oi].seq, c.seq).is_lt() {
+                                cands[oi] = c;
+                            }
+                        } else {
+                            let _ = cands.push(c);
+                        }
+                        found += 1;
+                        if found == 2 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        cands.sort_unstable_by(|a, b| seq_cmp(b.seq, a.seq));
+        let mut loaded = None;
+        for c in cands.iter() {
+            match self.load_checkpoint(c) {
+                Ok(clean) => {
+                    loaded = Some((c, clean));
+                    break;
+                }
+                Err(Fault::Flash(e)) => return Err(MountError::Flash(e)),
+                Err(_) => continue,
+            }
+        }
+        let (c, clean) = loaded.ok_or(MountError::Corrupted)?;
+        let newest_is_loaded = cands.first().is_some_and(|n| n.seq == c.seq);
+        let marked = marker_max.is_some_and(|m| !seq_cmp(m, c.seq).is_lt());
+        self.ckpt.seq = c.seq;
+        self.ckpt.cur = c.cur;
+        self.ckpt.next_page = last_used[c.cur].map_or(0, |u| u + 1);
+        self.ckpt.verify = true;
+        let clean = clean && !marked && newest_is_loaded;
+        if !clean {
+            // The block being programmed at the cut may hold unstable pages: the next
+            // checkpoint goes to the other, freshly erased block.
+            self.ckpt.switch = true;
+        }
+        Ok(clean)
+    }
+
+    /// Loads one checkpoint into RAM. Returns its clean flag.
+    fn load_checkpoint(&mut self, c: &Candidate) -> Result<bool, FaultOf<F>> {
+        let geo = self.dev.geo;
+        let mut src = Source {
+            block: self.dev.sb.ckpt_blocks[c.cur],
+            first: c.first,
+            idx: 0,
+            pages: c.pages,
+            pos: 0,
+            len: 0,
+            seq: c.seq,
+            digest: CRC32.digest(),
+        };
+        let mut h = [0u8; HEADER_LEN];
+        self.take(&mut src, &mut h)?;
+        let hdr = CkptHeader::parse(&h)?;
+        if hdr.seq != c.seq
+            || hdr.n_blocks != geo.blocks()
+            || hdr.n_objects as usize > OBJECTS
+            || hdr.window_len as usize > MAX_WINDOW
+            || hdr.total_len.div_ceil(self.dev.payload) != c.pages
+        {
+            return Err(Fault::Corrupted);
+        }
+        for h in 0..HEADS {
+            let mut r = [0u8; 12];
+            self.take(&mut src, &mut r)?;
+            let rec = HeadRecord::parse(&r, geo.blocks(), geo.pages_per_block())?;
+            self.dev.heads[h].block = rec.block;
+            self.dev.heads[h].next_page = rec.next_page;
+            self.dev.heads[h].next_seq = rec.next_seq;
+        }
+        self.dev.window.clear();
+        self.dev.window_next = 0;
+        for _ in 0..hdr.window_len {
+            let mut r = [0u8; 4];
+            self.take(&mut src, &mut r)?;
+            let b = u32::from_le_bytes(r);
+            if b >= geo.blocks() {
+                return Err(Fault::Corrupted);
+            }
+            self.dev.window.push(b).map_err(|_| Fault::Corrupted)?;
+        }
+        self.dev.valid_total = 0;
+        for b in 0..geo.blocks() as usize {
+            let mut r = [0u8; 4];
+            self.take(&mut src, &mut r)?;
+            let e = BstEntry::unpack(u32::from_le_bytes(r), geo.pages_per_block())?;
+            let bi = &mut self.dev.blocks[b];
+            bi.state = e.state;
+            bi.valid = e.valid;
+            bi.erases = e.erases;
+            bi.retire = false;
+            bi.scrub = false;
+            self.dev.valid_total += e.valid as u64;
+        }
+        self.objs.clear();
+        let max = self.max_object_size();
+        for _ in 0..hdr.n_objects {
+            let mut r = [0u8; OBJ_LEN];
+            self.take(&mut src, &mut r)?;
+            let o = ObjRecord::parse(&r, geo.pages(), max)?;
+            if self.objs.last().is_some_and(|l| l.id >= o.id) {
+                return Err(Fault::Corrupted);
+            }
+            self.objs.push(o).map_err(|_| Fault::Corrupted)?;
+        }
+        let expect = src.digest.clone().finalize();
+        let mut r = [0u8; 4];
+        self.take(&mut src, &mut r)?;
+        if u32::from_le_bytes(r) != expect {
+            return Err(Fault::Corrupted);
+        }
+        // Every block the window or a head names must be in the window state.
+        for &b in self.dev.window.iter() {
+            if self.dev.blocks[b as usize].state != BlockState::Window {
+                return Err(Fault::Corrupted);
+            }
+        }
+        for h in self.dev.heads {
+            if h.block != crate::format::checkpoint::NONE
+                && self.dev.blocks[h.block as usize].state != BlockState::Window
+            {
+                return Err(Fault::Corrupted);
+            }
+        }
+        for cb in self.dev.sb.ckpt_blocks {
+            if !matches!(
+                self.dev.blocks[cb as usize].state,
+                BlockState::Reserved | BlockState::Bad
+            ) {
+                return Err(Fault::Corrupted);
+            }
+        }
+        self.next_obj_id = hdr
+            .next_obj_id
+            .max(self.objs.last().map_or(1, |o| o.id + 1));
+        for s in self.cache.iter_mut() {
+            s.used = false;
+            s.dirty = false;
+        }
+        Ok(hdr.clean)
+    }
+
+    /// Log streams keep their trim point in their metadata page: one read per stream.
+    fn load_log_starts(&mut self) -> Result<(), FaultOf<F>> {
+        for oi in 0..self.objs.len() {
+            if self.objs[oi].kind != ObjKind::Log {
+                continue;
+            }
+            let meta = self.objs[oi].meta;
+            let rec = self.dev.read_meta(meta, &mut self.rbuf)?;
+            if rec.id != self.objs[oi].id
+                || rec.kind != ObjKind::Log
+                || rec.size > self.objs[oi].size
+            {
+                return Err(Fault::Corrupted);
+            }
+            self.objs[oi].log_start = rec.size;
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, src: &mut Source, out: &mut [u8]) -> Result<(), FaultOf<F>> {
+        let mut done = 0;
+        while done < out.len() {
+            if src.pos == src.len {
+                if src.idx == src.pages {
+                    return Err(Fault::Corrupted);
+                }
+                let page = self
+                    .dev
+                    .geo
+                    .page(BlockAddr(src.block), src.first + src.idx)
+                    .0;
+                let payload = self.dev.payload as usize;
+                let owner = src.seq & crate::format::backpointer::MAX_U24;
+                match self.dev.read_payload(
+                    page,
+                    0,
+                    &mut self.pbuf[..payload],
+                    Some((PageKind::Checkpoint, owner, src.idx)),
+                ) {
+                    Ok(_) => {}
+                    Err(Fault::Flash(e)) if e.kind() == ErrorKind::Uncorrectable => {
+                        return Err(Fault::Corrupted)
+                    }
+                    Err(e) => return Err(e),
+                }
+                src.idx += 1;
+                src.pos = 0;
+                src.len = payload;
+            }
+            let n = (src.len - src.pos).min(out.len() - done);
+            out[done..done + n].copy_from_slice(&self.pbuf[src.pos..src.pos + n]);
+            src.pos += n;
+            done += n;
+        }
+        src.digest.update(out);
+        Ok(())
+    }
+}
+
+/// Serial-number comparison of 32-bit sequence numbers.
+pub(crate) fn seq_cmp(a: u32, b: u32) -> core::cmp::Ordering {
+    (a.wrapping_sub(b) as i32).cmp(&0)
+}
+
+fn newer(a: u32, b: u32) -> u32 {
+    if seq_cmp(a, b).is_lt() {
+        b
+    } else {
+        a
+    }
+}
+
+fn find_superblock<F: NandFlash>(flash: &mut F) -> Result<Superblock, MountError<F::Error>> {
+    let geo = flash.geometry();
+    let mut seen: Option<MountError<F::Error>> = None;
+    let mut buf = [0u8; SB_LEN];
+    for b in 0..SB_SEARCH.min(geo.blocks()) {
+        if flash.is_bad(BlockAddr(b)).map_err(MountError::Flash)? {
+            continue;
+        }
+        if geo.page_size() < SB_LEN as u32 {
+            return Err(MountError::Mismatch(Mismatch::Geometry));
+        }
+        match flash.read(PageAddr(geo.page(BlockAddr(b), 0).0), 0, &mut buf, &mut []) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::Uncorrectable => {
+                seen.get_or_insert(MountError::Corrupted);
+                continue;
+            }
+            Err(e) => return Err(MountError::Flash(e)),
+        }
+        match Superblock::parse(&buf) {
+            Ok(Some(sb)) => return Ok(sb),
+            Ok(None) => {}
+            Err(SbParseError::Version) => seen = Some(MountError::Mismatch(Mismatch::Version)),
+            Err(SbParseError::Corrupted) => {
+                seen.get_or_insert(MountError::Corrupted);
+            }
+        }
+    }
+    Err(seen.unwrap_or(MountError::NotFormatted))
+}

@@ -1,0 +1,137 @@
+//! The space-policy boundary: which block to collect and which free block to put into
+//! the updating window next.
+//!
+//! The OFTL owns the mechanism (reading backpointers, copying valid pages, erasing,
+//! recording states); a [`SpacePolicy`] only chooses. [`Greedy`] is the built-in
+//! policy; `paragc` plugs in here.
+//!
+//! Invariants a policy must keep: a victim is a [`BlockState::Full`] block; a free
+//! choice is a [`BlockState::Free`] block. Anything else returned is ignored.
+
+use crate::format::checkpoint::BlockState;
+
+/// What the OFTL knows about one block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// Coarse state.
+    pub state: BlockState,
+    /// Valid pages (exact in RAM).
+    pub valid: u16,
+    /// Erase count.
+    pub erases: u32,
+    /// A program failed in this block: move its data and retire it.
+    pub retire: bool,
+    /// A read reached the ECC scrub threshold: move its data.
+    pub scrub: bool,
+}
+
+impl BlockInfo {
+    /// A free block with no history.
+    pub const FREE: BlockInfo = BlockInfo {
+        state: BlockState::Free,
+        valid: 0,
+        erases: 0,
+        retire: false,
+        scrub: false,
+    };
+}
+
+/// Victim and free-block choice.
+pub trait SpacePolicy {
+    /// A block to collect, or `None` if no block is worth collecting. `pages_per_block`
+    /// tells full from partly invalid blocks.
+    fn pick_victim(&mut self, blocks: &[BlockInfo], pages_per_block: u32) -> Option<u32>;
+
+    /// A free block to add to the updating window.
+    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32>;
+}
+
+/// Greedy victim choice (fewest valid pages; retire/scrub candidates first), least-worn
+/// free block first, and static wear leveling: when the erase-count spread exceeds
+/// `wear_gap`, the least-worn full block is collected so its cold data moves.
+#[derive(Clone, Copy, Debug)]
+pub struct Greedy {
+    /// Erase-count spread that triggers static wear leveling.
+    pub wear_gap: u32,
+}
+
+impl Default for Greedy {
+    fn default() -> Self {
+        Greedy { wear_gap: 2000 }
+    }
+}
+
+impl SpacePolicy for Greedy {
+    fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<u32> {
+        let full = || {
+            blocks
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.state == BlockState::Full && b.valid > 0)
+        };
+        if let Some((i, _)) = full().find(|(_, b)| b.retire || b.scrub) {
+            return Some(i as u32);
+        }
+        let max_erase = blocks
+            .iter()
+            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
+            .map(|b| b.erases)
+            .max()?;
+        if let Some((i, b)) = full().min_by_key(|(_, b)| b.erases) {
+            if max_erase - b.erases > self.wear_gap {
+                return Some(i as u32);
+            }
+        }
+        full()
+            .filter(|(_, b)| (b.valid as u32) < ppb)
+            .min_by_key(|(_, b)| (b.valid, b.erases))
+            .map(|(i, _)| i as u32)
+    }
+
+    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32> {
+        blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.state == BlockState::Free && !b.retire)
+            .min_by_key(|(_, b)| b.erases)
+            .map(|(i, _)| i as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(state: BlockState, valid: u16, erases: u32) -> BlockInfo {
+        BlockInfo {
+            state,
+            valid,
+            erases,
+            retire: false,
+            scrub: false,
+        }
+    }
+
+    #[test]
+    fn greedy_choices() {
+        let mut g = Greedy::default();
+        let mut t = [
+            b(BlockState::Full, 10, 5),
+            b(BlockState::Full, 3, 9),
+            b(BlockState::Free, 0, 7),
+            b(BlockState::Free, 0, 2),
+            b(BlockState::Window, 0, 0),
+            b(BlockState::Full, 16, 1),
+        ];
+        assert_eq!(g.pick_victim(&t, 16), Some(1));
+        assert_eq!(g.pick_free(&t), Some(3));
+        t[0].scrub = true;
+        assert_eq!(g.pick_victim(&t, 16), Some(0));
+        t[0].scrub = false;
+        t[1].erases = 5000;
+        assert_eq!(g.pick_victim(&t, 16), Some(5), "static wear leveling");
+        let none = [b(BlockState::Full, 16, 0), b(BlockState::Bad, 0, 0)];
+        assert_eq!(g.pick_victim(&none, 16), None);
+        assert_eq!(g.pick_free(&none), None);
+    }
+}

@@ -1,0 +1,108 @@
+//! The read path: object data and attributes.
+//!
+//! Reads go straight from the index to the data pages, reading only the bytes asked
+//! for plus (with OOB placement, in the same operation) the page's backpointer, which
+//! must name the object and page the index promised. Unmapped pages inside the size
+//! read as zeros. A read whose ECC report reaches the part's scrub threshold flags the
+//! block; GC moves it first.
+
+use nand_hal::NandFlash;
+
+use crate::errors::{Fault, ReadError};
+use crate::format::backpointer::{PageKind, Placement};
+use crate::format::index::UNMAPPED;
+use crate::io::FaultOf;
+use crate::policy::SpacePolicy;
+use crate::{Attrs, ObjectId, Oftl};
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (fewer at
+    /// the end of the object).
+    pub fn read(
+        &mut self,
+        obj: ObjectId,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, ReadError<F::Error>> {
+        self.read_inner(obj, offset, buf).map_err(ReadError::from)
+    }
+
+    fn read_inner(
+        &mut self,
+        obj: ObjectId,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, FaultOf<F>> {
+        self.check_usable()?;
+        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+        if self.objs[oi].kind != crate::ObjKind::Object {
+            return Err(Fault::WrongKind);
+        }
+        let size = self.objs[oi].size;
+        if offset >= size {
+            return Ok(0);
+        }
+        let len = (size - offset).min(buf.len() as u64) as usize;
+        let p = self.dev.payload as u64;
+        let mut pos = 0usize;
+        while pos < len {
+            let abs = offset + pos as u64;
+            let lpn = (abs / p) as u32;
+            let col = (abs % p) as usize;
+            let n = (p as usize - col).min(len - pos);
+            let page = self.index_get(obj, lpn)?;
+            let out = &mut buf[pos..pos + n];
+            if page == UNMAPPED {
+                out.fill(0);
+            } else if self.dev.placement == Placement::InBand {
+                // Only a whole-payload read can be checked against the payload CRC.
+                let p = p as usize;
+                self.dev.read_payload(
+                    page,
+                    0,
+                    &mut self.rbuf[..p],
+                    Some((PageKind::Data, obj, lpn)),
+                )?;
+                out.copy_from_slice(&self.rbuf[col..col + n]);
+            } else {
+                self.dev
+                    .read_payload(page, col as u32, out, Some((PageKind::Data, obj, lpn)))?;
+            }
+            pos += n;
+        }
+        Ok(len)
+    }
+
+    /// The object's size in bytes.
+    pub fn size(&self, obj: ObjectId) -> Option<u64> {
+        self.obj_index(obj).map(|i| self.objs[i].size)
+    }
+
+    /// Whether the object exists.
+    pub fn exists(&self, obj: ObjectId) -> bool {
+        self.obj_index(obj).is_some()
+    }
+
+    /// Kind, size and user attributes.
+    pub fn attrs(&mut self, obj: ObjectId) -> Result<Attrs, ReadError<F::Error>> {
+        let r = (|| -> Result<_, FaultOf<F>> {
+            self.check_usable()?;
+            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+            let m = self.load_meta(oi)?;
+            Ok(Attrs {
+                kind: m.kind,
+                size: self.objs[oi].size,
+                user: m.attrs,
+            })
+        })();
+        r.map_err(ReadError::from)
+    }
+}

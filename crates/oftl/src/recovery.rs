@@ -1,0 +1,367 @@
+//! Crash recovery: rebuild the state after an unclean shutdown from the last checkpoint
+//! plus a scan of the updating window only.
+//!
+//! 1. **Scan** (OOB reads only): walk the data head's carried block from its recorded
+//!    position, then the window's blocks in allocation order. A page belongs to the
+//!    replay when its backpointer is valid and its sequence number is the head's next
+//!    expected one (a repeat of the previous number is a retried failed program and
+//!    replaces it). A jump means a lost page: everything after it is dropped. The last
+//!    commit page seen bounds the replay; pages after it belong to the transaction cut
+//!    short and are dropped. The commit page itself (the only page a cut can have torn)
+//!    is read once, fully, and kept in RAM: unstable bits may read well now and fail
+//!    later.
+//! 2. **Fresh window.** Recovery writes (index evictions, relocations) go only to blocks
+//!    the checkpoint calls free, never to the old window; the old window is only read.
+//! 3. **Replay** the accepted pages up to the last commit in scan order: metadata pages
+//!    create, resize or delete objects; data pages remap and extend sizes.
+//! 4. **Relocate** the valid pages of the block that was being programmed (the suspect
+//!    page from RAM), so it is erase-cycled before reuse.
+//! 5. **Checkpoint** to the other checkpoint block (erased first).
+//!
+//! Nothing the old checkpoint references is erased or programmed before step 5's
+//! commit page lands, so a cut anywhere in recovery leaves the device as it was and
+//! the next mount simply recovers again.
+
+use nand_hal::{BlockAddr, NandFlash};
+
+use crate::errors::Fault;
+use crate::format::backpointer::{Backpointer, PageKind};
+use crate::format::checkpoint::{BlockState, HEADS, NONE};
+use crate::format::meta::MetaRecord;
+use crate::io::{FaultOf, Scan};
+use crate::log::LOG_HEAD;
+use crate::mount::seq_cmp;
+use crate::policy::SpacePolicy;
+use crate::{Oftl, DATA_HEAD, MAX_WINDOW};
+
+type Walk = heapless::Vec<(u32, u32), { MAX_WINDOW + HEADS }>;
+
+/// Per-head sequence tracking shared by both passes.
+#[derive(Clone, Copy, Debug)]
+struct Track {
+    start: u32,
+    expected: u32,
+    stopped: bool,
+    /// How far back a number may repeat (a failed program's retry reuses its numbers:
+    /// 1 for whole pages, a page's sectors for log appends).
+    span: u32,
+}
+
+impl Track {
+    /// Classifies `bp`: `Some(true)` accept (new), `Some(false)` accept (repeat of a
+    /// recent number, which replaces it), `None` skip.
+    fn step(&mut self, bp: &Backpointer) -> Option<bool> {
+        if self.stopped || seq_cmp(bp.seq, self.start).is_lt() {
+            return None;
+        }
+        if bp.seq == self.expected {
+            self.expected = self.expected.wrapping_add(1);
+            Some(true)
+        } else if seq_cmp(bp.seq, self.expected).is_gt() {
+            self.stopped = true;
+            None
+        } else if self.expected.wrapping_sub(bp.seq) <= self.span {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+fn head_of(kind: PageKind) -> Option<usize> {
+    match kind {
+        PageKind::Data | PageKind::Meta | PageKind::Index => Some(DATA_HEAD),
+        PageKind::Log => Some(LOG_HEAD),
+        _ => None,
+    }
+}
+
+/// Pass-1 findings of one head.
+#[derive(Clone, Copy, Debug, Default)]
+struct Bound {
+    last_commit: Option<u32>,
+    prev_commit: Option<u32>,
+    last_acc: Option<(u32, Backpointer)>,
+}
+
+impl Bound {
+    fn accept(&mut self, page: u32, bp: Backpointer) {
+        self.last_acc = Some((page, bp));
+        if bp.commit && bp.kind != PageKind::Index {
+            if self.last_commit != Some(bp.seq) {
+                self.prev_commit = self.last_commit;
+            }
+            self.last_commit = Some(bp.seq);
+        }
+    }
+    fn replays(&self, seq: u32) -> bool {
+        self.last_commit.is_some_and(|lc| !seq_cmp(seq, lc).is_gt())
+    }
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb();
+        let spp = self.sectors_per_page();
+        let mut walk = Walk::new();
+        for h in self.dev.heads {
+            if h.block != NONE {
+                walk.push((h.block, h.next_page))
+                    .map_err(|_| Fault::Corrupted)?;
+            }
+        }
+        for &b in self.dev.window.iter() {
+            walk.push((b, 0)).map_err(|_| Fault::Corrupted)?;
+        }
+        // A window block whose erase failed after the checkpoint was marked bad at once.
+        for &(b, _) in walk.iter() {
+            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+                let bi = &mut self.dev.blocks[b as usize];
+                self.dev.valid_total = self.dev.valid_total.saturating_sub(bi.valid as u64);
+                bi.valid = 0;
+                bi.state = BlockState::Bad;
+            }
+        }
+        let fresh: [Track; HEADS] = core::array::from_fn(|h| Track {
+            start: self.dev.heads[h].next_seq,
+            expected: self.dev.heads[h].next_seq,
+            stopped: false,
+            span: if h == LOG_HEAD { spp } else { 1 },
+        });
+
+        // Pass 1: find the replay bound of each head.
+        let mut track = fresh;
+        let mut bound = [Bound::default(); HEADS];
+        let mut next_seq: [u32; HEADS] = core::array::from_fn(|h| fresh[h].start);
+        let mut see = |h: usize, seq: u32| {
+            if !seq_cmp(seq, fresh[h].start).is_lt() && !seq_cmp(seq, next_seq[h]).is_lt() {
+                next_seq[h] = seq.wrapping_add(1);
+            }
+        };
+        let mut scanned = 0u32;
+        let mut log_blocks = 0u64;
+        let mut log_suspect: Option<u32> = None;
+        for (wi, &(b, start)) in walk.iter().enumerate() {
+            if self.dev.blocks[b as usize].state == BlockState::Bad {
+                continue;
+            }
+            for i in start..ppb {
+                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                scanned += 1;
+                let Scan::Bp(bp) = self.dev.scan_read(page)? else {
+                    continue;
+                };
+                if bp.kind == PageKind::Log {
+                    log_blocks |= 1 << wi;
+                    if !self.read_whole_page(page)? {
+                        continue;
+                    }
+                    let mut any = false;
+                    for slot in 0..spp {
+                        if let Some(t) = self.log_trailer(&self.pbuf, slot) {
+                            see(LOG_HEAD, t.seq);
+                            if track[LOG_HEAD].step(&t).is_some() {
+                                bound[LOG_HEAD].accept(page, t);
+                                any = true;
+                            }
+                        }
+                    }
+                    if any {
+                        // Read once: the page may hold unstable bits from the cut.
+                        self.lbuf.copy_from_slice(&self.pbuf);
+                        log_suspect = Some(page);
+                    }
+                    continue;
+                }
+                let Some(h) = head_of(bp.kind) else { continue };
+                see(h, bp.seq);
+                if track[h].step(&bp).is_some() {
+                    bound[h].accept(page, bp);
+                }
+            }
+        }
+        self.dev.stats.recovery_scanned_pages = scanned;
+
+        // The data head's last accepted commit page may be torn: read it once, keep it
+        // in rbuf.
+        let mut suspect: Option<(u32, Backpointer)> = None;
+        if let (Some((page, bp)), Some(lc)) =
+            (bound[DATA_HEAD].last_acc, bound[DATA_HEAD].last_commit)
+        {
+            if bp.seq == lc {
+                if self.read_suspect(page, &bp)? {
+                    suspect = Some((page, bp));
+                } else {
+                    bound[DATA_HEAD].last_commit = bound[DATA_HEAD].prev_commit;
+                }
+            }
+        }
+
+        // A fresh window for everything recovery writes.
+        self.dev.window.clear();
+        self.dev.window_next = 0;
+        for (head, &seq) in self.dev.heads.iter_mut().zip(next_seq.iter()) {
+            head.block = NONE;
+            head.next_page = 0;
+            head.next_seq = seq;
+        }
+        self.dev.recovering = true;
+        self.dev.grow_window(self.dev.sb.window_blocks as usize);
+        if self.dev.window.is_empty() {
+            return Err(Fault::NoSpace);
+        }
+
+        // Pass 2a: replay metadata and data (creations, trims and deletes first).
+        let mut track = fresh;
+        let mut replayed = 0u32;
+        let mut last_block: [Option<u32>; HEADS] = [None; HEADS];
+        for &(b, start) in walk.iter() {
+            if self.dev.blocks[b as usize].state == BlockState::Bad {
+                continue;
+            }
+            for i in start..ppb {
+                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let bp = match suspect {
+                    Some((sp, sbp)) if sp == page => sbp,
+                    _ => match self.dev.scan_read(page)? {
+                        Scan::Bp(bp) => bp,
+                        _ => continue,
+                    },
+                };
+                if head_of(bp.kind) != Some(DATA_HEAD) {
+                    continue;
+                }
+                if track[DATA_HEAD].step(&bp).is_none() {
+                    continue;
+                }
+                last_block[DATA_HEAD] = Some(b);
+                if !bound[DATA_HEAD].replays(bp.seq) {
+                    continue;
+                }
+                replayed += 1;
+                match bp.kind {
+                    PageKind::Data => self.apply_data(&bp, page)?,
+                    PageKind::Meta => {
+                        let rec = if suspect.is_some_and(|(sp, _)| sp == page) {
+                            MetaRecord::parse(&self.rbuf[..self.dev.pu()])?
+                        } else {
+                            // pbuf, not rbuf: rbuf holds the suspect page.
+                            self.dev.read_meta(page, &mut self.pbuf)?
+                        };
+                        if rec.id != bp.owner {
+                            return Err(Fault::Corrupted);
+                        }
+                        self.apply_meta(&rec, page)?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+
+        // Pass 2b: replay log sectors.
+        for (wi, &(b, start)) in walk.iter().enumerate() {
+            if log_blocks & (1 << wi) == 0 || self.dev.blocks[b as usize].state == BlockState::Bad {
+                continue;
+            }
+            for i in start..ppb {
+                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                if log_suspect == Some(page) {
+                    self.pbuf.copy_from_slice(&self.lbuf);
+                } else {
+                    match self.dev.scan_read(page)? {
+                        Scan::Bp(bp) if bp.kind == PageKind::Log => {}
+                        _ => continue,
+                    }
+                    if !self.read_whole_page(page)? {
+                        continue;
+                    }
+                }
+                for slot in 0..spp {
+                    let Some(t) = self.log_trailer(&self.pbuf, slot) else {
+                        continue;
+                    };
+                    if track[LOG_HEAD].step(&t).is_none() {
+                        continue;
+                    }
+                    last_block[LOG_HEAD] = Some(b);
+                    if bound[LOG_HEAD].replays(t.seq) {
+                        replayed += 1;
+                        self.apply_log(&t, page, slot)?;
+                    }
+                }
+            }
+        }
+        self.dev.stats.recovery_replayed_pages = replayed;
+
+        // Relocate what lives in the blocks that were being programmed: the suspect
+        // pages first, from RAM, then every other valid page of those blocks.
+        if let Some((sp, sbp)) = suspect {
+            if self.is_valid(sp, &sbp)? {
+                self.relocate(sp, &sbp, true)?;
+            }
+        }
+        if let Some(lp) = log_suspect {
+            self.rbuf.copy_from_slice(&self.lbuf);
+            self.relocate_log(lp, true)?;
+        }
+        for lb in last_block.iter() {
+            let Some(b) = *lb else { continue };
+            for i in 0..ppb {
+                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                if suspect.is_some_and(|(sp, _)| sp == page) || log_suspect == Some(page) {
+                    continue;
+                }
+                if let Scan::Bp(bp) = self.dev.scan_read(page)? {
+                    if bp.kind == PageKind::Log {
+                        self.relocate_log(page, false)?;
+                    } else if self.is_valid(page, &bp)? {
+                        self.relocate(page, &bp, false)?;
+                    }
+                }
+            }
+        }
+        self.ckpt.switch = true;
+        // Still recovering: the checkpoint's index flush may need more window blocks.
+        let r = self.checkpoint(false);
+        self.dev.recovering = false;
+        r
+    }
+
+    /// Reads the suspect commit page fully into `rbuf`; `false` if it does not read
+    /// back as what its backpointer claims.
+    fn read_suspect(&mut self, page: u32, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
+        let r = match bp.kind {
+            PageKind::Data => {
+                let payload = self.dev.payload as usize;
+                self.dev
+                    .read_payload(
+                        page,
+                        0,
+                        &mut self.rbuf[..payload],
+                        Some((PageKind::Data, bp.owner, bp.lpn)),
+                    )
+                    .map(|_| ())
+            }
+            PageKind::Meta => self.dev.read_meta(page, &mut self.rbuf).map(|_| ()),
+            _ => Ok(()),
+        };
+        match r {
+            Ok(()) => Ok(true),
+            Err(Fault::Corrupted) => Ok(false),
+            Err(Fault::Flash(e))
+                if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Transactions: one or more object updates committed atomically.
+//!
+//! A transaction's pages are programmed consecutively through the data head (index
+//! pages evicted meanwhile may sit between them; they never commit anything). Each
+//! page's backpointer carries the distance to the transaction's first page; the last
+//! page carries the commit flag, so transaction id = `seq - delta` and count =
+//! `delta + 1` on the commit page. Recovery applies a head's pages only up to its last
+//! commit page, which makes every transaction all-or-nothing without a journal.
+//!
+//! Space is reserved before the first page (window room, GC, checkpoint), so no
+//! checkpoint or collection ever runs inside a transaction. A flash failure inside one
+//! poisons the handle: RAM is then ahead of flash and only a remount (which drops the
+//! uncommitted tail) makes them agree again.
+
+use nand_hal::NandFlash;
+
+use crate::errors::{Fault, WriteError};
+use crate::format::backpointer::MAX_TX_DELTA;
+use crate::format::checkpoint::ObjKind;
+use crate::io::FaultOf;
+use crate::policy::SpacePolicy;
+use crate::{ObjectId, Oftl, DATA_HEAD};
+
+/// One update inside a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxOp<'a> {
+    /// Write `data` at byte `offset` of `obj` (extends the object if needed; a gap reads
+    /// as zeros).
+    Write {
+        /// Object.
+        obj: ObjectId,
+        /// Byte offset.
+        offset: u64,
+        /// Bytes.
+        data: &'a [u8],
+    },
+    /// Set the size of `obj` (shrinks or extends with zeros).
+    Truncate {
+        /// Object.
+        obj: ObjectId,
+        /// New size in bytes.
+        size: u64,
+    },
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    /// Applies `ops` atomically: after a power cut either all of them or none are
+    /// visible. On `Ok` they are durable.
+    pub fn transact(&mut self, ops: &[TxOp<'_>]) -> Result<(), WriteError<F::Error>> {
+        self.transact_inner(ops).map_err(|e| self.fail(e))
+    }
+
+    /// Marks the handle poisoned after a failure that may have left RAM ahead of flash.
+    pub(crate) fn fail(&mut self, e: FaultOf<F>) -> WriteError<F::Error> {
+        if matches!(e, Fault::Flash(_) | Fault::Corrupted) {
+            self.poisoned = true;
+        }
+        e.into()
+    }
+
+    fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
+        self.check_usable()?;
+        let mut total = 0u32;
+        let mut growth = 0u64;
+        for (i, op) in ops.iter().enumerate() {
+            let (n, g) = self.op_pages(op, &ops[..i])?;
+            total += n;
+            growth += g as u64;
+        }
+        if total == 0 {
+            return Ok(());
+        }
+        if total > MAX_TX_DELTA / 2 {
+            return Err(Fault::TooLarge);
+        }
+        self.prepare(total, ops.len() as u32, growth)?;
+        let first = self.dev.heads[DATA_HEAD].next_seq;
+        let mut remaining = total;
+        for op in ops {
+            match *op {
+                TxOp::Write { obj, offset, data } => {
+                    self.tx_write(obj, offset, data, first, &mut remaining)?
+                }
+                TxOp::Truncate { obj, size } => {
+                    self.tx_truncate(obj, size, first, &mut remaining)?
+                }
+            }
+        }
+        debug_assert_eq!(remaining, 0);
+        Ok(())
+    }
+
+    /// Pages an op programs, and how many of them extend the object.
+    /// The size `obj` will have after `earlier` ops of the same transaction.
+    fn size_after(&self, obj: ObjectId, earlier: &[TxOp<'_>]) -> Option<u64> {
+        let mut size = self.objs[self.obj_index(obj)?].size;
+        for op in earlier {
+            match *op {
+                TxOp::Write {
+                    obj: o,
+                    offset,
+                    data,
+                } if o == obj && !data.is_empty() => size = size.max(offset + data.len() as u64),
+                TxOp::Truncate { obj: o, size: s } if o == obj => size = s,
+                _ => {}
+            }
+        }
+        Some(size)
+    }
+
+    fn op_pages(&mut self, op: &TxOp<'_>, earlier: &[TxOp<'_>]) -> Result<(u32, u32), FaultOf<F>> {
+        let p = self.dev.payload as u64;
+        match *op {
+            TxOp::Write { obj, offset, data } => {
+                let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+                if self.objs[oi].kind != ObjKind::Object {
+                    return Err(Fault::WrongKind);
+                }
+                if data.is_empty() {
+                    return Ok((0, 0));
+                }
+                let end = offset
+                    .checked_add(data.len() as u64)
+                    .ok_or(Fault::TooLarge)?;
+                if end > self.max_object_size() {
+                    return Err(Fault::TooLarge);
+                }
+                let first = offset / p;
+                let last = (end - 1) / p;
+                let _ = oi;
+                let have = self.size_after(obj, earlier).unwrap_or(0).div_ceil(p);
+                let growth = (last + 1).saturating_sub(have.max(first));
+                Ok(((last - first + 1) as u32, growth as u32))
+            }
+            TxOp::Truncate { obj, size } => {
+                let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+                if self.objs[oi].kind != ObjKind::Object {
+                    return Err(Fault::WrongKind);
+                }
+                if size > self.max_object_size() {
+                    return Err(Fault::TooLarge);
+                }
+                let cur = self.size_after(obj, earlier).ok_or(Fault::NotFound)?;
+                let tail = size < cur && size % p != 0;
+                Ok((1 + tail as u32, 0))
+            }
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! The write path: object create / write / truncate / delete / set attributes, and the
+//! state changes they share with recovery (`apply_meta`, `apply_data`).
+//!
+//! Data pages are whole-page programs with the backpointer in the same program, so a
+//! page-aligned append costs exactly one program and no metadata programs; only
+//! partial pages are read-modify-written. Mapped pages always hold zeros past the
+//! object's size (writes and truncates keep it so), so extending never exposes stale
+//! bytes. Before anything is programmed, [`Oftl::prepare`] reserves window room and
+//! collects garbage, so no checkpoint or GC interleaves with a transaction.
+
+use nand_hal::NandFlash;
+
+use crate::errors::{Fault, WriteError};
+use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
+use crate::format::checkpoint::{BlockState, ObjKind, ObjRecord, NONE};
+use crate::format::index::UNMAPPED;
+use crate::format::meta::{MetaRecord, ATTR_LEN};
+use crate::io::FaultOf;
+use crate::policy::SpacePolicy;
+use crate::txn::TxOp;
+use crate::{ObjectId, Oftl, DATA_HEAD};
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+{
+    /// Creates an empty object and returns its id. Ids are never reused.
+    pub fn create(&mut self, kind: ObjKind) -> Result<ObjectId, WriteError<F::Error>> {
+        self.create_inner(kind).map_err(|e| self.fail(e))
+    }
+
+    fn create_inner(&mut self, kind: ObjKind) -> Result<ObjectId, FaultOf<F>> {
+        self.check_usable()?;
+        if self.objs.is_full() || self.next_obj_id > MAX_U24 {
+            return Err(Fault::TooManyObjects);
+        }
+        self.prepare(1, 1, 1)?;
+        let rec = MetaRecord {
+            id: self.next_obj_id,
+            kind,
+            deleted: false,
+            size: 0,
+            attrs: [0; ATTR_LEN],
+        };
+        self.write_meta(&rec, None)?;
+        Ok(rec.id)
+    }
+
+    /// Writes `data` at `offset` (atomically).
+    pub fn write(
+        &mut self,
+        obj: ObjectId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), WriteError<F::Error>> {
+        self.transact(&[TxOp::Write { obj, offset, data }])
+    }
+
+    /// Sets the object's size (atomically).
+    pub fn truncate(&mut self, obj: ObjectId, size: u64) -> Result<(), WriteError<F::Error>> {
+        self.transact(&[TxOp::Truncate { obj, size }])
+    }
+
+    /// Deletes an object and frees its pages.
+    pub fn delete(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
+        self.meta_update(obj, |m| m.deleted = true)
+    }
+
+    /// Replaces the object's user attributes.
+    pub fn set_attrs(
+        &mut self,
+        obj: ObjectId,
+        attrs: &[u8; ATTR_LEN],
+    ) -> Result<(), WriteError<F::Error>> {
+        let a = *attrs;
+        self.meta_update(obj, move |m| m.attrs = a)
+    }
+
+    /// Makes `obj`'s acknowledged writes durable. Writes are synchronous, so this only
+    /// checks that the object exists.
+    pub fn flush(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
+        self.check_usable().map_err(|e| self.fail(e))?;
+        self.obj_index(obj).map(|_| ()).ok_or(WriteError::NotFound)
+    }
+
+    /// Makes everything durable and writes a checkpoint, so the next crash recovery
+    /// scans an empty window.
+    pub fn sync(&mut self) -> Result<(), WriteError<F::Error>> {
+        let r = self.check_usable().and_then(|()| {
+            if self.need_marker {
+                // Nothing changed since the clean checkpoint.
+                return Ok(());
+            }
+            self.checkpoint(false)
+        });
+        r.map_err(|e| self.fail(e))
+    }
+
+    fn meta_update(
+        &mut self,
+        obj: ObjectId,
+        f: impl FnOnce(&mut MetaRecord),
+    ) -> Result<(), WriteError<F::Error>> {
+        let r = (|| -> Result<_, FaultOf<F>> {
+            self.check_usable()?;
+            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+            let mut rec = self.load_meta(oi)?;
+            f(&mut rec);
+            self.prepare(1, 1, 0)?;
+            self.write_meta(&rec, None)
+        })();
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// Reads object `oi`'s metadata page.
+    pub(crate) fn load_meta(&mut self, oi: usize) -> Result<MetaRecord, FaultOf<F>> {
+        let (id, meta) = (self.objs[oi].id, self.objs[oi].meta);
+        let mut rec = self.dev.read_meta(meta, &mut self.rbuf)?;
+        if rec.id != id || rec.kind != self.objs[oi].kind {
+            return Err(Fault::Corrupted);
+        }
+        rec.size = self.meta_size(oi);
+        Ok(rec)
+    }
+
+    /// Programs a metadata page for `rec` and applies it. `tx` is `(first seq, commit)`
+    /// inside a transaction; `None` makes it its own transaction.
+    pub(crate) fn write_meta(
+        &mut self,
+        rec: &MetaRecord,
+        tx: Option<(u32, bool)>,
+    ) -> Result<(), FaultOf<F>> {
+        let pu = self.dev.pu();
+        self.pbuf.fill(0xFF);
+        rec.encode(&mut self.pbuf[..pu]);
+        let mut bp = Backpointer::single(PageKind::Meta, rec.id, 0, 84);
+        let first = tx.map(|(f, commit)| {
+            bp.commit = commit;
+            f
+        });
+        let (page, _) = self
+            .dev
+            .program(DATA_HEAD, &mut self.pbuf, bp, true, first)?;
+        self.apply_meta(rec, page)
+    }
+
+    /// Applies a metadata record found at `page` (normal path and recovery replay).
+    pub(crate) fn apply_meta(&mut self, rec: &MetaRecord, page: u32) -> Result<(), FaultOf<F>> {
+        let p = self.dev.payload as u64;
+        self.next_obj_id = self.next_obj_id.max(rec.id + 1);
+        match self.obj_index(rec.id) {
+            Some(oi) if rec.deleted => {
+                let o = self.objs[oi];
+                let pages = self.index_pages(oi);
+                self.drop_index(o.id, pages)?;
+                self.dev.mark_invalid(o.meta);
+                self.objs.remove(oi);
+            }
+            Some(oi) if self.objs[oi].kind == ObjKind::Log => {
+                // A log stream's metadata size is its trim point.
+                let o = self.objs[oi];
+                let spp = self.sectors_per_page() as u64;
+                let from = (o.log_start / spp) as u32;
+                let to = ((rec.size / spp) as u32).min(self.index_pages(oi));
+                if to > from {
+                    self.unmap_from(o.id, from, to)?;
+                }
+                self.dev.mark_invalid(o.meta);
+                self.dev.mark_valid(page);
+                let o = &mut self.objs[oi];
+                o.log_start = o.log_start.max(rec.size);
+                o.size = o.size.max(o.log_start);
+                o.meta = page;
+            }
+            Some(oi) => {
+                let o = self.objs[oi];
+                if rec.size < o.size {
+                    self.unmap_from(o.id, rec.size.div_ceil(p) as u32, o.size.div_ceil(p) as u32)?;
+                }
+                self.dev.mark_invalid(o.meta);
+                self.dev.mark_valid(page);
+                let o = &mut self.objs[oi];
+                o.size = rec.size;
+                o.meta = page;
+            }
+            None if rec.deleted => {}
+            None => {
+                let at = self.objs.partition_point(|o| o.id < rec.id);
+                self.objs
+                    .insert(
+                        at,
+                        ObjRecord {
+                            id: rec.id,
+                            kind: rec.kind,
+                            size: rec.size,
+                            root: NONE,
+                            meta: page,
+                            log_start: if rec.kind == ObjKind::Log {
+                                rec.size
+                            } else {
+                                0
+                            },
+                        },
+                    )
+                    .map_err(|_| Fault::TooManyObjects)?;
+                self.dev.mark_valid(page);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a data page found at `page` (normal path and recovery replay).
+    pub(crate) fn apply_data(&mut self, bp: &Backpointer, page: u32) -> Result<(), FaultOf<F>> {
+        let Some(oi) = self.obj_index(bp.owner) else {
+            return Ok(());
+        };
+        self.index_set(bp.owner, bp.lpn, page)?;
+        let end = bp.lpn as u64 * self.dev.payload as u64 + bp.len as u64;
+        let oi = self.obj_index(bp.owner).unwrap_or(oi);
+        if end > self.objs[oi].size {
+            self.objs[oi].size = end;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn tx_write(
+        &mut self,
+        obj: ObjectId,
+        offset: u64,
+        data: &[u8],
+        first: u32,
+        remaining: &mut u32,
+    ) -> Result<(), FaultOf<F>> {
+        let p = self.dev.payload as usize;
+        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+        let size = self.objs[oi].size;
+        let new_size = size.max(offset + data.len() as u64);
+        let mut pos = 0usize;
+        while pos < data.len() {
+            let abs = offset + pos as u64;
+            let lpn = (abs / p as u64) as u32;
+            let col = (abs % p as u64) as usize;
+            let n = (p - col).min(data.len() - pos);
+            let start = lpn as u64 * p as u64;
+            let valid = (new_size - start).min(p as u64) as u16;
+            if n < p {
+                let old = self.index_get(obj, lpn)?;
+                if old == UNMAPPED {
+                    self.pbuf[..p].fill(0);
+                } else {
+                    self.dev.read_payload(
+                        old,
+                        0,
+                        &mut self.pbuf[..p],
+                        Some((PageKind::Data, obj, lpn)),
+                    )?;
+                    let cur = self.objs[self.obj_index(obj).ok_or(Fault::NotFound)?].size;
+                    if cur < start + p as u64 {
+                        let keep = cur.saturating_sub(start) as usize;
+                        self.pbuf[keep..p].fill(0);
+                    }
+                }
+            }
+            self.pbuf[col..col + n].copy_from_slice(&data[pos..pos + n]);
+            self.pbuf[p..].fill(0xFF);
+            *remaining -= 1;
+            let mut bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
+            bp.commit = *remaining == 0;
+            let (page, bp) = self
+                .dev
+                .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+            self.apply_data(&bp, page)?;
+            pos += n;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn tx_truncate(
+        &mut self,
+        obj: ObjectId,
+        size: u64,
+        first: u32,
+        remaining: &mut u32,
+    ) -> Result<(), FaultOf<F>> {
+        let p = self.dev.payload as u64;
+        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+        let cur = self.objs[oi].size;
+        let tail_lpn = (size / p) as u32;
+        let has_tail = size < cur && size % p != 0;
+        let tail = if has_tail {
+            self.index_get(obj, tail_lpn)?
+        } else {
+            UNMAPPED
+        };
+        let mut rec = self.load_meta(oi)?;
+        rec.size = size;
+        *remaining -= 1;
+        self.write_meta(&rec, Some((first, *remaining == 0)))?;
+        if has_tail {
+            // The new last page, zeroed past the new size (a hole becomes a zero page),
+            // so a later extension never exposes cut-off bytes.
+            let ps = p as usize;
+            let keep = (size % p) as usize;
+            if tail == UNMAPPED {
+                self.pbuf[..ps].fill(0);
+            } else {
+                self.dev.read_payload(
+                    tail,
+                    0,
+                    &mut self.pbuf[..ps],
+                    Some((PageKind::Data, obj, tail_lpn)),
+                )?;
+            }
+            self.pbuf[keep..ps].fill(0);
+            self.pbuf[ps..].fill(0xFF);
+            *remaining -= 1;
+            let mut bp = Backpointer::single(PageKind::Data, obj, tail_lpn, keep as u16);
+            bp.commit = *remaining == 0;
+            let (page, bp) = self
+                .dev
+                .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+            self.apply_data(&bp, page)?;
+        }
+        Ok(())
+    }
+
+    /// Gets ready to program `pages` pages in `ops` operations that grow the valid set
+    /// by up to `growth` pages: dirty marker, capacity check, window room, GC.
+    pub(crate) fn prepare(&mut self, pages: u32, ops: u32, growth: u64) -> Result<(), FaultOf<F>> {
+        if self.need_marker {
+            self.write_marker()?;
+        }
+        let index_slack = 2 * (growth / self.entries_per_index() as u64 + ops as u64 + 1);
+        if self.dev.valid_total + growth + index_slack > self.capacity_pages() {
+            return Err(Fault::NoSpace);
+        }
+        let need = self.window_need(pages, ops);
+        let ppb = self.dev.ppb() as u64;
+        let blocks = (need + self.window_need(0, 0)).div_ceil(ppb) + 1;
+        if blocks > crate::MAX_WINDOW as u64 {
+            return Err(Fault::TooLarge);
+        }
+        // A transaction larger than the configured window gets a larger one at the
+        // checkpoint before it (never a checkpoint inside it).
+        self.window_target = (blocks as u16).max(self.dev.sb.window_blocks);
+        let r = self.make_room(need);
+        self.window_target = self.dev.sb.window_blocks;
+        r
+    }
+
+    /// Window pages an operation may consume: index evictions, the final checkpoint
+    /// flush and one block lost to a program failure included.
+    pub(crate) fn window_need(&self, pages: u32, ops: u32) -> u64 {
+        let epp = self.entries_per_index() as u64;
+        pages as u64
+            + 2 * (pages as u64 / epp + 2 * ops as u64)
+            + 2 * CACHE as u64
+            + 2
+            // A program failure abandons the rest of a block.
+            + self.dev.ppb() as u64
+    }
+
+    /// Blocks that are free now or become free at the next checkpoint.
+    pub(crate) fn reclaimable_blocks(&self) -> u32 {
+        self.blocks()
+            .iter()
+            .filter(|b| {
+                b.state == BlockState::Free || (b.state == BlockState::Full && b.valid == 0)
+            })
+            .count() as u32
+    }
+
+    /// Ensures `need` window pages and enough reclaimable blocks for the next window.
+    pub(crate) fn make_room(&mut self, need: u64) -> Result<(), FaultOf<F>> {
+        let w = self.dev.sb.window_blocks as u32;
+        let ppb = self.dev.ppb() as u64;
+        let mut fresh = false;
+        for _ in 0..4 * BLOCKS + 8 {
+            if self.dev.window_free_pages(DATA_HEAD) < need {
+                self.checkpoint(false)?;
+                fresh = true;
+                if self.dev.window_free_pages(DATA_HEAD) < need {
+                    return Err(Fault::NoSpace);
+                }
+            }
+            if self.reclaimable_blocks() > w && !self.urgent_victim() {
+                return Ok(());
+            }
+            if self.dev.window_free_pages(DATA_HEAD) < need + ppb + self.window_need(0, 0) {
+                if !fresh {
+                    self.checkpoint(false)?;
+                    fresh = true;
+                    continue;
+                }
+                // A fresh window cannot hold a whole victim on top of this operation:
+                // go ahead if the next window can still be allocated.
+                return if self.reclaimable_blocks() > 0 {
+                    Ok(())
+                } else {
+                    Err(Fault::NoSpace)
+                };
+            }
+            if !self.gc_collect_one()? {
+                return if self.reclaimable_blocks() > 0 {
+                    Ok(())
+                } else {
+                    Err(Fault::NoSpace)
+                };
+            }
+            fresh = false;
+        }
+        Err(Fault::NoSpace)
+    }
+}

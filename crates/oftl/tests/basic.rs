@@ -1,0 +1,342 @@
+//! End-to-end behaviour on the simulator: format, objects, clean and unclean remounts.
+
+use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+use oftl::{Config, MountError, ObjKind, Oftl, WriteError};
+
+type Sim = SimNand<HeapStorage>;
+type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 32, 4>;
+
+fn cfg() -> Config {
+    Config {
+        window_blocks: 4,
+        format_id: 7,
+    }
+}
+
+fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2654435761).wrapping_add(seed) as u8 >> 1)
+        .collect()
+}
+
+#[test]
+fn write_read_remount() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+    let (a, b);
+    {
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        a = fs.create(ObjKind::Object).unwrap();
+        b = fs.create(ObjKind::Object).unwrap();
+        fs.write(a, 0, &pattern(1, 10_000)).unwrap();
+        fs.write(b, 5000, &pattern(2, 3000)).unwrap();
+        fs.write(a, 100, &pattern(3, 50)).unwrap();
+        let mut attrs = [0u8; oftl::ATTR_LEN];
+        attrs[0] = 42;
+        fs.set_attrs(b, &attrs).unwrap();
+        fs.unmount().unwrap();
+    }
+    let mut expect_a = pattern(1, 10_000);
+    expect_a[100..150].copy_from_slice(&pattern(3, 50));
+    let mut expect_b = vec![0u8; 5000];
+    expect_b.extend(pattern(2, 3000));
+    for round in 0..2 {
+        let mut fs = Fs::mount(&mut sim).unwrap();
+        assert_eq!(
+            fs.stats().recovery_scanned_pages,
+            0,
+            "clean mount scans nothing"
+        );
+        let mut buf = vec![0u8; 20_000];
+        assert_eq!(fs.read(a, 0, &mut buf).unwrap(), 10_000);
+        assert_eq!(&buf[..10_000], &expect_a[..]);
+        assert_eq!(fs.read(b, 0, &mut buf).unwrap(), 8000);
+        assert_eq!(&buf[..8000], &expect_b[..]);
+        assert_eq!(fs.attrs(b).unwrap().user[0], 42);
+        assert_eq!(fs.attrs(b).unwrap().size, 8000);
+        if round == 0 {
+            fs.unmount().unwrap();
+        }
+    }
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn crash_without_unmount_recovers_acknowledged_writes() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
+    let a;
+    {
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        a = fs.create(ObjKind::Object).unwrap();
+        for i in 0..20u32 {
+            fs.write(a, i as u64 * 1000, &pattern(i, 1000)).unwrap();
+        }
+        fs.truncate(a, 15_500).unwrap();
+        // No unmount: simulated crash.
+    }
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    assert!(fs.stats().recovery_scanned_pages > 0);
+    assert_eq!(fs.size(a), Some(15_500));
+    let mut buf = vec![0u8; 15_500];
+    fs.read(a, 0, &mut buf).unwrap();
+    for i in 0..15u32 {
+        assert_eq!(
+            &buf[i as usize * 1000..][..1000],
+            &pattern(i, 1000)[..],
+            "chunk {i}"
+        );
+    }
+    assert_eq!(&buf[15_000..15_500], &pattern(15, 1000)[..500]);
+    fs.write(a, 20_000, b"tail").unwrap();
+    let mut gap = vec![1u8; 4500];
+    fs.read(a, 15_500, &mut gap).unwrap();
+    assert!(gap.iter().all(|&x| x == 0), "truncated bytes read as zeros");
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn delete_and_space_reuse_with_gc() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let cap = fs.capacity_pages();
+    assert!(cap > 100);
+    // Rewrite a working set many times the device size.
+    let objs: Vec<_> = (0..4)
+        .map(|_| fs.create(ObjKind::Object).unwrap())
+        .collect();
+    for round in 0..40u32 {
+        for (k, &o) in objs.iter().enumerate() {
+            fs.write(o, 0, &pattern(round * 7 + k as u32, 40_000))
+                .unwrap();
+        }
+    }
+    for (k, &o) in objs.iter().enumerate() {
+        let mut buf = vec![0u8; 40_000];
+        fs.read(o, 0, &mut buf).unwrap();
+        assert_eq!(buf, pattern(39 * 7 + k as u32, 40_000));
+    }
+    fs.delete(objs[0]).unwrap();
+    assert!(!fs.exists(objs[0]));
+    assert!(fs.stats().relocated_pages > 0 || fs.stats().checkpoints > 10);
+    let used = fs.used_pages();
+    fs.unmount().unwrap();
+    let fs = Fs::mount(&mut sim).unwrap();
+    assert_eq!(fs.used_pages(), used);
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn full_device_reports_no_space() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    let chunk = pattern(9, 16 * 2048);
+    let mut off = 0u64;
+    let err = loop {
+        match fs.write(o, off, &chunk) {
+            Ok(()) => off += chunk.len() as u64,
+            Err(e) => break e,
+        }
+        assert!(off < 4 << 20, "never fills");
+    };
+    assert_eq!(err, WriteError::NoSpace);
+    // Still usable: overwrite and read back.
+    fs.write(o, 0, b"hello").unwrap();
+    let mut b = [0u8; 5];
+    fs.read(o, 0, &mut b).unwrap();
+    assert_eq!(&b, b"hello");
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn mismatched_and_blank_devices() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
+    assert!(matches!(Fs::mount(&mut sim), Err(MountError::NotFormatted)));
+    Fs::format(&mut sim, cfg()).unwrap().unmount().unwrap();
+    // Same image, different OOB layout: a clear mismatch.
+    let img = sim.storage().clone();
+    let mut other_profile = profile::TINY;
+    other_profile.capabilities = profile::GD5F1GQ4.capabilities;
+    let mut other = SimNand::attach(other_profile, img, FaultPlan::seeded(5)).unwrap();
+    assert!(matches!(
+        Oftl::<&mut Sim, 2048, 64, 32, 4>::mount(&mut other),
+        Err(MountError::Mismatch(oftl::Mismatch::Capabilities))
+    ));
+    // A build with too small tables refuses the device.
+    assert!(matches!(
+        Oftl::<&mut Sim, 2048, 32, 32, 4>::mount(&mut sim),
+        Err(MountError::Mismatch(oftl::Mismatch::Capacity))
+    ));
+}
+
+#[test]
+fn transaction_is_atomic_across_objects() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(6));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let a = fs.create(ObjKind::Object).unwrap();
+    let b = fs.create(ObjKind::Object).unwrap();
+    let da = pattern(1, 5000);
+    let db = pattern(2, 7000);
+    fs.transact(&[
+        oftl::TxOp::Write {
+            obj: a,
+            offset: 0,
+            data: &da,
+        },
+        oftl::TxOp::Write {
+            obj: b,
+            offset: 10,
+            data: &db,
+        },
+        oftl::TxOp::Truncate { obj: a, size: 4000 },
+    ])
+    .unwrap();
+    assert_eq!(fs.size(a), Some(4000));
+    assert_eq!(fs.size(b), Some(7010));
+    drop(fs);
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    assert_eq!(fs.size(a), Some(4000));
+    assert_eq!(fs.size(b), Some(7010));
+    let mut buf = vec![0u8; 7010];
+    fs.read(b, 0, &mut buf).unwrap();
+    assert_eq!(&buf[10..], &db[..]);
+}
+
+#[test]
+fn log_stream_append_read_trim_and_crash() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(8));
+    let (l1, l2, obj);
+    let mut recs: Vec<(u64, Vec<u8>)> = Vec::new();
+    {
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        l1 = fs.create(ObjKind::Log).unwrap();
+        l2 = fs.create(ObjKind::Log).unwrap();
+        obj = fs.create(ObjKind::Object).unwrap();
+        assert_eq!(fs.write(l1, 0, b"x"), Err(WriteError::WrongKind));
+        assert_eq!(fs.log_append(obj, b"x"), Err(WriteError::WrongKind));
+        let max = fs.log_max_record();
+        assert_eq!(max, 4 * 492);
+        assert_eq!(
+            fs.log_append(l1, &vec![0; max + 1]),
+            Err(WriteError::TooLarge)
+        );
+        for i in 0..120u32 {
+            let len = (i as usize * 37) % (max + 1);
+            let data = pattern(i, len);
+            let lsn = fs.log_append(l1, &data).unwrap();
+            if let Some((prev, _)) = recs.last() {
+                assert!(lsn > *prev);
+            }
+            recs.push((lsn, data));
+            if i % 7 == 0 {
+                fs.log_append(l2, b"other stream").unwrap();
+                fs.write(obj, i as u64 * 100, b"interleaved").unwrap();
+            }
+        }
+        fs.log_trim(l1, recs[40].0).unwrap();
+        // Crash: no unmount.
+    }
+    let check = |fs: &mut Fs<'_>, from: usize| {
+        let mut buf = vec![0u8; 4096];
+        let mut lsn = 0;
+        let mut seen = Vec::new();
+        while let Some(r) = fs.log_read(l1, lsn, &mut buf).unwrap() {
+            seen.push((r.lsn, buf[..r.len].to_vec()));
+            lsn = r.next;
+        }
+        assert_eq!(seen.len(), recs.len() - from);
+        for (a, b) in seen.iter().zip(&recs[from..]) {
+            assert_eq!(a, b);
+        }
+    };
+    {
+        let mut fs = Fs::mount(&mut sim).unwrap();
+        assert!(fs.stats().recovery_scanned_pages > 0);
+        check(&mut fs, 40);
+        let mut small = [0u8; 4];
+        let r = fs.log_read(l1, recs[41].0, &mut small);
+        if recs[41].1.len() > 4 {
+            assert_eq!(r, Err(oftl::ReadError::BufferTooSmall(recs[41].1.len())));
+        }
+        fs.unmount().unwrap();
+    }
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    check(&mut fs, 40);
+    let (start, end) = fs.log_bounds(l1).unwrap();
+    assert_eq!(start, recs[40].0);
+    assert!(end > recs.last().unwrap().0);
+    let mut buf = [0u8; 64];
+    let r = fs.log_read(l2, 0, &mut buf).unwrap().unwrap();
+    assert_eq!(&buf[..r.len], b"other stream");
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn large_object_uses_several_leaf_index_pages() {
+    // 512 entries per leaf: past 1 MiB the object needs a second leaf.
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(9));
+    let len = 1_300_000usize;
+    let data = pattern(77, len);
+    let o;
+    {
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        o = fs.create(ObjKind::Object).unwrap();
+        for (i, chunk) in data.chunks(100_000).enumerate() {
+            fs.write(o, i as u64 * 100_000, chunk).unwrap();
+        }
+        fs.write(o, 1_200_000, b"patch").unwrap();
+        // Crash: recovery rebuilds both leaves from backpointers and the checkpoint.
+    }
+    let mut expect = data;
+    expect[1_200_000..1_200_005].copy_from_slice(b"patch");
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut buf = vec![0u8; len];
+    assert_eq!(fs.read(o, 0, &mut buf).unwrap(), len);
+    assert_eq!(buf, expect);
+    fs.truncate(o, 1_000_000).unwrap();
+    fs.unmount().unwrap();
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    assert_eq!(fs.size(o), Some(1_000_000));
+    let mut buf = vec![0u8; 1_000_000];
+    fs.read(o, 0, &mut buf).unwrap();
+    assert_eq!(&buf[..], &expect[..1_000_000]);
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn every_built_in_profile() {
+    type Big<'a> = Oftl<&'a mut Sim, 2048, 2048, 64, 8>;
+    for p in nand_hal::sim::profile::ALL {
+        let mut sim = SimNand::heap(p, FaultPlan::seeded(10));
+        let (o, l);
+        {
+            let mut fs = Big::format(&mut sim, Config::default()).unwrap();
+            o = fs.create(ObjKind::Object).unwrap();
+            l = fs.create(ObjKind::Log).unwrap();
+            fs.write(o, 0, &pattern(1, 300_000)).unwrap();
+            fs.log_append(l, b"first").unwrap();
+            fs.unmount().unwrap();
+        }
+        {
+            let mut fs = Big::mount(&mut sim).unwrap();
+            fs.write(o, 5, b"crash").unwrap();
+            fs.log_append(l, b"second").unwrap();
+        }
+        let mut fs = Big::mount(&mut sim).unwrap();
+        let mut buf = vec![0u8; 300_000];
+        fs.read(o, 0, &mut buf).unwrap();
+        let mut expect = pattern(1, 300_000);
+        expect[5..10].copy_from_slice(b"crash");
+        assert_eq!(buf, expect, "{}", p.name);
+        let r = fs.log_read(l, 0, &mut buf).unwrap().unwrap();
+        assert_eq!(&buf[..r.len], b"first", "{}", p.name);
+        let r = fs.log_read(l, r.next, &mut buf).unwrap().unwrap();
+        assert_eq!(&buf[..r.len], b"second", "{}", p.name);
+        drop(fs);
+        assert_eq!(sim.counters().misuse, 0, "{}", p.name);
+    }
+}

@@ -1,0 +1,393 @@
+//! Shared test support: an operation enum, a std-collections oracle, and the check
+//! that an OFTL's state matches one of the states the oracle allows.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use nand_hal::sim::{HeapStorage, SimNand};
+use nand_hal::{Error, ErrorKind};
+use oftl::{ObjKind, Oftl, ReadError, TxOp, WriteError};
+
+pub type Sim = SimNand<HeapStorage>;
+/// The test configuration on the TINY part (2 KiB pages, 16 pages/block, 64 blocks).
+pub type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 16, 4>;
+
+/// TINY without ECC and without protected spare bytes: backpointers go in-band and log
+/// pages are continued with partial programs.
+pub fn tiny_raw() -> nand_hal::sim::Profile {
+    use nand_hal::{Ecc, OobLayout, OobRegion};
+    let mut p = nand_hal::sim::profile::TINY;
+    p.name = "tiny-raw";
+    p.capabilities.ecc = Ecc::NONE;
+    p.capabilities.oob = OobLayout::new(&[OobRegion::unprotected(2, 62)]);
+    p
+}
+
+pub fn cfg() -> oftl::Config {
+    oftl::Config {
+        window_blocks: 4,
+        format_id: 7,
+    }
+}
+
+/// Deterministic bytes.
+pub fn bytes(seed: u32, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// One operation; objects are named by slot (index into the list of created ids).
+#[derive(Clone, Debug)]
+pub enum Op {
+    Create,
+    Write {
+        slot: usize,
+        off: u64,
+        len: usize,
+        seed: u32,
+    },
+    Truncate {
+        slot: usize,
+        size: u64,
+    },
+    Delete {
+        slot: usize,
+    },
+    SetAttr {
+        slot: usize,
+        v: u8,
+    },
+    /// Two writes and a truncate over two objects, atomically.
+    Tx {
+        a: usize,
+        b: usize,
+        off: u64,
+        len: usize,
+        seed: u32,
+        size: u64,
+    },
+    Sync,
+    Gc {
+        budget: u32,
+    },
+    CreateLog,
+    Append {
+        slot: usize,
+        len: usize,
+        seed: u32,
+    },
+    /// Drop the first `n` live records.
+    Trim {
+        slot: usize,
+        n: usize,
+    },
+}
+
+/// The oracle: object contents and attribute byte 0, by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Model {
+    pub objs: BTreeMap<u32, (Vec<u8>, u8)>,
+    pub logs: BTreeMap<u32, Vec<Vec<u8>>>,
+    pub next_id: u32,
+}
+
+impl Model {
+    pub fn new() -> Self {
+        Model {
+            objs: BTreeMap::new(),
+            logs: BTreeMap::new(),
+            next_id: 1,
+        }
+    }
+
+    /// The id a slot names (slots index live objects in id order, modulo count).
+    pub fn id_of(&self, slot: usize) -> Option<u32> {
+        if self.objs.is_empty() {
+            return None;
+        }
+        self.objs.keys().nth(slot % self.objs.len()).copied()
+    }
+
+    pub fn log_of(&self, slot: usize) -> Option<u32> {
+        if self.logs.is_empty() {
+            return None;
+        }
+        self.logs.keys().nth(slot % self.logs.len()).copied()
+    }
+
+    fn write(&mut self, id: u32, off: u64, data: &[u8]) {
+        let o = &mut self.objs.get_mut(&id).unwrap().0;
+        let end = off as usize + data.len();
+        if data.is_empty() {
+            return;
+        }
+        if o.len() < end {
+            o.resize(end, 0);
+        }
+        o[off as usize..end].copy_from_slice(data);
+    }
+
+    /// Applies `op` (already resolved to ids) to a copy.
+    pub fn apply(&self, op: &Op) -> Model {
+        let mut m = self.clone();
+        match *op {
+            Op::Create => {
+                m.objs.insert(m.next_id, (Vec::new(), 0));
+                m.next_id += 1;
+            }
+            Op::Write {
+                slot,
+                off,
+                len,
+                seed,
+            } => {
+                if let Some(id) = m.id_of(slot) {
+                    m.write(id, off, &bytes(seed, len));
+                }
+            }
+            Op::Truncate { slot, size } => {
+                if let Some(id) = m.id_of(slot) {
+                    m.objs.get_mut(&id).unwrap().0.resize(size as usize, 0);
+                }
+            }
+            Op::Delete { slot } => {
+                if let Some(id) = m.id_of(slot) {
+                    m.objs.remove(&id);
+                }
+            }
+            Op::SetAttr { slot, v } => {
+                if let Some(id) = m.id_of(slot) {
+                    m.objs.get_mut(&id).unwrap().1 = v;
+                }
+            }
+            Op::Tx {
+                a,
+                b,
+                off,
+                len,
+                seed,
+                size,
+            } => {
+                if let (Some(ia), Some(ib)) = (m.id_of(a), m.id_of(b)) {
+                    m.write(ia, off, &bytes(seed, len));
+                    m.write(ib, off / 2, &bytes(seed + 1, len / 2));
+                    m.objs.get_mut(&ia).unwrap().0.resize(size as usize, 0);
+                }
+            }
+            Op::Sync | Op::Gc { .. } => {}
+            Op::CreateLog => {
+                m.logs.insert(m.next_id, Vec::new());
+                m.next_id += 1;
+            }
+            Op::Append { slot, len, seed } => {
+                if let Some(id) = m.log_of(slot) {
+                    m.logs.get_mut(&id).unwrap().push(bytes(seed, len));
+                }
+            }
+            Op::Trim { slot, n } => {
+                if let Some(id) = m.log_of(slot) {
+                    let l = m.logs.get_mut(&id).unwrap();
+                    let n = n.min(l.len());
+                    l.drain(..n);
+                }
+            }
+        }
+        m
+    }
+}
+
+/// Why an op failed.
+#[derive(Debug)]
+pub enum OpError {
+    PowerLoss,
+    NoSpace,
+    Other(String),
+}
+
+fn werr<E: Error>(e: WriteError<E>) -> OpError {
+    match e {
+        WriteError::Flash(e) if e.kind() == ErrorKind::PowerLoss => OpError::PowerLoss,
+        WriteError::NoSpace => OpError::NoSpace,
+        e => OpError::Other(format!("{e:?}")),
+    }
+}
+
+/// Runs `op` on the filesystem, resolving slots through `model` (the state before it).
+pub fn run_op(fs: &mut Fs<'_>, model: &Model, op: &Op) -> Result<(), OpError> {
+    match *op {
+        Op::Create => {
+            let id = fs.create(ObjKind::Object).map_err(werr)?;
+            if id != model.next_id {
+                return Err(OpError::Other(format!("id {id} != {}", model.next_id)));
+            }
+        }
+        Op::Write {
+            slot,
+            off,
+            len,
+            seed,
+        } => {
+            if let Some(id) = model.id_of(slot) {
+                fs.write(id, off, &bytes(seed, len)).map_err(werr)?;
+            }
+        }
+        Op::Truncate { slot, size } => {
+            if let Some(id) = model.id_of(slot) {
+                fs.truncate(id, size).map_err(werr)?;
+            }
+        }
+        Op::Delete { slot } => {
+            if let Some(id) = model.id_of(slot) {
+                fs.delete(id).map_err(werr)?;
+            }
+        }
+        Op::SetAttr { slot, v } => {
+            if let Some(id) = model.id_of(slot) {
+                let mut a = [0u8; oftl::ATTR_LEN];
+                a[0] = v;
+                fs.set_attrs(id, &a).map_err(werr)?;
+            }
+        }
+        Op::Tx {
+            a,
+            b,
+            off,
+            len,
+            seed,
+            size,
+        } => {
+            if let (Some(ia), Some(ib)) = (model.id_of(a), model.id_of(b)) {
+                let da = bytes(seed, len);
+                let db = bytes(seed + 1, len / 2);
+                fs.transact(&[
+                    TxOp::Write {
+                        obj: ia,
+                        offset: off,
+                        data: &da,
+                    },
+                    TxOp::Write {
+                        obj: ib,
+                        offset: off / 2,
+                        data: &db,
+                    },
+                    TxOp::Truncate { obj: ia, size },
+                ])
+                .map_err(werr)?;
+            }
+        }
+        Op::Sync => fs.sync().map_err(werr)?,
+        Op::CreateLog => {
+            let id = fs.create(ObjKind::Log).map_err(werr)?;
+            if id != model.next_id {
+                return Err(OpError::Other(format!("id {id} != {}", model.next_id)));
+            }
+        }
+        Op::Append { slot, len, seed } => {
+            if let Some(id) = model.log_of(slot) {
+                fs.log_append(id, &bytes(seed, len)).map_err(werr)?;
+            }
+        }
+        Op::Trim { slot, n } => {
+            if let Some(id) = model.log_of(slot) {
+                let live = model.logs[&id].len();
+                // The LSN of the n-th live record (or the end).
+                let mut lsn = fs.log_bounds(id).unwrap().0;
+                let mut buf = vec![0u8; 4096];
+                for _ in 0..n.min(live) {
+                    match fs.log_read(id, lsn, &mut buf) {
+                        Ok(Some(r)) => lsn = r.next,
+                        Ok(None) => break,
+                        Err(e) => return Err(OpError::Other(format!("{e:?}"))),
+                    }
+                }
+                fs.log_trim(id, lsn).map_err(werr)?;
+            }
+        }
+        Op::Gc { budget } => {
+            fs.gc_step(budget).map_err(werr)?;
+        }
+    }
+    Ok(())
+}
+
+fn rerr<E: Error>(e: ReadError<E>) -> String {
+    match e {
+        ReadError::Flash(e) if e.kind() == ErrorKind::PowerLoss => "power loss".into(),
+        e => format!("{e:?}"),
+    }
+}
+
+/// Reads the whole state of `fs` as a model (next_id not included).
+pub fn observe(fs: &mut Fs<'_>) -> Result<Model, String> {
+    let ids: Vec<u32> = fs.objects().collect();
+    let mut m = Model::new();
+    for id in ids {
+        if let Some((start, _)) = fs.log_bounds(id) {
+            let mut recs = Vec::new();
+            let mut lsn = start;
+            let mut buf = vec![0u8; 4096];
+            while let Some(r) = fs.log_read(id, lsn, &mut buf).map_err(rerr)? {
+                recs.push(buf[..r.len].to_vec());
+                lsn = r.next;
+            }
+            m.logs.insert(id, recs);
+            continue;
+        }
+        let size = fs.size(id).unwrap() as usize;
+        let mut buf = vec![0u8; size];
+        let n = fs.read(id, 0, &mut buf).map_err(rerr)?;
+        if n != size {
+            return Err(format!("object {id}: read {n} of {size} bytes"));
+        }
+        let a = fs.attrs(id).map_err(rerr)?;
+        if a.size != size as u64 {
+            return Err(format!("object {id}: attrs size {} != {size}", a.size));
+        }
+        m.objs.insert(id, (buf, a.user[0]));
+    }
+    Ok(m)
+}
+
+/// Which of `allowed` the observed state equals, or a description of the mismatch.
+pub fn matches(observed: &Model, allowed: &[&Model]) -> Result<usize, String> {
+    for (i, a) in allowed.iter().enumerate() {
+        if observed.objs == a.objs && observed.logs == a.logs {
+            return Ok(i);
+        }
+    }
+    let mut msg = String::from("state matches no allowed state:");
+    for (i, a) in allowed.iter().enumerate() {
+        msg.push_str(&format!("\n  allowed {i}:"));
+        for (id, (d, at)) in &a.objs {
+            msg.push_str(&format!(" {id}:{}b/a{at}", d.len()));
+        }
+    }
+    for (i, a) in allowed.iter().enumerate() {
+        for (id, l) in &a.logs {
+            msg.push_str(&format!("\n  allowed {i} log {id}: {} records", l.len()));
+        }
+    }
+    for (id, l) in &observed.logs {
+        msg.push_str(&format!("\n  observed log {id}: {} records", l.len()));
+    }
+    msg.push_str("\n  observed:");
+    for (id, (d, at)) in &observed.objs {
+        msg.push_str(&format!(" {id}:{}b/a{at}", d.len()));
+        for (i, a) in allowed.iter().enumerate() {
+            if let Some((ad, _)) = a.objs.get(id) {
+                if ad.len() == d.len() && ad != d {
+                    let first = ad.iter().zip(d).position(|(x, y)| x != y).unwrap();
+                    msg.push_str(&format!("(differs from {i} at {first})"));
+                }
+            }
+        }
+    }
+    Err(msg)
+}

@@ -1,0 +1,67 @@
+//! Performance targets on the simulated W25N01GV, from the simulator's clock and
+//! counters (deterministic): sequential writing >= 5 MB/s with write amplification
+//! <= 1.05, clean mount < 10 ms whatever the fill, crash mount bounded by the window.
+
+use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+use oftl::{Config, ObjKind, W25n01gv};
+
+type Sim = SimNand<HeapStorage>;
+
+#[test]
+fn linear_write_throughput_and_amplification() {
+    let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(1));
+    let mut fs = W25n01gv::format(&mut sim, Config::default()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    let total: u64 = 8 << 20;
+    let chunk = vec![0x3Cu8; 16 << 10];
+    let before = fs.flash().counters();
+    let mut off = 0;
+    while off < total {
+        fs.write(o, off, &chunk).unwrap();
+        off += chunk.len() as u64;
+    }
+    fs.sync().unwrap();
+    let d = fs.flash().counters() - before;
+    let mbps = total as f64 / (d.time_ns as f64 / 1e9) / 1e6;
+    let wa = d.bytes_programmed as f64 / total as f64;
+    assert!(mbps >= 5.0, "{mbps:.2} MB/s");
+    assert!(wa <= 1.05, "write amplification {wa:.4}");
+    assert_eq!(d.misuse, 0);
+}
+
+#[test]
+fn mount_times_do_not_grow_with_fill() {
+    let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(2));
+    let mut fs = W25n01gv::format(&mut sim, Config::default()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    let chunk = vec![0x5Au8; 64 << 10];
+    let mut clean = Vec::new();
+    let mut off = 0u64;
+    for target in [8u64 << 20, 32 << 20] {
+        while off < target {
+            fs.write(o, off, &chunk).unwrap();
+            off += chunk.len() as u64;
+        }
+        fs.unmount().unwrap();
+        let t0 = sim.now_ns();
+        fs = W25n01gv::mount(&mut sim).unwrap();
+        clean.push(fs.flash().now_ns() - t0);
+    }
+    assert!(clean.iter().all(|&t| t < 10_000_000), "{clean:?}");
+    assert!(clean[1] <= clean[0] + 200_000, "{clean:?}");
+    // Crash: the scan covers the window, not the device.
+    for k in 0..100u64 {
+        fs.write(o, k * 2048, &chunk[..2048]).unwrap();
+    }
+    drop(fs);
+    let t0 = sim.now_ns();
+    let fs = W25n01gv::mount(&mut sim).unwrap();
+    let crash = fs.flash().now_ns() - t0;
+    let window_pages = 16 * 64 + 2 * 64;
+    assert!(
+        fs.stats().recovery_scanned_pages <= window_pages,
+        "{:?}",
+        fs.stats()
+    );
+    assert!(crash < 150_000_000, "crash mount {crash} ns");
+}
