@@ -131,7 +131,7 @@ impl Geometry {
         if channels == 0
             || channels as usize > MAX_CHANNELS
             || dies_per_channel == 0
-            || (dies_per_channel * channels) as usize > MAX_DIES
+            || dies_per_channel as u64 * channels as u64 > MAX_DIES as u64
         {
             return Err(GeometryError::Dies);
         }
@@ -365,6 +365,11 @@ mod tests {
         assert_eq!(
             Geometry::try_new(16384, 64, 1024, 1 << 20, 1, 16, 1),
             Err(GeometryError::TooLarge)
+        );
+        // Found by fuzzing: a die count that overflows when multiplied.
+        assert_eq!(
+            Geometry::try_new(2048, 64, 64, 2, 1, 0x8000_0000, 2),
+            Err(GeometryError::Dies)
         );
     }
 }

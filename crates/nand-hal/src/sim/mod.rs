@@ -244,7 +244,7 @@ impl<S: SimStorage> SimNand<S> {
         if mean > 0 {
             for st in self.storage.blocks_mut() {
                 let spread = (mean / 2).max(1);
-                st.endurance = mean - mean / 4 + rng.next_u32() % spread;
+                st.endurance = (mean - mean / 4).saturating_add(rng.next_u32() % spread);
             }
         }
     }

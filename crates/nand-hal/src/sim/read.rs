@@ -1,7 +1,7 @@
 //! The read path: timing, read disturb and unstable-page drift, then the ECC model over
 //! the page's virtual bit errors.
 
-use super::{mix64, PageState, SimError, SimNand, SimStorage, UNSTABLE_GRACE_READS};
+use super::{mix64, PageState, SimError, SimNand, SimStorage, MAX_STEPS, UNSTABLE_GRACE_READS};
 use crate::blocking::ReadReport;
 use crate::capabilities::Capabilities;
 use crate::error::ErrorKind;
@@ -65,22 +65,23 @@ impl<S: SimStorage> SimNand<S> {
         let caps = self.profile.capabilities;
         let steps = self.steps() as usize;
         let st = self.storage.pages()[page.0 as usize];
-        let mut errors = st.flips;
+        // Persistent errors sit at fixed positions; a transient one (F7) adds its own
+        // flips at positions drawn for this read only.
         let f = self.plan.faults;
+        let mut transient = [0u8; MAX_STEPS];
         if self.hit(f.read_correctable_ppm) {
             let s = self.below(steps as u32) as usize;
-            let n = 1 + self.below(caps.ecc.strength.max(1) as u32) as u8;
-            errors[s] = errors[s].saturating_add(n);
+            transient[s] = 1 + self.below(caps.ecc.strength.max(1) as u32) as u8;
         }
         let mut uncorrectable = self.hit(f.read_uncorrectable_ppm) && self.has_ecc();
         let mut worst = 0u8;
         let salt = self.counters.reads;
-        for (s, &n) in errors.iter().enumerate().take(steps) {
+        for (s, (&fixed, &extra)) in st.flips.iter().zip(&transient).enumerate().take(steps) {
+            let n = fixed.saturating_add(extra);
             if n == 0 {
                 continue;
             }
             let written = st.written & (1 << s) != 0;
-            let transient = n != st.flips[s];
             if self.has_ecc() && written {
                 if n <= caps.ecc.strength {
                     worst = worst.max(n);
@@ -88,8 +89,8 @@ impl<S: SimStorage> SimNand<S> {
                 }
                 uncorrectable = true;
             }
-            let flip_salt = if transient { salt } else { 0 };
-            apply_flips(&caps, page.0, s as u32, n, flip_salt, column, data);
+            apply_flips(&caps, page.0, s as u32, fixed, 0, column, data);
+            apply_flips(&caps, page.0, s as u32, extra, salt, column, data);
         }
         if uncorrectable {
             self.counters.uncorrectable_reads += 1;

@@ -1,0 +1,173 @@
+//! StageFS on an emulated Cortex-M4 (QEMU `mps2-an386`), `no_std`, no allocator.
+//!
+//! Runs the simulated NAND (the `TINY` 2 MiB profile, in static RAM) through
+//!
+//! 1. the `NandFlash` conformance suite with rule checks and bad-block marking, and
+//! 2. a power-cut run per torn-cut mode on a noisy device ([`power_cut`]),
+//!
+//! then prints the peak stack use ([`stack`]) and exits through semihosting: the QEMU
+//! process exits 0 only if every check passed. A panic exits with failure
+//! (`panic-semihosting`, feature `exit`).
+
+#![no_std]
+#![no_main]
+
+mod power_cut;
+mod stack;
+
+use cortex_m_rt::entry;
+use cortex_m_semihosting::{debug, hprintln};
+use nand_hal::conformance::{self, Config};
+use nand_hal::sim::profile::TINY;
+use nand_hal::sim::{
+    BlockState, CutKind, FaultConfig, FaultPlan, PageState, SimNand, SliceStorage, StorageSize,
+    TornMode,
+};
+use nand_hal::NandFlash;
+use panic_semihosting as _;
+
+const SIZE: StorageSize = StorageSize::of(&TINY.geometry);
+const SCRATCH: usize = 2 * (TINY.geometry.page_size() as usize + TINY.geometry.oob_size() as usize);
+const BLANK_PAGE: PageState = PageState {
+    programs: 0,
+    written: 0,
+    flags: 0,
+    unstable_reads: 0,
+    flips: [0; nand_hal::MAX_STEPS],
+};
+const BLANK_BLOCK: BlockState = BlockState {
+    erase_count: 0,
+    reads_since_erase: 0,
+    endurance: 0,
+    next_page: 0,
+    flags: 0,
+};
+
+/// The program/erase operation the power cut hits in each faulted run.
+const CUT_AT_OP: u64 = 40;
+/// One faulted run per torn mode. The seeds are picked so that each run retires a block
+/// after a program or erase failure and reads back a page through an ECC correction.
+const TORN_RUNS: [(u64, TornMode); 4] = [
+    (0x5eed_0174, TornMode::SomeBits),
+    (0x5eed_0174, TornMode::MostBits),
+    (0x5eed_00cd, TornMode::Prefix),
+    (0x5eed_018d, TornMode::Random),
+];
+
+#[entry]
+fn main() -> ! {
+    // cortex-m-rt turns these into `&'static mut` borrows, taken once, in `main`.
+    static mut CELLS: [u8; SIZE.cells] = [0; SIZE.cells];
+    static mut PAGES: [PageState; SIZE.pages] = [BLANK_PAGE; SIZE.pages];
+    static mut BLOCKS: [BlockState; SIZE.blocks] = [BLANK_BLOCK; SIZE.blocks];
+    static mut BUF: [u8; SCRATCH] = [0; SCRATCH];
+
+    let mut ok = run_conformance(CELLS, PAGES, BLOCKS, BUF);
+
+    // A torn power cut on a noisy device, once per torn mode, over the same buffers.
+    for (seed, mode) in TORN_RUNS {
+        let plan = FaultPlan::seeded(seed)
+            .with_faults(FaultConfig::noisy())
+            .with_cut(CUT_AT_OP, CutKind::Torn(mode));
+        let mut sim = fresh_sim(CELLS, PAGES, BLOCKS, plan);
+        match power_cut::run(&mut sim, BUF) {
+            Ok(o) => {
+                let c = sim.counters();
+                hprintln!(
+                    "power cut {}: ok: {} pages acked before the cut read back: {} exact, \
+                     {} corrected ({} uncorrectable reads retried); {} block(s) retired; \
+                     {} programs, {} erases",
+                    plan,
+                    o.acked,
+                    o.exact,
+                    o.corrected,
+                    o.retried_reads,
+                    o.retired,
+                    c.programs,
+                    c.erases,
+                );
+            }
+            Err(e) => {
+                hprintln!("power cut {}: FAILED: {}", plan, e);
+                ok = false;
+            }
+        }
+    }
+
+    let stack = stack::peak_use();
+    hprintln!(
+        "stack: peak {} bytes of {} available (painted)",
+        stack.used,
+        stack.available
+    );
+    if ok {
+        hprintln!("qemu-m4: all checks passed");
+        exit(debug::EXIT_SUCCESS)
+    } else {
+        hprintln!("qemu-m4: FAILED");
+        exit(debug::EXIT_FAILURE)
+    }
+}
+
+/// The conformance suite, with rule checks and bad-block marking, on a perfect device.
+fn run_conformance(
+    cells: &mut [u8],
+    pages: &mut [PageState],
+    blocks: &mut [BlockState],
+    scratch: &mut [u8],
+) -> bool {
+    let mut sim = fresh_sim(cells, pages, blocks, FaultPlan::seeded(1));
+    let cfg = Config {
+        rule_checks: true,
+        mark_bad: true,
+    };
+    match conformance::run(&mut sim, &cfg, scratch) {
+        Ok(r) => {
+            let c = sim.counters();
+            hprintln!(
+                "conformance on {} ({} KiB): ok: {} checks on block {}, marked bad {:?}; \
+                 {} reads, {} programs, {} erases, {} us simulated",
+                TINY.name,
+                sim.geometry().capacity() >> 10,
+                r.checks,
+                r.block.0,
+                r.marked_bad.map(|b| b.0),
+                c.reads,
+                c.programs,
+                c.erases,
+                c.time_ns / 1000,
+            );
+            true
+        }
+        Err(e) => {
+            hprintln!("conformance on {}: FAILED: {}", TINY.name, e);
+            false
+        }
+    }
+}
+
+/// A factory-fresh simulated `TINY` device over the buffers (erased first).
+fn fresh_sim<'a>(
+    cells: &'a mut [u8],
+    pages: &'a mut [PageState],
+    blocks: &'a mut [BlockState],
+    plan: FaultPlan,
+) -> SimNand<SliceStorage<'a>> {
+    let storage = SliceStorage::new(&TINY.geometry, cells, pages, blocks)
+        .unwrap_or_else(|e| setup_failed(format_args!("{e}")));
+    SimNand::new(TINY, storage, plan).unwrap_or_else(|e| setup_failed(format_args!("{e}")))
+}
+
+fn setup_failed(msg: core::fmt::Arguments) -> ! {
+    hprintln!("qemu-m4: FAILED: {}", msg);
+    exit(debug::EXIT_FAILURE)
+}
+
+/// Ends the QEMU run with `status` as the process exit status.
+fn exit(status: debug::ExitStatus) -> ! {
+    debug::exit(status);
+    // Only reached without a semihosting host.
+    loop {
+        cortex_m::asm::wfi();
+    }
+}

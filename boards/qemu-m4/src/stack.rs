@@ -1,0 +1,48 @@
+//! Peak stack use, measured by paint.
+//!
+//! cortex-m-rt (feature `paint-stack`) fills everything between `_stack_end` (the end of
+//! the statics) and `_stack_start` (the top of RAM, where the stack starts) with
+//! [`STACK_PAINT_VALUE`] before `main` runs. The stack grows down from the top and
+//! scrubs the paint, so the lowest word that is no longer paint marks the deepest point
+//! the stack has reached.
+
+#![allow(unsafe_code)]
+
+use core::ptr;
+
+use cortex_m_rt::STACK_PAINT_VALUE;
+
+extern "C" {
+    static _stack_end: u32;
+    static _stack_start: u32;
+}
+
+/// Stack use so far.
+pub struct StackUse {
+    /// Deepest stack reached, in bytes from the top.
+    pub used: usize,
+    /// Room between the statics and the top of RAM.
+    pub available: usize,
+}
+
+/// The deepest stack use since reset.
+pub fn peak_use() -> StackUse {
+    let bottom = ptr::addr_of!(_stack_end) as usize;
+    let top = ptr::addr_of!(_stack_start) as usize;
+    let sp = cortex_m::register::msp::read() as usize;
+    let mut low = bottom;
+    while low < sp {
+        // SAFETY: `low` lies in [_stack_end, sp): RAM between the statics and the live
+        // stack, 4-byte aligned (cortex-m-rt's linker script asserts `_stack_end % 4 == 0`).
+        // No Rust object lives there, so a volatile read of it aliases nothing.
+        let word = unsafe { ptr::read_volatile(low as *const u32) };
+        if word != STACK_PAINT_VALUE {
+            break;
+        }
+        low += 4;
+    }
+    StackUse {
+        used: top - low,
+        available: top - bottom,
+    }
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Cortex-M check: builds the no_std library crates for thumbv6m and thumbv7em without std
+# or alloc, builds the QEMU firmware (boards/qemu-m4), prints its size and runs it under
+# QEMU; fails if any build fails or the firmware reports a failed check.
+#
+# Uses Debian's Rust (1.96, /usr/bin) with RUSTC_BOOTSTRAP=1 and -Zbuild-std=core, as in
+# shared/recipes/mcu-qemu.md, and installs what it needs (needs root on a fresh machine).
+#
+# Environment: QEMU_TIMEOUT (seconds, default 300).
+set -euo pipefail
+
+# Library crates built for the MCU targets, as `name` or `name:feature,feature` (built with
+# --no-default-features plus those features). nand-hal must build; the others are built
+# when crates/<name>/Cargo.toml exists.
+NO_STD_CRATES=("nand-hal:sim" "paragc" "oftl")
+REQUIRED_CRATES=("nand-hal")
+TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
+FIRMWARE=boards/qemu-m4
+FIRMWARE_TARGET=thumbv7em-none-eabihf
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+
+apt_ensure rustc-web cargo-web rust-web-src qemu-system-arm binutils-arm-none-eabi
+
+# Debian's toolchain, not the rustup proxies; a separate target dir keeps the host cache.
+export RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+CARGO=/usr/bin/cargo
+TARGET_DIR="$ROOT/target/mcu"
+BUILD=("$CARGO" build --release -Zbuild-std=core --target-dir "$TARGET_DIR")
+"$CARGO" --version
+"$RUSTC" --version
+
+is_required() {
+    local r
+    for r in "${REQUIRED_CRATES[@]}"; do
+        [ "$r" = "$1" ] && return 0
+    done
+    return 1
+}
+
+for entry in "${NO_STD_CRATES[@]}"; do
+    name="${entry%%:*}"
+    features=""
+    [ "$entry" != "$name" ] && features="${entry#*:}"
+    if [ ! -f "crates/$name/Cargo.toml" ]; then
+        if is_required "$name"; then
+            echo "error: crates/$name/Cargo.toml is missing" >&2
+            exit 1
+        fi
+        echo "skip $name: crates/$name/Cargo.toml does not exist"
+        continue
+    fi
+    for target in "${TARGETS[@]}"; do
+        echo "-- $name (features: ${features:-none}) for $target, core only"
+        "${BUILD[@]}" --target "$target" -p "$name" --no-default-features ${features:+--features "$features"}
+    done
+done
+
+echo "-- $FIRMWARE for $FIRMWARE_TARGET"
+(cd "$FIRMWARE" && "${BUILD[@]}" --target "$FIRMWARE_TARGET")
+elf="$TARGET_DIR/$FIRMWARE_TARGET/release/$(basename "$FIRMWARE")"
+
+echo "-- code and static RAM of $FIRMWARE (release, thumbv7em)"
+arm-none-eabi-size "$elf"
+
+echo "-- running $FIRMWARE under QEMU (mps2-an386, Cortex-M4)"
+status=0
+timeout "${QEMU_TIMEOUT:-300}" qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
+    -semihosting-config enable=on,target=native -kernel "$elf" </dev/null || status=$?
+case "$status" in
+    0) echo "firmware: all checks passed" ;;
+    124) echo "error: firmware timed out after ${QEMU_TIMEOUT:-300} s" >&2; exit 1 ;;
+    *) echo "error: firmware exited with status $status" >&2; exit 1 ;;
+esac
