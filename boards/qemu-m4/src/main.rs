@@ -12,6 +12,7 @@
 #![no_std]
 #![no_main]
 
+mod objects;
 mod power_cut;
 mod stack;
 
@@ -54,6 +55,14 @@ const TORN_RUNS: [(u64, TornMode); 4] = [
     (0x5eed_018d, TornMode::Random),
 ];
 
+/// Object-store runs: (seed, program/erase the cut hits, cut kind).
+const OBJECT_RUNS: [(u64, u64, CutKind); 4] = [
+    (11, 17, CutKind::Clean),
+    (12, 29, CutKind::Torn(TornMode::SomeBits)),
+    (13, 41, CutKind::Torn(TornMode::MostBits)),
+    (14, 53, CutKind::Torn(TornMode::Random)),
+];
+
 #[entry]
 fn main() -> ! {
     // cortex-m-rt turns these into `&'static mut` borrows, taken once, in `main`.
@@ -89,6 +98,40 @@ fn main() -> ! {
             }
             Err(e) => {
                 hprintln!("power cut {}: FAILED: {}", plan, e);
+                ok = false;
+            }
+        }
+    }
+
+    // An oftl object workload, cut part way, recovered and checked, once per cut kind.
+    hprintln!(
+        "oftl store: {} bytes of RAM (size_of the store value)",
+        objects::STORE_BYTES
+    );
+    for (seed, at_op, kind) in OBJECT_RUNS {
+        let plan = FaultPlan::seeded(seed)
+            .with_faults(FaultConfig {
+                unstable_after_cut: true,
+                ..FaultConfig::default()
+            })
+            .with_cut(at_op, kind);
+        let mut sim = fresh_sim(CELLS, PAGES, BLOCKS, FaultPlan::seeded(seed));
+        let page: &mut [u8; 2048] = match (&mut BUF[..2048]).try_into() {
+            Ok(p) => p,
+            Err(_) => setup_failed(format_args!("scratch buffer too small")),
+        };
+        match objects::run(&mut sim, plan, page) {
+            Ok(o) => hprintln!(
+                "oftl power cut {}: ok: {} bytes acknowledged, {} recovered, mount after the cut \
+                 scanned {} pages in {} us simulated",
+                plan,
+                o.acked,
+                o.recovered,
+                o.scanned,
+                o.mount_us
+            ),
+            Err(e) => {
+                hprintln!("oftl power cut {}: FAILED: {}", plan, e);
                 ok = false;
             }
         }

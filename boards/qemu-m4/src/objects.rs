@@ -1,0 +1,165 @@
+//! An `oftl` object workload with a power cut and a remount, on the simulated `TINY` part.
+//!
+//! Three objects are appended to in whole pages, each write followed by a `flush`; the
+//! flash loses power at a chosen program/erase. After power returns the store is mounted
+//! again (crash recovery) and every object must hold everything acknowledged before the
+//! cut, plus at most the one write that was in flight, with the right bytes. Then the
+//! store must take new writes, unmount cleanly and mount again with the same contents.
+
+use core::mem::size_of;
+
+use nand_hal::sim::{FaultPlan, SimNand, SliceStorage};
+use oftl::{Config, ObjKind, ObjectId, Oftl};
+
+/// The simulated part over caller-provided buffers.
+pub type Sim<'a> = SimNand<SliceStorage<'a>>;
+
+/// The store on the 2 MiB `TINY` part: 2 KiB pages, 64 blocks, up to 8 objects, 4 cached
+/// index pages, 2 write buffers.
+pub type Store<'s, 'a> = Oftl<&'s mut Sim<'a>, 2048, 64, 8, 4, 2>;
+
+const OBJECTS: usize = 3;
+const CHUNK: usize = 2048;
+/// Appends per object at most (the workload stops earlier when the power goes).
+const ROUNDS: u32 = 40;
+
+/// What one run established.
+pub struct Outcome {
+    /// Bytes acknowledged (flushed) before the cut, over all objects.
+    pub acked: u64,
+    /// Bytes found after recovery, over all objects.
+    pub recovered: u64,
+    /// Pages recovery scanned.
+    pub scanned: u32,
+    /// Simulated mount time after the cut, in microseconds.
+    pub mount_us: u64,
+}
+
+/// RAM of the store itself (everything it keeps lives in this value).
+pub const STORE_BYTES: usize = size_of::<Store<'static, 'static>>();
+
+fn byte(obj: usize, offset: u64) -> u8 {
+    (offset as u8).wrapping_mul(7) ^ (offset >> 8) as u8 ^ (obj as u8).wrapping_mul(0x35)
+}
+
+fn fill(obj: usize, offset: u64, buf: &mut [u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = byte(obj, offset + i as u64);
+    }
+}
+
+fn check_contents(
+    fs: &mut Store<'_, '_>,
+    ids: &[ObjectId; OBJECTS],
+    acked: &[u64; OBJECTS],
+    in_flight: Option<usize>,
+    buf: &mut [u8; CHUNK],
+) -> Result<u64, &'static str> {
+    let mut total = 0;
+    for (o, &id) in ids.iter().enumerate() {
+        let size = fs.size(id).ok_or("an object vanished")?;
+        let limit = acked[o]
+            + if in_flight == Some(o) {
+                CHUNK as u64
+            } else {
+                0
+            };
+        if size < acked[o] {
+            return Err("acknowledged data lost");
+        }
+        if size > limit {
+            return Err("an object grew past its write history");
+        }
+        let mut at = 0;
+        while at < size {
+            let n = fs
+                .read(id, at, buf)
+                .map_err(|_| "read failed after recovery")?;
+            if n == 0 {
+                return Err("short read");
+            }
+            if (0..n).any(|i| buf[i] != byte(o, at + i as u64)) {
+                return Err("recovered bytes differ from what was written");
+            }
+            at += n as u64;
+        }
+        total += size;
+    }
+    Ok(total)
+}
+
+/// One run: format, write until the power cut that `plan` arms, recover, check, write
+/// more, unmount, mount, check again.
+pub fn run(
+    sim: &mut Sim<'_>,
+    plan: FaultPlan,
+    buf: &mut [u8; CHUNK],
+) -> Result<Outcome, &'static str> {
+    let mut ids = [0; OBJECTS];
+    let mut acked = [0u64; OBJECTS];
+    let mut in_flight = None;
+    {
+        let mut fs = Store::format(
+            &mut *sim,
+            Config {
+                window_blocks: 4,
+                format_id: 7,
+            },
+        )
+        .map_err(|_| "format failed")?;
+        for id in &mut ids {
+            *id = fs.create(ObjKind::Object).map_err(|_| "create failed")?;
+        }
+        fs.sync().map_err(|_| "sync failed")?;
+        fs.flash_mut().arm(plan);
+        'work: for _ in 0..ROUNDS {
+            for o in 0..OBJECTS {
+                fill(o, acked[o], buf);
+                in_flight = Some(o);
+                let done = fs
+                    .write(ids[o], acked[o], buf)
+                    .and_then(|()| fs.flush(ids[o]));
+                if done.is_err() {
+                    break 'work;
+                }
+                acked[o] += CHUNK as u64;
+                in_flight = None;
+            }
+        }
+        // The store is dropped without unmounting: as far as the flash knows, a crash.
+    }
+    if sim.is_powered() {
+        return Err("the workload ended without the power cut");
+    }
+    let before = acked.iter().sum();
+
+    sim.power_on();
+    sim.disarm();
+    let t0 = sim.now_ns();
+    let mut fs = Store::mount(&mut *sim).map_err(|_| "mount after the cut failed")?;
+    let mount_us = (fs.flash().now_ns() - t0) / 1000;
+    let scanned = fs.stats().recovery_scanned_pages;
+    let recovered = check_contents(&mut fs, &ids, &acked, in_flight, buf)?;
+
+    // The recovered store takes new writes and survives a clean unmount.
+    let mut sizes = [0u64; OBJECTS];
+    for (o, &id) in ids.iter().enumerate() {
+        sizes[o] = fs.size(id).ok_or("an object vanished")?;
+        fill(o, sizes[o], buf);
+        fs.write(id, sizes[o], buf)
+            .map_err(|_| "write after recovery failed")?;
+        sizes[o] += CHUNK as u64;
+    }
+    let sim = fs.unmount().map_err(|_| "unmount failed")?;
+    let mut fs = Store::mount(sim).map_err(|_| "clean mount failed")?;
+    check_contents(&mut fs, &ids, &sizes, None, buf)?;
+    if fs.flash().counters().misuse != 0 {
+        return Err("the store broke a NAND rule");
+    }
+    Ok(Outcome {
+        acked: before,
+        recovered,
+        scanned,
+        mount_us,
+    })
+}
