@@ -4,7 +4,10 @@
 //! entries are leaf pages, and leaves whose entries are data pages. Only `CACHE` index
 //! pages are held in RAM. A dirty page is written out (as a new `Index` page in the data
 //! head) when it must leave the cache and at every checkpoint; writing a leaf updates its
-//! root entry, writing a root updates the object record. Index pages written between
+//! root entry, writing a root updates the object record. When the eviction victim is a
+//! root whose object has a dirty cached leaf, that leaf is written and evicted instead
+//! (one program either way), so a root is not reloaded and rewritten just to take a
+//! leaf's new address. Index pages written between
 //! checkpoints are only a cache: recovery rebuilds the same state from the data pages'
 //! backpointers and ignores them.
 
@@ -25,7 +28,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     fn find_slot(&self, obj: u32, idx: u32) -> Option<usize> {
         self.cache
@@ -111,6 +115,25 @@ impl<
                 .enumerate()
                 .min_by_key(|(_, s)| s.lru)
                 .ok_or(Fault::NoSpace)?;
+            if self.cache[v].idx == ROOT_LPN {
+                // Write one of the object's dirty leaves while its root is still cached:
+                // evicting the root first would mean reloading (and rewriting) it when
+                // the leaf goes.
+                let obj = self.cache[v].obj;
+                if let Some(l) = self
+                    .cache
+                    .iter()
+                    .position(|s| s.used && s.dirty && s.obj == obj && s.idx != ROOT_LPN)
+                {
+                    // One program per freed slot, as for any dirty victim: the root is
+                    // cached, so writing the leaf loads nothing, and the leaf's slot
+                    // (clean now) is the one freed.
+                    self.dev.stats.index_evictions += 1;
+                    self.write_slot(l)?;
+                    self.cache[l].used = false;
+                    return Ok(l);
+                }
+            }
             if !self.cache[v].dirty {
                 self.cache[v].used = false;
                 return Ok(v);

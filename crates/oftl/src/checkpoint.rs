@@ -41,7 +41,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     /// Writes a checkpoint. `clean` marks it as written by unmount.
     pub(crate) fn checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
@@ -317,7 +318,11 @@ impl<
             if self.ckpt.verify {
                 self.ckpt.verify = false;
                 if !self.page_erased(page)? {
-                    self.ckpt.next_page += 1;
+                    // Not (reliably) erased: a torn page, or a read flip in an erased
+                    // one. Skipping it would leave an erased page below a programmed one,
+                    // which the next mount's search would take as the end of the block;
+                    // move to a freshly erased block instead (as `checkpoint` does).
+                    self.ckpt.switch = true;
                     continue;
                 }
             }

@@ -13,8 +13,8 @@
 //!   drops the incomplete tail, rebuilds sizes, relocates the blocks that were being
 //!   programmed and writes a new checkpoint. It writes only to blocks the old checkpoint
 //!   calls free, so a cut during recovery just makes the next mount start over.
-//! - **Transactions.** A write (or [`Oftl::transact`] over several objects) is one
-//!   transaction: its pages are consecutive in the data head; the last carries the
+//! - **Transactions.** A committed write (or [`Oftl::transact`] over several objects, or
+//!   the flush of an object's buffered pages) is one transaction: its pages are consecutive in the data head; the last carries the
 //!   commit flag. Recovery applies a head's pages only up to its last commit page.
 //! - **Space.** Greedy foreground GC in bounded steps behind the [`policy::SpacePolicy`]
 //!   trait (so `paragc` can replace it), wear-aware window allocation with static wear
@@ -25,18 +25,50 @@
 //!
 //! # Guarantees after power loss
 //!
-//! Every `write`/`truncate`/`delete`/`set_attrs`/`transact` is all-or-nothing; a call
-//! that returned `Ok` is durable (writes are synchronous: `flush`/`sync` add no
-//! durability, `sync` additionally writes a checkpoint so the next crash scans less).
+//! - Each `write`/`truncate`/`delete`/`set_attrs`/`transact`/`log_append`/`log_trim` is
+//!   all-or-nothing.
+//! - **Writes are buffered** (see *Write-back buffering*): after a crash each object is
+//!   a prefix of its write history that contains everything acknowledged by
+//!   [`Oftl::flush`] of that object or [`Oftl::sync`]; unflushed writes may be lost, but
+//!   only as a suffix of that object's history (a later write never survives an earlier
+//!   one to the same object).
+//! - `truncate`, `delete`, `set_attrs`, `transact`, `create`, a `write` spanning more
+//!   than one page and the log operations are durable when they return, together with
+//!   every earlier write to the objects they touch. Each committed transaction is
+//!   wholly present or wholly absent.
+//! - `sync` flushes every object and writes a checkpoint (the next crash scans less);
+//!   `unmount` flushes everything.
+//!
+//! # Write-back buffering
+//!
+//! `WBUF` page-sized buffers (default [`DEFAULT_WBUF`] = 2) hold data pages of objects:
+//! a write inside one page lands in a buffer and nothing is programmed; the page is
+//! programmed when a write reaches its end (a complete append page), when its buffer is
+//! needed for another page (least recently used), or at `flush(obj)`/`sync`/`unmount`.
+//! Programming one buffered page of an object programs all of that object's dirty pages
+//! as one transaction, which is what keeps each object a prefix of its history. Reads see
+//! buffered data. Costs:
+//!
+//! - an append stream of small writes programs each page once (WA ~1);
+//! - `flush` programs each dirty page of the object once (nothing if none is dirty): a
+//!   flushed partial tail page that is appended to again is reprogrammed as a new copy
+//!   (the old one becomes invalid), so *n* small appends each followed by `flush` cost
+//!   *n* programs (WA = page size / write size, ~32 for 64 B on 2 KiB pages);
+//! - a small overwrite of a page that is not buffered reads it first, and costs one
+//!   program when its buffer is evicted (shared by all writes to it meanwhile);
+//! - `truncate` to a size other than 0, `set_attrs` and `transact` first commit the
+//!   touched objects' buffered pages.
 //!
 //! # RAM
 //!
 //! Everything lives in the [`Oftl`] value, sized by its const parameters: `PAGE`
 //! (page size), `BLOCKS` (block table, 12 B per block), `OBJECTS` (object table,
-//! 40 B per object), `CACHE` (cached index pages, `PAGE` + 24 B each), plus three page
-//! buffers and a window list of [`MAX_WINDOW`] entries. For the default W25N01GV
-//! configuration [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `OBJECTS` 256, `CACHE` 8):
-//! `size_of::<W25n01gv<_>>()` = 43,760 bytes (42.7 KiB; a test keeps it <= 44 KiB).
+//! 40 B per object), `CACHE` (cached index pages, `PAGE` + 24 B each), `WBUF` (write
+//! buffers, `PAGE` + 24 B each), plus three page buffers and a window list of
+//! [`MAX_WINDOW`] entries. For the default W25N01GV configuration [`W25n01gv`] (`PAGE`
+//! 2048, `BLOCKS` 1024, `OBJECTS` 256, `CACHE` 8, `WBUF` 2):
+//! `size_of::<W25n01gv<_>>()` = 47,904 bytes (46.8 KiB, of which 4,144 B are the write
+//! buffers; a test keeps it <= 47 KiB).
 //! Nothing allocates; stack use is a few frames plus index-cache eviction recursion
 //! bounded by `CACHE`. (Measured in firmware: not yet, see README.)
 //!
@@ -66,6 +98,7 @@ mod mount;
 mod read;
 mod recovery;
 mod txn;
+mod wbuf;
 mod write;
 
 use nand_hal::{Capabilities, Geometry, NandFlash};
@@ -80,6 +113,9 @@ pub use txn::TxOp;
 use format::backpointer::Placement;
 use format::checkpoint::{HeadRecord, ObjRecord, HEADS, NONE};
 use format::superblock::Superblock;
+
+/// Write-back buffers in the default configurations (see [`Oftl`]'s `WBUF`).
+pub const DEFAULT_WBUF: usize = 2;
 
 /// Most blocks an updating window can hold.
 pub const MAX_WINDOW: usize = 32;
@@ -202,7 +238,8 @@ pub(crate) struct CkptPos {
 /// An OFTL instance over flash `F`.
 ///
 /// `PAGE` must equal the device page size, `BLOCKS` be at least its block count;
-/// `OBJECTS` bounds live objects, `CACHE` (>= 3) the cached index pages. `P` chooses
+/// `OBJECTS` bounds live objects, `CACHE` (>= 3) the cached index pages, `WBUF`
+/// (<= 64; 0 makes every write synchronous) the write-back buffers. `P` chooses
 /// victims and free blocks.
 pub struct Oftl<
     F: NandFlash,
@@ -210,11 +247,14 @@ pub struct Oftl<
     const BLOCKS: usize,
     const OBJECTS: usize,
     const CACHE: usize,
+    const WBUF: usize = DEFAULT_WBUF,
     P: SpacePolicy = Greedy,
 > {
     pub(crate) dev: Dev<F, P, BLOCKS>,
     pub(crate) objs: heapless::Vec<ObjRecord, OBJECTS>,
     pub(crate) cache: [Slot<PAGE>; CACHE],
+    /// Write-back buffers: dirty (or clean, cached) data pages of objects.
+    pub(crate) wbuf: [wbuf::WPage<PAGE>; WBUF],
     pub(crate) tick: u32,
     pub(crate) pbuf: [u8; PAGE],
     pub(crate) rbuf: [u8; PAGE],
@@ -239,14 +279,18 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     const CACHE_OK: () = assert!(CACHE >= 3, "CACHE must be at least 3");
+    const WBUF_OK: () = assert!(WBUF <= 64, "WBUF must be at most 64");
 
     /// Checks that this build's tables fit a device.
     pub(crate) fn check_fit(geo: &Geometry, caps: &Capabilities) -> Result<(), Mismatch> {
         #[allow(clippy::let_unit_value)]
         let _ = Self::CACHE_OK;
+        #[allow(clippy::let_unit_value)]
+        let _ = Self::WBUF_OK;
         if geo.page_size() as usize != PAGE || geo.blocks() as usize > BLOCKS {
             return Err(Mismatch::Capacity);
         }
@@ -294,6 +338,7 @@ impl<
                 lru: 0,
                 data: [0xFF; PAGE],
             }),
+            wbuf: core::array::from_fn(|_| wbuf::WPage::EMPTY),
             tick: 0,
             pbuf: [0xFF; PAGE],
             rbuf: [0xFF; PAGE],

@@ -63,7 +63,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     pub(crate) fn sectors_per_page(&self) -> u32 {
         self.dev.geo.page_size() / self.dev.caps.program_unit

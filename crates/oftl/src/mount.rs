@@ -45,7 +45,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     /// Formats `flash` (erasing what the OFTL needs) and returns it mounted.
     pub fn format(flash: F, config: Config) -> Result<Self, FormatError<F::Error>> {
@@ -65,7 +66,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     /// [`Oftl::format`] with an explicit space policy.
     pub fn format_with_policy(
@@ -192,6 +194,7 @@ impl<
     /// Writes a clean checkpoint and returns the flash.
     pub fn unmount(mut self) -> Result<F, WriteError<F::Error>> {
         self.check_usable().map_err(|e| self.fail(e))?;
+        self.flush_all().map_err(|e| self.fail(e))?;
         if !self.need_marker {
             self.checkpoint(true).map_err(|e| self.fail(e))?;
         }

@@ -22,7 +22,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (fewer at
     /// the end of the object).
@@ -46,7 +47,7 @@ impl<
         if self.objs[oi].kind != crate::ObjKind::Object {
             return Err(Fault::WrongKind);
         }
-        let size = self.objs[oi].size;
+        let size = self.pending_size(oi);
         if offset >= size {
             return Ok(0);
         }
@@ -58,8 +59,12 @@ impl<
             let lpn = (abs / p) as u32;
             let col = (abs % p) as usize;
             let n = (p as usize - col).min(len - pos);
-            let page = self.index_get(obj, lpn)?;
             let out = &mut buf[pos..pos + n];
+            if self.wbuf_read(obj, lpn, col, out) {
+                pos += n;
+                continue;
+            }
+            let page = self.index_get(obj, lpn)?;
             if page == UNMAPPED {
                 out.fill(0);
             } else if self.dev.placement == Placement::InBand {
@@ -81,9 +86,9 @@ impl<
         Ok(len)
     }
 
-    /// The object's size in bytes.
+    /// The object's size in bytes (buffered writes included).
     pub fn size(&self, obj: ObjectId) -> Option<u64> {
-        self.obj_index(obj).map(|i| self.objs[i].size)
+        self.obj_index(obj).map(|i| self.pending_size(i))
     }
 
     /// Whether the object exists.
@@ -99,7 +104,7 @@ impl<
             let m = self.load_meta(oi)?;
             Ok(Attrs {
                 kind: m.kind,
-                size: self.objs[oi].size,
+                size: self.pending_size(oi),
                 user: m.attrs,
             })
         })();

@@ -106,7 +106,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();

@@ -50,10 +50,12 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     /// Applies `ops` atomically: after a power cut either all of them or none are
-    /// visible. On `Ok` they are durable.
+    /// visible. On `Ok` they are durable (together with every earlier write to the
+    /// objects they touch, which commits first).
     pub fn transact(&mut self, ops: &[TxOp<'_>]) -> Result<(), WriteError<F::Error>> {
         self.transact_inner(ops).map_err(|e| self.fail(e))
     }
@@ -66,8 +68,16 @@ impl<
         e.into()
     }
 
-    fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
+    pub(crate) fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
         self.check_usable()?;
+        // Each touched object's buffered writes commit first (their own transaction),
+        // and its buffers are forgotten: this transaction rewrites committed pages.
+        for op in ops {
+            let (TxOp::Write { obj, .. } | TxOp::Truncate { obj, .. }) = *op;
+            if self.obj_index(obj).is_some() {
+                self.flush_obj(obj, true)?;
+            }
+        }
         let mut total = 0u32;
         let mut growth = 0u64;
         for (i, op) in ops.iter().enumerate() {

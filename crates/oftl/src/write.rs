@@ -27,7 +27,8 @@ impl<
         const BLOCKS: usize,
         const OBJECTS: usize,
         const CACHE: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, P>
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     /// Creates an empty object and returns its id. Ids are never reused.
     pub fn create(&mut self, kind: ObjKind) -> Result<ObjectId, WriteError<F::Error>> {
@@ -51,23 +52,22 @@ impl<
         Ok(rec.id)
     }
 
-    /// Writes `data` at `offset` (atomically).
-    pub fn write(
-        &mut self,
-        obj: ObjectId,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<(), WriteError<F::Error>> {
-        self.transact(&[TxOp::Write { obj, offset, data }])
-    }
-
     /// Sets the object's size (atomically).
+    /// Buffered writes to the object are committed first (or, for `size` 0, dropped:
+    /// nothing of them would remain), so it is durable on return.
     pub fn truncate(&mut self, obj: ObjectId, size: u64) -> Result<(), WriteError<F::Error>> {
+        if size == 0 && self.check_usable::<F::Error>().is_ok() && self.exists(obj) {
+            self.wbuf_drop(obj);
+        }
         self.transact(&[TxOp::Truncate { obj, size }])
     }
 
     /// Deletes an object and frees its pages.
+    /// Its buffered writes are dropped.
     pub fn delete(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
+        if self.check_usable::<F::Error>().is_ok() && self.exists(obj) {
+            self.wbuf_drop(obj);
+        }
         self.meta_update(obj, |m| m.deleted = true)
     }
 
@@ -81,17 +81,11 @@ impl<
         self.meta_update(obj, move |m| m.attrs = a)
     }
 
-    /// Makes `obj`'s acknowledged writes durable. Writes are synchronous, so this only
-    /// checks that the object exists.
-    pub fn flush(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
-        self.check_usable().map_err(|e| self.fail(e))?;
-        self.obj_index(obj).map(|_| ()).ok_or(WriteError::NotFound)
-    }
-
     /// Makes everything durable and writes a checkpoint, so the next crash recovery
     /// scans an empty window.
     pub fn sync(&mut self) -> Result<(), WriteError<F::Error>> {
         let r = self.check_usable().and_then(|()| {
+            self.flush_all()?;
             if self.need_marker {
                 // Nothing changed since the clean checkpoint.
                 return Ok(());
@@ -108,6 +102,9 @@ impl<
     ) -> Result<(), WriteError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
             self.check_usable()?;
+            self.obj_index(obj).ok_or(Fault::NotFound)?;
+            // Keep the object's history in order: buffered writes commit first.
+            self.flush_obj(obj, false)?;
             let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
             let mut rec = self.load_meta(oi)?;
             f(&mut rec);

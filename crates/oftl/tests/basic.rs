@@ -288,6 +288,7 @@ fn large_object_uses_several_leaf_index_pages() {
             fs.write(o, i as u64 * 100_000, chunk).unwrap();
         }
         fs.write(o, 1_200_000, b"patch").unwrap();
+        fs.flush(o).unwrap();
         // Crash: recovery rebuilds both leaves from backpointers and the checkpoint.
     }
     let mut expect = data;
@@ -324,6 +325,7 @@ fn every_built_in_profile() {
         {
             let mut fs = Big::mount(&mut sim).unwrap();
             fs.write(o, 5, b"crash").unwrap();
+            fs.flush(o).unwrap();
             fs.log_append(l, b"second").unwrap();
         }
         let mut fs = Big::mount(&mut sim).unwrap();
@@ -339,4 +341,103 @@ fn every_built_in_profile() {
         drop(fs);
         assert_eq!(sim.counters().misuse, 0, "{}", p.name);
     }
+}
+
+#[test]
+fn small_writes_are_buffered_until_flush() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(21));
+    let data = pattern(5, 3000);
+    let o;
+    {
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        o = fs.create(ObjKind::Object).unwrap();
+        fs.sync().unwrap();
+        let c0 = fs.flash().counters();
+        for i in 0..10 {
+            fs.write(o, i * 64, &data[i as usize * 64..][..64]).unwrap();
+        }
+        // Nothing programmed yet, and reads see the buffered bytes.
+        assert_eq!((fs.flash().counters() - c0).programs, 0);
+        assert_eq!(fs.size(o), Some(640));
+        assert_eq!(fs.attrs(o).unwrap().size, 640);
+        let mut buf = [0u8; 640];
+        assert_eq!(fs.read(o, 0, &mut buf).unwrap(), 640);
+        assert_eq!(&buf[..], &data[..640]);
+        let c1 = fs.flash().counters();
+        fs.flush(o).unwrap();
+        // One program for the ten writes.
+        assert_eq!((fs.flash().counters() - c1).programs, 1);
+        // Appending to the flushed partial page reprograms it as one new copy.
+        fs.write(o, 640, &data[640..704]).unwrap();
+        let c2 = fs.flash().counters();
+        fs.flush(o).unwrap();
+        assert_eq!((fs.flash().counters() - c2).programs, 1);
+        // A flush with nothing dirty costs nothing.
+        let c3 = fs.flash().counters();
+        fs.flush(o).unwrap();
+        assert_eq!((fs.flash().counters() - c3).programs, 0);
+        // Unflushed: lost in the crash below.
+        fs.write(o, 704, &data[704..800]).unwrap();
+    }
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    assert_eq!(fs.size(o), Some(704));
+    let mut buf = [0u8; 704];
+    fs.read(o, 0, &mut buf).unwrap();
+    assert_eq!(&buf[..], &data[..704]);
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn append_stream_programs_each_page_once() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(22));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    fs.sync().unwrap();
+    let data = pattern(6, 8 * 2048);
+    let c0 = fs.flash().counters();
+    for (i, c) in data.chunks(64).enumerate() {
+        fs.write(o, i as u64 * 64, c).unwrap();
+    }
+    // Eight complete pages, each programmed once when its last chunk arrived; no
+    // read-modify-write.
+    let d = fs.flash().counters() - c0;
+    assert_eq!(d.programs, 8);
+    assert_eq!(d.reads, 0);
+    let mut buf = vec![0u8; data.len()];
+    fs.read(o, 0, &mut buf).unwrap();
+    assert_eq!(buf, data);
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+#[test]
+fn crash_keeps_each_object_a_prefix_of_its_writes() {
+    // Two pages of one object buffered at once, then an eviction by another object's
+    // page: the first object's pages are programmed together, never one without the
+    // other; the later, unflushed write to the second object is lost alone.
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(23));
+    let (a, b);
+    {
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        a = fs.create(ObjKind::Object).unwrap();
+        b = fs.create(ObjKind::Object).unwrap();
+        fs.write(a, 0, &[1; 100]).unwrap();
+        fs.write(a, 3000, &[2; 100]).unwrap();
+        // Both buffers hold `a`: this evicts and commits both of `a`'s pages.
+        fs.write(b, 0, &[3; 10]).unwrap();
+        // Truncate to 0 drops `b`'s buffered write and commits.
+        fs.truncate(b, 0).unwrap();
+        fs.write(b, 5, &[4; 10]).unwrap();
+    }
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    assert_eq!(fs.size(a), Some(3100));
+    let mut buf = vec![0u8; 3100];
+    fs.read(a, 0, &mut buf).unwrap();
+    assert!(buf[..100].iter().all(|&x| x == 1));
+    assert!(buf[100..3000].iter().all(|&x| x == 0));
+    assert!(buf[3000..].iter().all(|&x| x == 2));
+    assert_eq!(fs.size(b), Some(0));
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
 }

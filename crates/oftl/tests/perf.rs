@@ -65,3 +65,46 @@ fn mount_times_do_not_grow_with_fill() {
     );
     assert!(crash < 150_000_000, "crash mount {crash} ns");
 }
+
+/// The littlefs-benchmarks workloads' 64 B chunks (see `crates/stagefs-bench`).
+const CHUNK: usize = 64;
+
+#[test]
+fn small_appends_are_buffered_into_whole_pages() {
+    let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(3));
+    let mut fs = W25n01gv::format(&mut sim, Config::default()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    let total: u64 = 4 << 20;
+    let chunk = [0xA5u8; CHUNK];
+    let before = fs.flash().counters();
+    let mut off = 0;
+    while off < total {
+        fs.write(o, off, &chunk).unwrap();
+        off += CHUNK as u64;
+    }
+    fs.sync().unwrap();
+    let d = fs.flash().counters() - before;
+    let mbps = total as f64 / (d.time_ns as f64 / 1e9) / 1e6;
+    let wa = d.bytes_programmed as f64 / total as f64;
+    assert!(mbps >= 5.0, "{mbps:.2} MB/s");
+    assert!(wa <= 1.05, "write amplification {wa:.4}");
+    assert_eq!(d.misuse, 0);
+}
+
+#[test]
+fn small_append_and_flush_costs_one_program() {
+    let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(4));
+    let mut fs = W25n01gv::format(&mut sim, Config::default()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    let n = 20_000u64;
+    let before = fs.flash().counters();
+    for i in 0..n {
+        fs.write(o, i * CHUNK as u64, &[i as u8; CHUNK]).unwrap();
+        fs.flush(o).unwrap();
+    }
+    let d = fs.flash().counters() - before;
+    // One program per flush, plus checkpoints (about 8 pages per 1,000 programs).
+    let per_flush = d.programs as f64 / n as f64;
+    assert!(per_flush <= 1.02, "{per_flush:.4} programs per flush");
+    assert_eq!(d.misuse, 0);
+}

@@ -10,9 +10,10 @@ use oftl::{MountError, ObjKind, W25n01gv};
 #[test]
 fn ram_bound_of_default_configuration() {
     let size = core::mem::size_of::<W25n01gv<&mut Sim>>();
-    // Documented in the crate docs and README: keep them in step.
+    // Documented in the crate docs and README: keep them in step. 43,760 B before
+    // write-back buffering, plus 2 x (2 KiB + 24 B) of write buffers.
     assert!(
-        size <= 44 * 1024,
+        size <= 47 * 1024,
         "W25N01GV configuration uses {size} bytes"
     );
     println!("size_of::<W25n01gv<_>>() = {size}");

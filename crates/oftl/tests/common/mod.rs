@@ -74,6 +74,10 @@ pub enum Op {
         size: u64,
     },
     Sync,
+    /// Make one object's buffered writes durable.
+    Flush {
+        slot: usize,
+    },
     Gc {
         budget: u32,
     },
@@ -122,7 +126,7 @@ impl Model {
         self.logs.keys().nth(slot % self.logs.len()).copied()
     }
 
-    fn write(&mut self, id: u32, off: u64, data: &[u8]) {
+    pub fn write(&mut self, id: u32, off: u64, data: &[u8]) {
         let o = &mut self.objs.get_mut(&id).unwrap().0;
         let end = off as usize + data.len();
         if data.is_empty() {
@@ -181,7 +185,7 @@ impl Model {
                     m.objs.get_mut(&ia).unwrap().0.resize(size as usize, 0);
                 }
             }
-            Op::Sync | Op::Gc { .. } => {}
+            Op::Sync | Op::Flush { .. } | Op::Gc { .. } => {}
             Op::CreateLog => {
                 m.logs.insert(m.next_id, Vec::new());
                 m.next_id += 1;
@@ -283,6 +287,11 @@ pub fn run_op(fs: &mut Fs<'_>, model: &Model, op: &Op) -> Result<(), OpError> {
             }
         }
         Op::Sync => fs.sync().map_err(werr)?,
+        Op::Flush { slot } => {
+            if let Some(id) = model.id_of(slot) {
+                fs.flush(id).map_err(werr)?;
+            }
+        }
         Op::CreateLog => {
             let id = fs.create(ObjKind::Log).map_err(werr)?;
             if id != model.next_id {
@@ -390,4 +399,145 @@ pub fn matches(observed: &Model, allowed: &[&Model]) -> Result<usize, String> {
         }
     }
     Err(msg)
+}
+
+/// The acknowledged state under write-back buffering: what must survive a power cut
+/// (`durable`) and the writes since each object was last made durable, in order.
+/// After a cut each object must hold its durable state plus some prefix of its own
+/// pending writes (objects independently).
+#[derive(Clone, Debug)]
+pub struct Pending {
+    pub durable: Model,
+    /// `(object, offset, bytes)`, oldest first.
+    pub writes: Vec<(u32, u64, Vec<u8>)>,
+}
+
+impl Pending {
+    pub fn new(durable: Model) -> Self {
+        Pending {
+            durable,
+            writes: Vec::new(),
+        }
+    }
+
+    /// The state reads must see: everything acknowledged.
+    pub fn full(&self) -> Model {
+        let mut m = self.durable.clone();
+        for (id, off, d) in &self.writes {
+            m.write(*id, *off, d);
+        }
+        m
+    }
+
+    /// Moves `id`'s pending writes into the durable state.
+    fn commit(&mut self, id: u32) {
+        let (mine, rest): (Vec<_>, Vec<_>) = self.writes.drain(..).partition(|(o, _, _)| *o == id);
+        self.writes = rest;
+        for (_, off, d) in mine {
+            self.durable.write(id, off, &d);
+        }
+    }
+
+    /// The state after an acknowledged `op`: plain writes stay pending; flush commits
+    /// one object; truncate, attributes and transactions commit the objects they touch
+    /// and then apply; delete drops the object's pending writes; sync commits all.
+    pub fn apply(&self, op: &Op) -> Pending {
+        let mut p = self.clone();
+        let d = &self.durable;
+        match *op {
+            Op::Write {
+                slot,
+                off,
+                len,
+                seed,
+            } => {
+                if let Some(id) = d.id_of(slot) {
+                    if len > 0 {
+                        p.writes.push((id, off, bytes(seed, len)));
+                    }
+                }
+                return p;
+            }
+            Op::Flush { slot } | Op::Truncate { slot, .. } | Op::SetAttr { slot, .. } => {
+                if let Some(id) = d.id_of(slot) {
+                    p.commit(id);
+                }
+            }
+            Op::Tx { a, b, .. } => {
+                if let (Some(ia), Some(ib)) = (d.id_of(a), d.id_of(b)) {
+                    p.commit(ia);
+                    p.commit(ib);
+                }
+            }
+            Op::Delete { slot } => {
+                if let Some(id) = d.id_of(slot) {
+                    p.writes.retain(|(o, _, _)| *o != id);
+                }
+            }
+            Op::Sync => {
+                let ids: Vec<u32> = p.writes.iter().map(|w| w.0).collect();
+                for id in ids {
+                    p.commit(id);
+                }
+            }
+            _ => {}
+        }
+        p.durable = p.durable.apply(op);
+        p
+    }
+
+    /// Whether `seen` is a state a cut may leave: per object, the durable contents plus
+    /// a prefix of that object's pending writes; with `probe`, optionally followed by a
+    /// probe write (`data` at `off` of the first object, see the power-loss check).
+    pub fn allows(&self, seen: &Model, probe: Option<(u64, &[u8])>) -> Result<(), String> {
+        if seen.logs != self.durable.logs {
+            return Err("logs differ".into());
+        }
+        let want: Vec<u32> = self.durable.objs.keys().copied().collect();
+        let have: Vec<u32> = seen.objs.keys().copied().collect();
+        if want != have {
+            return Err(format!("objects {have:?}, expected {want:?}"));
+        }
+        for (i, (id, (data, attr))) in self.durable.objs.iter().enumerate() {
+            let (sd, sa) = &seen.objs[id];
+            if sa != attr {
+                return Err(format!("object {id}: attribute {sa} != {attr}"));
+            }
+            let mut cur = data.clone();
+            let mut states = vec![cur.clone()];
+            for (_, off, d) in self.writes.iter().filter(|w| w.0 == *id) {
+                let end = *off as usize + d.len();
+                if cur.len() < end {
+                    cur.resize(end, 0);
+                }
+                cur[*off as usize..end].copy_from_slice(d);
+                states.push(cur.clone());
+            }
+            let probed: Vec<Vec<u8>> = match probe {
+                Some((off, pd)) if i == 0 => states
+                    .iter()
+                    .map(|s| {
+                        let mut s = s.clone();
+                        let end = off as usize + pd.len();
+                        if s.len() < end {
+                            s.resize(end, 0);
+                        }
+                        s[off as usize..end].copy_from_slice(pd);
+                        s
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if !states.iter().chain(probed.iter()).any(|s| s == sd) {
+                return Err(format!(
+                    "object {id}: {} bytes match no prefix of its {} pending writes \
+                     (durable {} bytes)",
+                    sd.len(),
+                    states.len() - 1,
+                    data.len()
+                ));
+            }
+        }
+        Ok(())
+    }
 }

@@ -1,0 +1,285 @@
+//! Write-back buffering: `WBUF` page-sized buffers holding data pages of objects.
+//!
+//! A [`Oftl::write`] that stays inside one page lands in a buffer (the page's current
+//! contents are read in first unless the write covers it whole); nothing is programmed.
+//! A buffered page is programmed
+//!
+//! - when a write reaches the end of the page (an append stream's page is complete),
+//! - when its buffer is needed for another page (least recently used goes first),
+//! - at [`Oftl::flush`] of its object, [`Oftl::sync`], [`Oftl::unmount`],
+//! - before any synchronous operation on its object (`transact`, `truncate`,
+//!   `set_attrs`, a write spanning pages; `delete` and `truncate` to 0 drop it instead).
+//!
+//! # Invariants
+//!
+//! - Buffers are an overlay over the committed state: the object table, index and
+//!   checkpoints only ever describe committed pages, so a checkpoint or a GC pass in
+//!   between never exposes buffered data, and a crash loses exactly the buffers.
+//! - Programming any buffered page of an object programs *all* of that object's dirty
+//!   pages as one transaction (commit flag on the last), with the size the buffered
+//!   writes imply. Since every synchronous operation on the object first does the same,
+//!   the committed state of each object is always its write history up to some point:
+//!   a crash can lose only a suffix of an object's unflushed writes, never an earlier
+//!   write while a later one survives. Objects are independent: flushing one never
+//!   waits for another's buffers.
+//! - A dirty page image holds zeros past the size its writes imply (like every mapped
+//!   page), so reads of the overlay and of the committed page agree after the flush.
+//! - After a flush the buffer stays as a clean cached copy: an append to a flushed
+//!   partial page modifies it in RAM and programs a new copy at the next flush (the old
+//!   copy is invalidated), so a flush costs at most one program per dirty page.
+
+use nand_hal::NandFlash;
+
+use crate::errors::{Fault, WriteError};
+use crate::format::backpointer::{Backpointer, PageKind, Placement};
+use crate::format::checkpoint::ObjKind;
+use crate::format::index::UNMAPPED;
+use crate::io::FaultOf;
+use crate::policy::SpacePolicy;
+use crate::txn::TxOp;
+use crate::{ObjectId, Oftl, DATA_HEAD};
+
+/// One write-back buffer.
+pub(crate) struct WPage<const PAGE: usize> {
+    pub used: bool,
+    /// Holds writes not yet programmed (otherwise a clean copy of the committed page).
+    pub dirty: bool,
+    pub obj: u32,
+    pub lpn: u32,
+    /// Object size the buffered writes imply (0 when clean).
+    pub end: u64,
+    pub lru: u32,
+    /// The page's payload (first `payload` bytes used).
+    pub data: [u8; PAGE],
+}
+
+impl<const PAGE: usize> WPage<PAGE> {
+    pub const EMPTY: Self = WPage {
+        used: false,
+        dirty: false,
+        obj: 0,
+        lpn: 0,
+        end: 0,
+        lru: 0,
+        data: [0; PAGE],
+    };
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const OBJECTS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+{
+    /// Writes `data` at `offset`. All-or-nothing after a power cut; durable once
+    /// [`flush`](Self::flush) or [`sync`](Self::sync) returns (or any synchronous
+    /// operation on the object, see the crate docs). A write inside one page is
+    /// buffered; a write spanning pages is committed before it returns.
+    pub fn write(
+        &mut self,
+        obj: ObjectId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), WriteError<F::Error>> {
+        self.write_inner(obj, offset, data)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn write_inner(&mut self, obj: ObjectId, offset: u64, data: &[u8]) -> Result<(), FaultOf<F>> {
+        self.check_usable()?;
+        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+        if self.objs[oi].kind != ObjKind::Object {
+            return Err(Fault::WrongKind);
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or(Fault::TooLarge)?;
+        if end > self.max_object_size() {
+            return Err(Fault::TooLarge);
+        }
+        let p = self.dev.payload as u64;
+        let lpn = offset / p;
+        if WBUF == 0 || (end - 1) / p != lpn {
+            self.flush_obj(obj, true)?;
+            return self.transact_inner(&[TxOp::Write { obj, offset, data }]);
+        }
+        let lpn = lpn as u32;
+        let col = (offset % p) as usize;
+        let s = self.wbuf_load(obj, lpn, col == 0 && data.len() as u64 == p)?;
+        let w = &mut self.wbuf[s];
+        w.data[col..col + data.len()].copy_from_slice(data);
+        w.dirty = true;
+        w.end = w.end.max(end);
+        if end % p == 0 {
+            // The page is complete: program it now.
+            self.flush_obj(obj, false)?;
+        }
+        Ok(())
+    }
+
+    /// The buffer holding `(obj, lpn)`, loading the committed page into the least
+    /// recently used buffer (flushing its object first if it is dirty). With `whole`
+    /// the caller overwrites the whole payload, so nothing is read.
+    fn wbuf_load(&mut self, obj: u32, lpn: u32, whole: bool) -> Result<usize, FaultOf<F>> {
+        self.tick = self.tick.wrapping_add(1);
+        if let Some(s) = self.wbuf_find(obj, lpn) {
+            self.wbuf[s].lru = self.tick;
+            return Ok(s);
+        }
+        let s = match self.wbuf.iter().position(|w| !w.used) {
+            Some(s) => s,
+            None => {
+                let tick = self.tick;
+                let s = (0..WBUF)
+                    .max_by_key(|&i| tick.wrapping_sub(self.wbuf[i].lru))
+                    .unwrap_or(0);
+                if self.wbuf[s].dirty {
+                    self.flush_obj(self.wbuf[s].obj, false)?;
+                }
+                self.wbuf[s].used = false;
+                s
+            }
+        };
+        let p = self.dev.payload as usize;
+        if !whole {
+            let old = self.index_get(obj, lpn)?;
+            if old == UNMAPPED {
+                self.wbuf[s].data[..p].fill(0);
+            } else if self.dev.placement == Placement::InBand {
+                self.dev.read_payload(
+                    old,
+                    0,
+                    &mut self.rbuf[..p],
+                    Some((PageKind::Data, obj, lpn)),
+                )?;
+                self.wbuf[s].data[..p].copy_from_slice(&self.rbuf[..p]);
+            } else {
+                self.dev.read_payload(
+                    old,
+                    0,
+                    &mut self.wbuf[s].data[..p],
+                    Some((PageKind::Data, obj, lpn)),
+                )?;
+            }
+            // Committed pages hold zeros past the committed size; keep it so even if
+            // an older image did not.
+            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+            let start = lpn as u64 * p as u64;
+            let keep = self.objs[oi].size.saturating_sub(start).min(p as u64) as usize;
+            self.wbuf[s].data[keep..p].fill(0);
+        }
+        let w = &mut self.wbuf[s];
+        w.used = true;
+        w.dirty = false;
+        w.obj = obj;
+        w.lpn = lpn;
+        w.end = 0;
+        w.lru = self.tick;
+        Ok(s)
+    }
+
+    pub(crate) fn wbuf_find(&self, obj: u32, lpn: u32) -> Option<usize> {
+        self.wbuf
+            .iter()
+            .position(|w| w.used && w.obj == obj && w.lpn == lpn)
+    }
+
+    /// The object's size including buffered writes.
+    pub(crate) fn pending_size(&self, oi: usize) -> u64 {
+        let o = &self.objs[oi];
+        self.wbuf
+            .iter()
+            .filter(|w| w.used && w.dirty && w.obj == o.id)
+            .fold(o.size, |s, w| s.max(w.end))
+    }
+
+    /// Forgets `obj`'s buffers, dirty ones included (delete, truncate to 0).
+    pub(crate) fn wbuf_drop(&mut self, obj: u32) {
+        for w in self.wbuf.iter_mut().filter(|w| w.obj == obj) {
+            w.used = false;
+            w.dirty = false;
+        }
+    }
+
+    /// Programs all of `obj`'s dirty pages as one transaction; with `drop`, forgets
+    /// its buffers afterwards (before an operation that changes committed pages).
+    pub(crate) fn flush_obj(&mut self, obj: u32, drop: bool) -> Result<(), FaultOf<F>> {
+        let mut dirty: heapless::Vec<(u32, u8), 64> = heapless::Vec::new();
+        for (i, w) in self.wbuf.iter().enumerate() {
+            if w.used && w.dirty && w.obj == obj {
+                let _ = dirty.push((w.lpn, i as u8));
+            }
+        }
+        if !dirty.is_empty() {
+            dirty.sort_unstable();
+            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+            let p = self.dev.payload as u64;
+            let size = self.pending_size(oi);
+            let have = self.objs[oi].size.div_ceil(p);
+            let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
+            let total = dirty.len() as u32;
+            self.prepare(total, 1, growth as u64)?;
+            let first = self.dev.heads[DATA_HEAD].next_seq;
+            for (k, &(lpn, s)) in dirty.iter().enumerate() {
+                let s = s as usize;
+                let pu = p as usize;
+                self.pbuf[..pu].copy_from_slice(&self.wbuf[s].data[..pu]);
+                self.pbuf[pu..].fill(0xFF);
+                let start = lpn as u64 * p;
+                let valid = size.saturating_sub(start).min(p) as u16;
+                let mut bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
+                bp.commit = k + 1 == dirty.len();
+                let (page, bp) =
+                    self.dev
+                        .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+                self.apply_data(&bp, page)?;
+                self.wbuf[s].dirty = false;
+                self.wbuf[s].end = 0;
+            }
+        }
+        if drop {
+            self.wbuf_drop(obj);
+        }
+        Ok(())
+    }
+
+    /// Flushes every object's buffers.
+    pub(crate) fn flush_all(&mut self) -> Result<(), FaultOf<F>> {
+        while let Some(w) = self.wbuf.iter().find(|w| w.used && w.dirty) {
+            let obj = w.obj;
+            self.flush_obj(obj, false)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `obj`'s writes durable: programs its buffered pages (one transaction, at
+    /// most one program per dirty page). Costs nothing if none are dirty.
+    pub fn flush(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
+        let r = self.check_usable().and_then(|()| {
+            self.obj_index(obj).ok_or(Fault::NotFound)?;
+            self.flush_obj(obj, false)
+        });
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// Copies buffered bytes of `(obj, lpn)` at `col` into `out`, if the page is
+    /// buffered.
+    pub(crate) fn wbuf_read(&mut self, obj: u32, lpn: u32, col: usize, out: &mut [u8]) -> bool {
+        match self.wbuf_find(obj, lpn) {
+            Some(s) => {
+                self.tick = self.tick.wrapping_add(1);
+                self.wbuf[s].lru = self.tick;
+                out.copy_from_slice(&self.wbuf[s].data[col..col + out.len()]);
+                true
+            }
+            None => false,
+        }
+    }
+}
