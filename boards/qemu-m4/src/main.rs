@@ -4,8 +4,12 @@
 //!
 //! 1. the `NandFlash` conformance suite with rule checks and bad-block marking, and
 //! 2. a power-cut run per torn-cut mode on a noisy device ([`power_cut`]),
+//! 3. an `oftl` object workload cut and recovered ([`objects`]), once per cut kind with the
+//!    small `TINY` store configuration and once with the default W25N01GV configuration,
+//!    each store built once in a `static` and formatted/mounted/unmounted in place,
 //!
-//! then prints the peak stack use ([`stack`]) and exits through semihosting: the QEMU
+//! then prints the peak stack use ([`stack`]; per `oftl` phase too, with the store's
+//! size: together they bound its RAM) and exits through semihosting: the QEMU
 //! process exits 0 only if every check passed. A panic exits with failure
 //! (`panic-semihosting`, feature `exit`).
 
@@ -14,7 +18,10 @@
 
 mod objects;
 mod power_cut;
+mod shared;
 mod stack;
+
+use core::mem::size_of;
 
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
@@ -25,7 +32,11 @@ use nand_hal::sim::{
     TornMode,
 };
 use nand_hal::NandFlash;
+use oftl::Greedy;
 use panic_semihosting as _;
+
+/// The handle every store and run uses to reach the simulated part.
+const PART: shared::Part = shared::Part::new(&TINY);
 
 const SIZE: StorageSize = StorageSize::of(&TINY.geometry);
 const SCRATCH: usize = 2 * (TINY.geometry.page_size() as usize + TINY.geometry.oob_size() as usize);
@@ -70,6 +81,11 @@ fn main() -> ! {
     static mut PAGES: [PageState; SIZE.pages] = [BLANK_PAGE; SIZE.pages];
     static mut BLOCKS: [BlockState; SIZE.blocks] = [BLANK_BLOCK; SIZE.blocks];
     static mut BUF: [u8; SCRATCH] = [0; SCRATCH];
+    // The oftl stores, each in place for good: `const` initial values, never on the stack.
+    static mut TINY_STORE: objects::Tiny =
+        objects::Tiny::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
+    static mut FULL_STORE: objects::Full =
+        objects::Full::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
 
     let mut ok = run_conformance(CELLS, PAGES, BLOCKS, BUF);
 
@@ -104,43 +120,54 @@ fn main() -> ! {
     }
 
     // An oftl object workload, cut part way, recovered and checked, once per cut kind.
-    hprintln!(
-        "oftl store: {} bytes of RAM (size_of the store value)",
-        objects::STORE_BYTES
-    );
-    for (seed, at_op, kind) in OBJECT_RUNS {
-        let plan = FaultPlan::seeded(seed)
-            .with_faults(FaultConfig {
-                unstable_after_cut: true,
-                ..FaultConfig::default()
-            })
-            .with_cut(at_op, kind);
-        let mut sim = fresh_sim(CELLS, PAGES, BLOCKS, FaultPlan::seeded(seed));
-        let page: &mut [u8; 2048] = match (&mut BUF[..2048]).try_into() {
-            Ok(p) => p,
-            Err(_) => setup_failed(format_args!("scratch buffer too small")),
-        };
-        match objects::run(&mut sim, plan, page) {
-            Ok(o) => hprintln!(
-                "oftl power cut {}: ok: {} bytes acknowledged, {} recovered, mount after the cut \
-                 scanned {} pages in {} us simulated",
-                plan,
-                o.acked,
-                o.recovered,
-                o.scanned,
-                o.mount_us
-            ),
-            Err(e) => {
-                hprintln!("oftl power cut {}: FAILED: {}", plan, e);
-                ok = false;
-            }
-        }
-    }
+    let before = stack::peak_use().used;
+    let mut whole = before;
+    let page: &mut [u8; 2048] = match (&mut BUF[..2048]).try_into() {
+        Ok(p) => p,
+        Err(_) => setup_failed(format_args!("scratch buffer too small")),
+    };
+    PART.install(fresh_sim(CELLS, PAGES, BLOCKS, FaultPlan::seeded(1)));
+    let part = PART;
 
+    let fs = TINY_STORE;
+    let mut tiny = 0;
+    for (seed, at_op, kind) in OBJECT_RUNS {
+        let (passed, peak, setup) = object_run(fs, part, seed, at_op, kind, page);
+        ok &= passed;
+        tiny = tiny.max(peak);
+        whole = whole.max(setup);
+    }
+    hprintln!(
+        "oftl TINY config (Oftl<_, 2048, 64, 8, 4, 2>): store {} B in a static, peak stack {} B: \
+         RAM <= {} B",
+        size_of::<objects::Tiny>(),
+        tiny,
+        size_of::<objects::Tiny>() + tiny
+    );
+
+    // The default W25N01GV configuration, over the same part.
+    let fs = FULL_STORE;
+    let mut full = 0;
+    for (seed, at_op, kind) in OBJECT_RUNS {
+        let (passed, peak, setup) = object_run(fs, part, seed, at_op, kind, page);
+        ok &= passed;
+        full = full.max(peak);
+        whole = whole.max(setup);
+    }
+    hprintln!(
+        "oftl W25N01GV config (W25n01gv<_>, over the TINY part): store {} B in a static, \
+         peak stack {} B: RAM <= {} B",
+        size_of::<objects::Full>(),
+        full,
+        size_of::<objects::Full>() + full
+    );
+    hprintln!("stack before the oftl phase: peak {} bytes", before);
+
+    // Phases repaint the stack: the whole run's peak is the deepest of theirs.
     let stack = stack::peak_use();
     hprintln!(
         "stack: peak {} bytes of {} available (painted)",
-        stack.used,
+        stack.used.max(whole).max(tiny).max(full),
         stack.available
     );
     if ok {
@@ -150,6 +177,50 @@ fn main() -> ! {
         hprintln!("qemu-m4: FAILED");
         exit(debug::EXIT_FAILURE)
     }
+}
+
+/// One `oftl` run (see [`objects::run`]) on a factory-fresh part with a power cut at
+/// program/erase `at_op` of kind `kind`; prints the outcome and returns whether it passed
+/// and the peak stack (painted, from the top) while it ran, not counting the renewal of
+/// the simulated part (a simulator cost), and the peak before the run (with it).
+fn object_run<const B: usize, const O: usize, const C: usize>(
+    fs: &mut objects::Store<B, O, C>,
+    part: shared::Part,
+    seed: u64,
+    at_op: u64,
+    kind: CutKind,
+    page: &mut [u8; 2048],
+) -> (bool, usize, usize) {
+    let plan = FaultPlan::seeded(seed)
+        .with_faults(FaultConfig {
+            unstable_after_cut: true,
+            ..FaultConfig::default()
+        })
+        .with_cut(at_op, kind);
+    part.renew(FaultPlan::seeded(seed));
+    let setup = stack::peak_use().used;
+    stack::repaint();
+    let outcome = objects::run(fs, part, plan, page);
+    let peak = stack::peak_use().used;
+    let passed = match outcome {
+        Ok(o) => {
+            hprintln!(
+                "oftl power cut {}: ok: {} bytes acknowledged, {} recovered, mount after the \
+                 cut scanned {} pages in {} us simulated",
+                plan,
+                o.acked,
+                o.recovered,
+                o.scanned,
+                o.mount_us
+            );
+            true
+        }
+        Err(e) => {
+            hprintln!("oftl power cut {}: FAILED: {}", plan, e);
+            false
+        }
+    };
+    (passed, peak, setup)
 }
 
 /// The conformance suite, with rule checks and bad-block marking, on a perfect device.
@@ -201,7 +272,7 @@ fn fresh_sim<'a>(
     SimNand::new(TINY, storage, plan).unwrap_or_else(|e| setup_failed(format_args!("{e}")))
 }
 
-fn setup_failed(msg: core::fmt::Arguments) -> ! {
+pub(crate) fn setup_failed(msg: core::fmt::Arguments) -> ! {
     hprintln!("qemu-m4: FAILED: {}", msg);
     exit(debug::EXIT_FAILURE)
 }

@@ -6,17 +6,22 @@
 //! cut, plus at most the one write that was in flight, with the right bytes. Then the
 //! store must take new writes, unmount cleanly and mount again with the same contents.
 
-use core::mem::size_of;
+use nand_hal::sim::FaultPlan;
+use oftl::{Config, ObjKind, ObjectId, Oftl, W25n01gv};
 
-use nand_hal::sim::{FaultPlan, SimNand, SliceStorage};
-use oftl::{Config, ObjKind, ObjectId, Oftl};
-
-/// The simulated part over caller-provided buffers.
-pub type Sim<'a> = SimNand<SliceStorage<'a>>;
+use crate::shared::Part;
 
 /// The store on the 2 MiB `TINY` part: 2 KiB pages, 64 blocks, up to 8 objects, 4 cached
 /// index pages, 2 write buffers.
-pub type Store<'s, 'a> = Oftl<&'s mut Sim<'a>, 2048, 64, 8, 4, 2>;
+pub type Tiny = Oftl<Part, 2048, 64, 8, 4, 2>;
+
+/// The default W25N01GV configuration (1024 blocks, 256 objects, 8 cached index pages),
+/// run over the `TINY` part: its tables are sized for 1024 blocks whatever the part has.
+pub type Full = W25n01gv<Part>;
+
+/// Any of the firmware's store configurations.
+pub type Store<const BLOCKS: usize, const OBJS: usize, const CACHE: usize> =
+    Oftl<Part, 2048, BLOCKS, OBJS, CACHE, 2>;
 
 const OBJECTS: usize = 3;
 const CHUNK: usize = 2048;
@@ -35,9 +40,6 @@ pub struct Outcome {
     pub mount_us: u64,
 }
 
-/// RAM of the store itself (everything it keeps lives in this value).
-pub const STORE_BYTES: usize = size_of::<Store<'static, 'static>>();
-
 fn byte(obj: usize, offset: u64) -> u8 {
     (offset as u8).wrapping_mul(7) ^ (offset >> 8) as u8 ^ (obj as u8).wrapping_mul(0x35)
 }
@@ -48,8 +50,8 @@ fn fill(obj: usize, offset: u64, buf: &mut [u8]) {
     }
 }
 
-fn check_contents(
-    fs: &mut Store<'_, '_>,
+fn check_contents<const B: usize, const O: usize, const C: usize>(
+    fs: &mut Store<B, O, C>,
     ids: &[ObjectId; OBJECTS],
     acked: &[u64; OBJECTS],
     in_flight: Option<usize>,
@@ -88,58 +90,59 @@ fn check_contents(
     Ok(total)
 }
 
-/// One run: format, write until the power cut that `plan` arms, recover, check, write
-/// more, unmount, mount, check again.
-pub fn run(
-    sim: &mut Sim<'_>,
+/// One run on a factory-fresh part (the caller renews it), with the store in place (it is
+/// never moved): format,
+/// write until the power cut that `plan` arms, recover, check, write more, unmount,
+/// mount, check again.
+pub fn run<const B: usize, const O: usize, const C: usize>(
+    fs: &mut Store<B, O, C>,
+    part: Part,
     plan: FaultPlan,
     buf: &mut [u8; CHUNK],
 ) -> Result<Outcome, &'static str> {
     let mut ids = [0; OBJECTS];
     let mut acked = [0u64; OBJECTS];
     let mut in_flight = None;
-    {
-        let mut fs = Store::format(
-            &mut *sim,
-            Config {
-                window_blocks: 4,
-                format_id: 7,
-            },
-        )
-        .map_err(|_| "format failed")?;
-        for id in &mut ids {
-            *id = fs.create(ObjKind::Object).map_err(|_| "create failed")?;
-        }
-        fs.sync().map_err(|_| "sync failed")?;
-        fs.flash_mut().arm(plan);
-        'work: for _ in 0..ROUNDS {
-            for o in 0..OBJECTS {
-                fill(o, acked[o], buf);
-                in_flight = Some(o);
-                let done = fs
-                    .write(ids[o], acked[o], buf)
-                    .and_then(|()| fs.flush(ids[o]));
-                if done.is_err() {
-                    break 'work;
-                }
-                acked[o] += CHUNK as u64;
-                in_flight = None;
-            }
-        }
-        // The store is dropped without unmounting: as far as the flash knows, a crash.
+    fs.format_in_place(Config {
+        window_blocks: 4,
+        format_id: 7,
+    })
+    .map_err(|_| "format failed")?;
+    for id in &mut ids {
+        *id = fs.create(ObjKind::Object).map_err(|_| "create failed")?;
     }
-    if sim.is_powered() {
+    fs.sync().map_err(|_| "sync failed")?;
+    part.with(|s| s.arm(plan));
+    'work: for _ in 0..ROUNDS {
+        for o in 0..OBJECTS {
+            fill(o, acked[o], buf);
+            in_flight = Some(o);
+            let done = fs
+                .write(ids[o], acked[o], buf)
+                .and_then(|()| fs.flush(ids[o]));
+            if done.is_err() {
+                break 'work;
+            }
+            acked[o] += CHUNK as u64;
+            in_flight = None;
+        }
+    }
+    // The store's RAM state is simply abandoned: as far as the flash knows, a crash.
+    if part.with(|s| s.is_powered()) {
         return Err("the workload ended without the power cut");
     }
     let before = acked.iter().sum();
 
-    sim.power_on();
-    sim.disarm();
-    let t0 = sim.now_ns();
-    let mut fs = Store::mount(&mut *sim).map_err(|_| "mount after the cut failed")?;
-    let mount_us = (fs.flash().now_ns() - t0) / 1000;
+    let t0 = part.with(|s| {
+        s.power_on();
+        s.disarm();
+        s.now_ns()
+    });
+    fs.mount_in_place()
+        .map_err(|_| "mount after the cut failed")?;
+    let mount_us = (part.with(|s| s.now_ns()) - t0) / 1000;
     let scanned = fs.stats().recovery_scanned_pages;
-    let recovered = check_contents(&mut fs, &ids, &acked, in_flight, buf)?;
+    let recovered = check_contents(fs, &ids, &acked, in_flight, buf)?;
 
     // The recovered store takes new writes and survives a clean unmount.
     let mut sizes = [0u64; OBJECTS];
@@ -150,10 +153,13 @@ pub fn run(
             .map_err(|_| "write after recovery failed")?;
         sizes[o] += CHUNK as u64;
     }
-    let sim = fs.unmount().map_err(|_| "unmount failed")?;
-    let mut fs = Store::mount(sim).map_err(|_| "clean mount failed")?;
-    check_contents(&mut fs, &ids, &sizes, None, buf)?;
-    if fs.flash().counters().misuse != 0 {
+    fs.unmount_in_place().map_err(|_| "unmount failed")?;
+    if fs.write(ids[0], 0, &buf[..1]).is_ok() {
+        return Err("an unmounted store took a write");
+    }
+    fs.mount_in_place().map_err(|_| "clean mount failed")?;
+    check_contents(fs, &ids, &sizes, None, buf)?;
+    if part.with(|s| s.counters().misuse) != 0 {
         return Err("the store broke a NAND rule");
     }
     Ok(Outcome {

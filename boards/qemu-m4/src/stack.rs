@@ -25,7 +25,24 @@ pub struct StackUse {
     pub available: usize,
 }
 
-/// The deepest stack use since reset.
+/// Paints the free stack below the caller again, so that [`peak_use`] then reports the
+/// deepest point reached since this call (a phase's own peak).
+#[inline(never)]
+pub fn repaint() {
+    let bottom = ptr::addr_of!(_stack_end) as usize;
+    // Leave a margin below this frame's stack pointer.
+    let sp = cortex_m::register::msp::read() as usize - 64;
+    let mut low = bottom;
+    while low < sp {
+        // SAFETY: `low` lies in [_stack_end, sp - 64): RAM between the statics and the
+        // live stack, 4-byte aligned (as in `peak_use`), which no Rust object occupies
+        // (no interrupt handler runs in this firmware), and this loop makes no calls.
+        unsafe { ptr::write_volatile(low as *mut u32, STACK_PAINT_VALUE) };
+        low += 4;
+    }
+}
+
+/// The deepest stack use since reset (or since the last [`repaint`]).
 pub fn peak_use() -> StackUse {
     let bottom = ptr::addr_of!(_stack_end) as usize;
     let top = ptr::addr_of!(_stack_start) as usize;

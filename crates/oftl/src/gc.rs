@@ -16,7 +16,7 @@ use crate::format::checkpoint::BlockState;
 use crate::format::index::{self, ROOT_LPN};
 use crate::format::meta::MetaRecord;
 use crate::io::{FaultOf, Scan};
-use crate::policy::SpacePolicy;
+use crate::policy::{SpacePolicy, Urgency};
 use crate::{Oftl, DATA_HEAD};
 
 /// What a [`Oftl::gc_step`] did.
@@ -49,7 +49,7 @@ impl<
             }
             let mut copied = 0;
             while copied < budget {
-                if self.gc_victim.is_none() && !self.pick_gc_victim() {
+                if self.gc_victim.is_none() && !self.pick_gc_victim(Urgency::Background) {
                     break;
                 }
                 let room = self.gc_room()?;
@@ -60,7 +60,7 @@ impl<
                 let ppb = self.dev.ppb();
                 self.dev
                     .policy
-                    .pick_victim(&self.dev.blocks[..n], ppb)
+                    .pick_victim_for(&self.dev.blocks[..n], ppb, Urgency::Background)
                     .is_some()
             };
             Ok(GcProgress { copied, more })
@@ -70,7 +70,7 @@ impl<
 
     /// Collects one whole victim. `false` if there is none.
     pub(crate) fn gc_collect_one(&mut self) -> Result<bool, FaultOf<F>> {
-        if self.gc_victim.is_none() && !self.pick_gc_victim() {
+        if self.gc_victim.is_none() && !self.pick_gc_victim(Urgency::Foreground) {
             return Ok(false);
         }
         while self.gc_victim.is_some() {
@@ -81,10 +81,14 @@ impl<
     }
 
     /// Starts on the policy's victim, if it names a collectable block.
-    fn pick_gc_victim(&mut self) -> bool {
+    fn pick_gc_victim(&mut self, urgency: Urgency) -> bool {
         let ppb = self.dev.ppb();
         let n = self.dev.geo.blocks() as usize;
-        match self.dev.policy.pick_victim(&self.dev.blocks[..n], ppb) {
+        match self
+            .dev
+            .policy
+            .pick_victim_for(&self.dev.blocks[..n], ppb, urgency)
+        {
             Some(v)
                 if self
                     .dev

@@ -16,12 +16,14 @@
 //! - **Transactions.** A committed write (or [`Oftl::transact`] over several objects, or
 //!   the flush of an object's buffered pages) is one transaction: its pages are consecutive in the data head; the last carries the
 //!   commit flag. Recovery applies a head's pages only up to its last commit page.
-//! - **Space.** Greedy foreground GC in bounded steps behind the [`policy::SpacePolicy`]
-//!   trait (so `paragc` can replace it), wear-aware window allocation with static wear
-//!   leveling, factory bad blocks skipped, blocks that fail a program retired after their
-//!   data moves, blocks whose reads reach the ECC scrub threshold collected first.
+//! - **Space.** Foreground GC and bounded background steps behind the
+//!   [`policy::SpacePolicy`] trait: the built-in [`Greedy`], or [`ParaGc`] for
+//!   `paragc`'s victim scoring (greedy / cost-benefit) and wear leveling; wear-aware
+//!   window allocation with static wear leveling, factory bad blocks skipped, blocks
+//!   that fail a program retired after their data moves, blocks whose reads reach the
+//!   ECC scrub threshold collected first.
 //!
-//! On-flash formats are in [`format`]; `docs/oftl-spec-draft.md` collects them.
+//! On-flash formats are in [`format`]; `docs/SPEC.md` (section 3) collects them.
 //!
 //! # Guarantees after power loss
 //!
@@ -70,7 +72,12 @@
 //! `size_of::<W25n01gv<_>>()` = 47,904 bytes (46.8 KiB, of which 4,144 B are the write
 //! buffers; a test keeps it <= 47 KiB).
 //! Nothing allocates; stack use is a few frames plus index-cache eviction recursion
-//! bounded by `CACHE`. (Measured in firmware: not yet, see README.)
+//! bounded by `CACHE`: 4,824 B painted peak on a Cortex-M4 including the firmware's own
+//! `main` (see README), whatever the configuration, when the store lives in a `static`
+//! built by [`Oftl::new_const`] and is formatted/mounted in place
+//! ([`Oftl::format_in_place`], [`Oftl::mount_in_place`], [`Oftl::unmount_in_place`]).
+//! The by-value [`Oftl::format`]/[`Oftl::mount`]/[`Oftl::unmount`] move the whole store
+//! through the caller's frames: fine on a host, not on an MCU.
 //!
 //! # Log streams
 //!
@@ -95,6 +102,7 @@ mod gc;
 mod io;
 mod log;
 mod mount;
+mod para;
 mod read;
 mod recovery;
 mod txn;
@@ -107,7 +115,8 @@ pub use errors::{Corrupted, FormatError, Mismatch, MountError, ReadError, WriteE
 pub use format::checkpoint::{BlockState, ObjKind};
 pub use format::meta::ATTR_LEN;
 pub use log::LogRecord;
-pub use policy::{BlockInfo, Greedy, SpacePolicy};
+pub use para::ParaGc;
+pub use policy::{BlockInfo, Greedy, SpacePolicy, Urgency};
 pub use txn::TxOp;
 
 use format::backpointer::Placement;
@@ -173,6 +182,17 @@ pub struct Stats {
     pub retired_blocks: u32,
 }
 
+impl Stats {
+    const ZERO: Stats = Stats {
+        checkpoints: 0,
+        relocated_pages: 0,
+        index_evictions: 0,
+        recovery_scanned_pages: 0,
+        recovery_replayed_pages: 0,
+        retired_blocks: 0,
+    };
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Head {
     pub block: u32,
@@ -205,6 +225,28 @@ pub(crate) struct Slot<const PAGE: usize> {
     pub data: [u8; PAGE],
 }
 
+impl<const PAGE: usize> Slot<PAGE> {
+    pub const EMPTY: Self = Slot {
+        used: false,
+        dirty: false,
+        obj: 0,
+        idx: 0,
+        addr: NONE,
+        lru: 0,
+        data: [0xFF; PAGE],
+    };
+
+    fn reset(&mut self) {
+        self.used = false;
+        self.dirty = false;
+        self.obj = 0;
+        self.idx = 0;
+        self.addr = NONE;
+        self.lru = 0;
+        self.data.fill(0xFF);
+    }
+}
+
 /// The device half of the state: flash, geometry, block table, heads and window.
 pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     pub flash: F,
@@ -233,6 +275,16 @@ pub(crate) struct CkptPos {
     pub switch: bool,
     /// Check that the next checkpoint page is really erased before programming it.
     pub verify: bool,
+}
+
+impl CkptPos {
+    const START: CkptPos = CkptPos {
+        seq: 0,
+        cur: 0,
+        next_page: 0,
+        switch: false,
+        verify: false,
+    };
 }
 
 /// An OFTL instance over flash `F`.
@@ -306,56 +358,103 @@ impl<
         Ok(())
     }
 
-    pub(crate) fn new_state(flash: F, sb: Superblock, policy: P) -> Self {
-        let geo = flash.geometry();
-        let caps = *flash.capabilities();
-        let placement = sb.placement;
+    /// An unmounted store over `flash` with space policy `policy`, without any I/O.
+    ///
+    /// Until a format or mount succeeds, operations that touch flash fail with
+    /// `Poisoned`. The value is large (see *RAM* in the crate docs) and built on the
+    /// stack; to keep it off the stack altogether use [`Oftl::new_const`] in a `static`.
+    pub fn new_with_policy(flash: F, policy: P) -> Self {
+        let geometry = flash.geometry();
+        let capabilities = *flash.capabilities();
+        Self::new_const(flash, policy, geometry, capabilities)
+    }
+
+    /// [`Oftl::new_with_policy`] for `const` and `static` initializers: the in-place
+    /// path for small MCUs. Put the store in a `static` (the compiler builds its initial
+    /// value; nothing of it is ever on the stack), then [`Oftl::format_in_place`] or
+    /// [`Oftl::mount_in_place`] it; [`Oftl::unmount_in_place`] ends a session. Only the
+    /// I/O buffers of single operations are then on the stack.
+    ///
+    /// `geometry` and `capabilities` are the device's (`flash.geometry()`,
+    /// `*flash.capabilities()`): a `const` context cannot ask the device. Format and
+    /// mount read them from the device again and reject a device that does not fit.
+    pub const fn new_const(
+        flash: F,
+        policy: P,
+        geometry: Geometry,
+        capabilities: Capabilities,
+    ) -> Self {
         Oftl {
             dev: Dev {
                 flash,
-                geo,
-                caps,
-                sb,
-                placement,
-                payload: placement.payload(geo.page_size()),
-                oob_span: caps.oob.span(),
+                geo: geometry,
+                caps: capabilities,
+                sb: Superblock::BLANK,
+                placement: Placement::Oob,
+                payload: 0,
+                oob_span: 0,
                 blocks: [BlockInfo::FREE; BLOCKS],
                 valid_total: 0,
                 heads: [Head::NONE; HEADS],
                 window: heapless::Vec::new(),
                 window_next: 0,
                 policy,
-                stats: Stats::default(),
+                stats: Stats::ZERO,
                 recovering: false,
             },
             objs: heapless::Vec::new(),
-            cache: core::array::from_fn(|_| Slot {
-                used: false,
-                dirty: false,
-                obj: 0,
-                idx: 0,
-                addr: NONE,
-                lru: 0,
-                data: [0xFF; PAGE],
-            }),
-            wbuf: core::array::from_fn(|_| wbuf::WPage::EMPTY),
+            cache: [Slot::<PAGE>::EMPTY; CACHE],
+            wbuf: [wbuf::WPage::<PAGE>::EMPTY; WBUF],
             tick: 0,
             pbuf: [0xFF; PAGE],
             rbuf: [0xFF; PAGE],
             lbuf: [0xFF; PAGE],
-            ckpt: CkptPos {
-                seq: 0,
-                cur: 0,
-                next_page: 0,
-                switch: false,
-                verify: false,
-            },
+            ckpt: CkptPos::START,
             next_obj_id: 1,
             need_marker: false,
-            poisoned: false,
+            poisoned: true,
             gc_victim: None,
-            window_target: sb.window_blocks,
+            window_target: 0,
         }
+    }
+
+    /// Resets every in-RAM table in place for superblock `sb` (the flash and the policy
+    /// stay). The store stays poisoned: the caller clears that once it is mounted.
+    pub(crate) fn reset_state(&mut self, sb: Superblock) {
+        let geo = self.dev.flash.geometry();
+        let caps = *self.dev.flash.capabilities();
+        let placement = sb.placement;
+        let d = &mut self.dev;
+        d.geo = geo;
+        d.caps = caps;
+        d.sb = sb;
+        d.placement = placement;
+        d.payload = placement.payload(geo.page_size());
+        d.oob_span = caps.oob.span();
+        d.blocks.fill(BlockInfo::FREE);
+        d.valid_total = 0;
+        d.heads = [Head::NONE; HEADS];
+        d.window.clear();
+        d.window_next = 0;
+        d.stats = Stats::default();
+        d.recovering = false;
+        self.objs.clear();
+        for s in self.cache.iter_mut() {
+            s.reset();
+        }
+        for w in self.wbuf.iter_mut() {
+            w.reset();
+        }
+        self.tick = 0;
+        self.pbuf.fill(0xFF);
+        self.rbuf.fill(0xFF);
+        self.lbuf.fill(0xFF);
+        self.ckpt = CkptPos::START;
+        self.next_obj_id = 1;
+        self.need_marker = false;
+        self.poisoned = true;
+        self.gc_victim = None;
+        self.window_target = sb.window_blocks;
     }
 
     /// The flash device.
@@ -376,7 +475,7 @@ impl<
 
     /// The block table (coarse state, valid pages, erase count).
     pub fn blocks(&self) -> &[BlockInfo] {
-        &self.dev.blocks[..self.dev.geo.blocks() as usize]
+        &self.dev.blocks[..(self.dev.geo.blocks() as usize).min(BLOCKS)]
     }
 
     /// Object payload bytes per page.

@@ -57,6 +57,12 @@ impl<
     pub fn mount(flash: F) -> Result<Self, MountError<F::Error>> {
         Self::mount_with_policy(flash, P::default())
     }
+
+    /// An unmounted store over `flash` with the default space policy, without any I/O:
+    /// see [`Oftl::new_with_policy`].
+    pub fn new(flash: F) -> Self {
+        Self::new_with_policy(flash, P::default())
+    }
 }
 
 impl<
@@ -70,13 +76,33 @@ impl<
     > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
 {
     /// [`Oftl::format`] with an explicit space policy.
+    ///
+    /// Returns the store by value: it is built in this frame and moved out, so the
+    /// caller's stack carries copies of it. On a small MCU use [`Oftl::new_with_policy`]
+    /// and [`Oftl::format_in_place`] instead.
     pub fn format_with_policy(
-        mut flash: F,
+        flash: F,
         config: Config,
         policy: P,
     ) -> Result<Self, FormatError<F::Error>> {
-        let geo = flash.geometry();
-        let caps = *flash.capabilities();
+        let mut me = Self::new_with_policy(flash, policy);
+        me.format_in_place(config)?;
+        Ok(me)
+    }
+
+    /// Formats the device in place (erasing what the OFTL needs) and leaves the store
+    /// mounted on it. Whatever the store held before is dropped from RAM without being
+    /// written (unflushed writes are lost); the space policy is kept as it is. On error
+    /// the store is left unmounted (operations fail with `Poisoned`).
+    pub fn format_in_place(&mut self, config: Config) -> Result<(), FormatError<F::Error>> {
+        let r = self.format_inner(config);
+        self.poisoned = r.is_err();
+        r
+    }
+
+    fn format_inner(&mut self, config: Config) -> Result<(), FormatError<F::Error>> {
+        let geo = self.dev.flash.geometry();
+        let caps = *self.dev.flash.capabilities();
         Self::check_fit(&geo, &caps).map_err(FormatError::Unsupported)?;
         let w = config.window_blocks as u32;
         if !(2..=MAX_WINDOW as u32).contains(&w)
@@ -85,52 +111,52 @@ impl<
         {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
-        let mut bad = [false; BLOCKS];
-        for (b, bad) in bad.iter_mut().enumerate().take(geo.blocks() as usize) {
-            *bad = flash
-                .is_bad(BlockAddr(b as u32))
-                .map_err(FormatError::Flash)?;
-        }
-        let mut pick = |from: u32, to: u32, taken: &[u32]| -> Result<Option<u32>, F::Error> {
-            for b in from..to {
-                if bad[b as usize] || taken.contains(&b) {
-                    continue;
-                }
-                match flash.erase(BlockAddr(b)) {
-                    Ok(()) => return Ok(Some(b)),
-                    Err(e) if e.kind() == ErrorKind::EraseFailed => {
-                        bad[b as usize] = true;
-                        flash.mark_bad(BlockAddr(b))?;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(None)
+        let describe = |sb_blocks, ckpt_blocks| {
+            Superblock::describe(
+                &geo,
+                &caps,
+                config.window_blocks,
+                OBJECTS as u16,
+                config.format_id,
+                sb_blocks,
+                ckpt_blocks,
+            )
         };
+        // The block table doubles as the factory bad-block map while the fixed blocks
+        // are picked.
+        self.reset_state(describe([0; 2], [0; CKPT_BLOCKS]));
+        self.poisoned = false;
+        for b in 0..geo.blocks() {
+            if self
+                .dev
+                .flash
+                .is_bad(BlockAddr(b))
+                .map_err(FormatError::Flash)?
+            {
+                self.dev.blocks[b as usize].state = BlockState::Bad;
+            }
+        }
         let search = SB_SEARCH.min(geo.blocks());
         let mut fixed = [0u32; 2 + CKPT_BLOCKS];
         for i in 0..fixed.len() {
             let to = if i < 2 { search } else { geo.blocks() };
-            fixed[i] = pick(0, to, &fixed[..i])
+            fixed[i] = self
+                .pick_erased(to, &fixed[..i])
                 .map_err(FormatError::Flash)?
                 .ok_or(FormatError::NotEnoughGoodBlocks)?;
         }
-        let sb = Superblock::describe(
-            &geo,
-            &caps,
-            config.window_blocks,
-            OBJECTS as u16,
-            config.format_id,
+        let sb = describe(
             [fixed[0], fixed[1]],
             [fixed[2], fixed[3], fixed[4], fixed[5]],
         );
-        let mut me = Self::new_state(flash, sb, policy);
+        self.dev.sb = sb;
         let mut good = 0u32;
         for b in 0..geo.blocks() {
-            let bi = &mut me.dev.blocks[b as usize];
-            bi.state = if bad[b as usize] {
-                BlockState::Bad
-            } else if fixed.contains(&b) {
+            let bi = &mut self.dev.blocks[b as usize];
+            if bi.state == BlockState::Bad {
+                continue;
+            }
+            bi.state = if fixed.contains(&b) {
                 BlockState::Reserved
             } else {
                 good += 1;
@@ -140,37 +166,76 @@ impl<
         if good < 3 * w + 4 {
             return Err(FormatError::NotEnoughGoodBlocks);
         }
-        let total =
-            CkptHeader::stream_len(geo.blocks(), OBJECTS as u32, w as u16).div_ceil(me.dev.payload);
+        let total = CkptHeader::stream_len(geo.blocks(), OBJECTS as u32, w as u16)
+            .div_ceil(self.dev.payload);
         if total > geo.pages_per_block() {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
-        let pu = me.dev.pu();
+        let pu = self.dev.pu();
         let len = SB_LEN.div_ceil(pu) * pu;
-        me.pbuf.fill(0xFF);
-        me.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
+        self.pbuf.fill(0xFF);
+        self.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
         for b in [fixed[0], fixed[1]] {
             let page = geo.page(BlockAddr(b), 0);
-            me.dev
+            self.dev
                 .flash
-                .program(page, 0, &me.pbuf[..len], &[])
+                .program(page, 0, &self.pbuf[..len], &[])
                 .map_err(FormatError::Flash)?;
         }
         // The first checkpoint goes to the first checkpoint block (already erased).
-        me.ckpt.cur = 0;
-        me.ckpt.next_page = 0;
-        me.checkpoint(true).map_err(|e| match e {
+        self.ckpt.cur = 0;
+        self.ckpt.next_page = 0;
+        self.checkpoint(true).map_err(|e| match e {
             Fault::Flash(e) => FormatError::Flash(e),
             _ => FormatError::NotEnoughGoodBlocks,
         })?;
-        Ok(me)
+        Ok(())
+    }
+
+    /// The first good block below `to` not in `taken` that erases, marking blocks whose
+    /// erase fails bad on the way.
+    fn pick_erased(&mut self, to: u32, taken: &[u32]) -> Result<Option<u32>, F::Error> {
+        for b in 0..to {
+            if self.dev.blocks[b as usize].state == BlockState::Bad || taken.contains(&b) {
+                continue;
+            }
+            match self.dev.flash.erase(BlockAddr(b)) {
+                Ok(()) => return Ok(Some(b)),
+                Err(e) if e.kind() == ErrorKind::EraseFailed => {
+                    self.dev.blocks[b as usize].state = BlockState::Bad;
+                    self.dev.flash.mark_bad(BlockAddr(b))?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
     }
 
     /// [`Oftl::mount`] with an explicit space policy.
-    pub fn mount_with_policy(mut flash: F, policy: P) -> Result<Self, MountError<F::Error>> {
+    ///
+    /// Returns the store by value (see [`Oftl::format_with_policy`] about the stack);
+    /// the in-place path is [`Oftl::new_with_policy`] and [`Oftl::mount_in_place`].
+    pub fn mount_with_policy(flash: F, policy: P) -> Result<Self, MountError<F::Error>> {
+        let mut me = Self::new_with_policy(flash, policy);
+        me.mount_in_place()?;
+        Ok(me)
+    }
+
+    /// Mounts the formatted device in place, recovering from an unclean shutdown if
+    /// needed. Whatever the store held before is dropped from RAM without being written;
+    /// the space policy is kept as it is. On error the store is left unmounted
+    /// (operations fail with `Poisoned`) and may be mounted again.
+    pub fn mount_in_place(&mut self) -> Result<(), MountError<F::Error>> {
+        let r = self.mount_inner();
+        self.poisoned = r.is_err();
+        r
+    }
+
+    fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
+        let flash = &mut self.dev.flash;
         let geo = flash.geometry();
         let caps = *flash.capabilities();
-        let sb = find_superblock(&mut flash)?;
+        let sb = find_superblock(flash)?;
         sb.check_device(&geo, &caps).map_err(MountError::Mismatch)?;
         Self::check_fit(&geo, &caps).map_err(MountError::Mismatch)?;
         if sb.max_objects as usize > OBJECTS
@@ -179,26 +244,35 @@ impl<
         {
             return Err(MountError::Mismatch(Mismatch::Capacity));
         }
-        let mut me = Self::new_state(flash, sb, policy);
-        let clean = me.load_newest_checkpoint()?;
-        me.load_log_starts().map_err(MountError::from)?;
+        self.reset_state(sb);
+        self.poisoned = false;
+        let clean = self.load_newest_checkpoint()?;
+        self.load_log_starts().map_err(MountError::from)?;
         if clean {
-            me.need_marker = true;
-            Ok(me)
+            self.need_marker = true;
         } else {
-            me.recover().map_err(MountError::from)?;
-            Ok(me)
+            self.recover().map_err(MountError::from)?;
         }
+        Ok(())
     }
 
     /// Writes a clean checkpoint and returns the flash.
     pub fn unmount(mut self) -> Result<F, WriteError<F::Error>> {
+        self.unmount_in_place()?;
+        Ok(self.dev.flash)
+    }
+
+    /// Writes a clean checkpoint and leaves the store unmounted, in place: operations
+    /// then fail with `Poisoned` until [`Oftl::mount_in_place`] (or a format). If this
+    /// fails the store is poisoned as after any failed write; mounting again recovers.
+    pub fn unmount_in_place(&mut self) -> Result<(), WriteError<F::Error>> {
         self.check_usable().map_err(|e| self.fail(e))?;
         self.flush_all().map_err(|e| self.fail(e))?;
         if !self.need_marker {
             self.checkpoint(true).map_err(|e| self.fail(e))?;
         }
-        Ok(self.dev.flash)
+        self.poisoned = true;
+        Ok(())
     }
 
     /// Finds and loads the newest complete checkpoint; returns whether the device was

@@ -36,11 +36,32 @@ impl BlockInfo {
     };
 }
 
+/// Why the OFTL asks for a victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Urgency {
+    /// A write is waiting for space (`make_room`): reclaim the most space now.
+    Foreground,
+    /// Idle-time collection ([`crate::Oftl::gc_step`]): the best long-run choice.
+    Background,
+}
+
 /// Victim and free-block choice.
 pub trait SpacePolicy {
     /// A block to collect, or `None` if no block is worth collecting. `pages_per_block`
     /// tells full from partly invalid blocks.
     fn pick_victim(&mut self, blocks: &[BlockInfo], pages_per_block: u32) -> Option<u32>;
+
+    /// [`SpacePolicy::pick_victim`] knowing why: what the OFTL calls. The default
+    /// ignores `urgency`.
+    fn pick_victim_for(
+        &mut self,
+        blocks: &[BlockInfo],
+        pages_per_block: u32,
+        urgency: Urgency,
+    ) -> Option<u32> {
+        let _ = urgency;
+        self.pick_victim(blocks, pages_per_block)
+    }
 
     /// A free block to add to the updating window.
     fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32>;
@@ -55,9 +76,14 @@ pub struct Greedy {
     pub wear_gap: u32,
 }
 
+impl Greedy {
+    /// The default policy (wear gap 2000), usable in `const` and `static` initializers.
+    pub const DEFAULT: Greedy = Greedy { wear_gap: 2000 };
+}
+
 impl Default for Greedy {
     fn default() -> Self {
-        Greedy { wear_gap: 2000 }
+        Self::DEFAULT
     }
 }
 

@@ -63,6 +63,17 @@ impl<const PAGE: usize> WPage<PAGE> {
         lru: 0,
         data: [0; PAGE],
     };
+
+    /// Back to [`WPage::EMPTY`], in place.
+    pub fn reset(&mut self) {
+        self.used = false;
+        self.dirty = false;
+        self.obj = 0;
+        self.lpn = 0;
+        self.end = 0;
+        self.lru = 0;
+        self.data.fill(0);
+    }
 }
 
 impl<

@@ -9,7 +9,7 @@ use common::*;
 use nand_hal::powerloss::{self, CheckError, RecoveryCuts, Scenario, Schedule, Sweep};
 use nand_hal::sim::{profile, CutKind, FaultConfig, Profile};
 use nand_hal::ErrorKind;
-use oftl::MountError;
+use oftl::{Greedy, MountError, SpacePolicy};
 
 /// Acknowledged state and the operation in flight when the power went.
 pub struct Oracle {
@@ -22,6 +22,15 @@ struct Objects {
     profile: Profile,
     preload: Vec<Op>,
     ops: Vec<Op>,
+    /// Run with `paragc`'s policy ([`Para`]) instead of the built-in `Greedy`.
+    para: bool,
+}
+
+/// The same scenario with `paragc`'s space policy.
+fn with_paragc(mut s: Objects, name: &'static str) -> Objects {
+    s.para = true;
+    s.name = name;
+    s
 }
 
 impl Scenario for Objects {
@@ -36,7 +45,103 @@ impl Scenario for Objects {
     }
 
     fn setup(&self, nand: &mut Sim) -> Result<Oracle, String> {
-        let mut fs = Fs::format(nand, cfg()).map_err(|e| format!("{e:?}"))?;
+        if self.para {
+            self.setup_with::<Para>(nand)
+        } else {
+            self.setup_with::<Greedy>(nand)
+        }
+    }
+
+    fn run(&self, nand: &mut Sim, o: &mut Oracle) -> Result<(), String> {
+        if self.para {
+            self.run_with::<Para>(nand, o)
+        } else {
+            self.run_with::<Greedy>(nand, o)
+        }
+    }
+
+    fn check(&self, nand: &mut Sim, o: &Oracle) -> Result<(), CheckError> {
+        if self.para {
+            self.check_with::<Para>(nand, o)
+        } else {
+            self.check_with::<Greedy>(nand, o)
+        }
+    }
+}
+
+fn w(slot: usize, off: u64, len: usize, seed: u32) -> Op {
+    Op::Write {
+        slot,
+        off,
+        len,
+        seed,
+    }
+}
+
+fn basic() -> Objects {
+    Objects {
+        profile: profile::TINY,
+        name: "objects-basic",
+        para: false,
+        preload: vec![Op::Create, w(0, 0, 5000, 1)],
+        ops: vec![
+            Op::Create,
+            w(1, 0, 3000, 2),
+            w(0, 1000, 2500, 3),
+            w(0, 6000, 4096, 4),
+            Op::Truncate {
+                slot: 0,
+                size: 2100,
+            },
+            Op::SetAttr { slot: 1, v: 9 },
+            w(1, 2048, 2048, 5),
+            Op::Create,
+            w(2, 100, 10, 6),
+            Op::Delete { slot: 0 },
+            w(0, 0, 7000, 7),
+        ],
+    }
+}
+
+fn transactions() -> Objects {
+    Objects {
+        profile: profile::TINY,
+        name: "objects-tx",
+        para: false,
+        preload: vec![Op::Create, Op::Create, w(0, 0, 4000, 1), w(1, 0, 4000, 2)],
+        ops: vec![
+            Op::Tx {
+                a: 0,
+                b: 1,
+                off: 1000,
+                len: 6000,
+                seed: 10,
+                size: 5000,
+            },
+            Op::Tx {
+                a: 1,
+                b: 0,
+                off: 0,
+                len: 4096,
+                seed: 20,
+                size: 3000,
+            },
+            Op::Sync,
+            Op::Tx {
+                a: 0,
+                b: 1,
+                off: 2048,
+                len: 2049,
+                seed: 30,
+                size: 9000,
+            },
+        ],
+    }
+}
+
+impl Objects {
+    fn setup_with<P: SpacePolicy + Default>(&self, nand: &mut Sim) -> Result<Oracle, String> {
+        let mut fs = FsWith::<P>::format(nand, cfg()).map_err(|e| format!("{e:?}"))?;
         let mut m = Model::new();
         for op in &self.preload {
             run_op(&mut fs, &m, op).map_err(|e| format!("preload: {e:?}"))?;
@@ -49,8 +154,12 @@ impl Scenario for Objects {
         })
     }
 
-    fn run(&self, nand: &mut Sim, o: &mut Oracle) -> Result<(), String> {
-        let mut fs = Fs::mount(nand).map_err(|e| format!("mount: {e:?}"))?;
+    fn run_with<P: SpacePolicy + Default>(
+        &self,
+        nand: &mut Sim,
+        o: &mut Oracle,
+    ) -> Result<(), String> {
+        let mut fs = FsWith::<P>::mount(nand).map_err(|e| format!("mount: {e:?}"))?;
         for op in &self.ops {
             o.in_flight = Some(op.clone());
             run_op(&mut fs, &o.acked.durable, op).map_err(|e| format!("{op:?}: {e:?}"))?;
@@ -61,8 +170,12 @@ impl Scenario for Objects {
         Ok(())
     }
 
-    fn check(&self, nand: &mut Sim, o: &Oracle) -> Result<(), CheckError> {
-        let mut fs = match Fs::mount(nand) {
+    fn check_with<P: SpacePolicy + Default>(
+        &self,
+        nand: &mut Sim,
+        o: &Oracle,
+    ) -> Result<(), CheckError> {
+        let mut fs = match FsWith::<P>::mount(nand) {
             Ok(fs) => fs,
             Err(MountError::Flash(e)) if e.kind() == ErrorKind::PowerLoss => {
                 return Err(CheckError::PowerLoss)
@@ -113,74 +226,6 @@ impl Scenario for Objects {
     }
 }
 
-fn w(slot: usize, off: u64, len: usize, seed: u32) -> Op {
-    Op::Write {
-        slot,
-        off,
-        len,
-        seed,
-    }
-}
-
-fn basic() -> Objects {
-    Objects {
-        profile: profile::TINY,
-        name: "objects-basic",
-        preload: vec![Op::Create, w(0, 0, 5000, 1)],
-        ops: vec![
-            Op::Create,
-            w(1, 0, 3000, 2),
-            w(0, 1000, 2500, 3),
-            w(0, 6000, 4096, 4),
-            Op::Truncate {
-                slot: 0,
-                size: 2100,
-            },
-            Op::SetAttr { slot: 1, v: 9 },
-            w(1, 2048, 2048, 5),
-            Op::Create,
-            w(2, 100, 10, 6),
-            Op::Delete { slot: 0 },
-            w(0, 0, 7000, 7),
-        ],
-    }
-}
-
-fn transactions() -> Objects {
-    Objects {
-        profile: profile::TINY,
-        name: "objects-tx",
-        preload: vec![Op::Create, Op::Create, w(0, 0, 4000, 1), w(1, 0, 4000, 2)],
-        ops: vec![
-            Op::Tx {
-                a: 0,
-                b: 1,
-                off: 1000,
-                len: 6000,
-                seed: 10,
-                size: 5000,
-            },
-            Op::Tx {
-                a: 1,
-                b: 0,
-                off: 0,
-                len: 4096,
-                seed: 20,
-                size: 3000,
-            },
-            Op::Sync,
-            Op::Tx {
-                a: 0,
-                b: 1,
-                off: 2048,
-                len: 2049,
-                seed: 30,
-                size: 9000,
-            },
-        ],
-    }
-}
-
 /// Enough rewriting on the 2 MiB part to force checkpoints, window moves and GC.
 fn gc_heavy() -> Objects {
     let mut ops = vec![Op::Create, Op::Create, Op::Create];
@@ -199,6 +244,7 @@ fn gc_heavy() -> Objects {
         name: "objects-gc",
         preload: vec![],
         ops,
+        para: false,
     }
 }
 
@@ -220,6 +266,7 @@ fn logs() -> Objects {
         name: "logs",
         preload: vec![],
         ops,
+        para: false,
     }
 }
 
@@ -262,6 +309,7 @@ fn buffered() -> Objects {
         name: "objects-buffered",
         preload: vec![],
         ops,
+        para: false,
     }
 }
 
@@ -381,6 +429,49 @@ fn gc_heavy_log_and_random() {
     };
     let r = powerloss::sweep(&gc_heavy(), &s);
     r.assert_ok();
+}
+
+/// The GC-heavy sweep (every program/erase, clean and random tears) and the log and
+/// random schedules with factory bad blocks, with `paragc`'s space policy.
+#[test]
+fn paragc_policy_gc_heavy() {
+    let mut s = Sweep::exhaustive(7);
+    s.kinds = vec![
+        CutKind::Clean,
+        CutKind::Torn(nand_hal::sim::TornMode::Random),
+    ];
+    let r = powerloss::sweep(&with_paragc(gc_heavy(), "objects-gc-paragc"), &s);
+    println!(
+        "gc-heavy with paragc: {} ops, {} runs, {} cuts",
+        r.workload_ops, r.runs, r.cuts
+    );
+    r.assert_ok();
+    assert!(r.cuts > 500);
+    let mut s = Sweep::exhaustive(4);
+    s.schedule = Schedule::Random { runs: 12 };
+    s.faults = FaultConfig {
+        unstable_after_cut: true,
+        factory_bad: 2,
+        ..FaultConfig::default()
+    };
+    let r = powerloss::sweep(&with_paragc(gc_heavy(), "objects-gc-paragc"), &s);
+    r.assert_ok();
+}
+
+/// Objects, transactions, logs and buffered writes with `paragc`'s space policy.
+#[test]
+fn paragc_policy_scenarios() {
+    for s in [
+        with_paragc(basic(), "objects-basic-paragc"),
+        with_paragc(transactions(), "objects-tx-paragc"),
+        with_paragc(logs(), "logs-paragc"),
+        with_paragc(buffered(), "buffered-paragc"),
+    ] {
+        let r = powerloss::sweep(&s, &Sweep::exhaustive(8));
+        println!("{}: {} cuts", s.name, r.cuts);
+        r.assert_ok();
+        assert!(r.cuts > 100);
+    }
 }
 
 /// Re-runs one failing case: `OFTL_REPLAY='<token>' cargo test -p oftl --test powerloss replay`.

@@ -103,6 +103,29 @@ fn ecc_code(k: EccKind) -> u8 {
 }
 
 impl Superblock {
+    /// An all-zero placeholder (what an unmounted store holds), usable in `const`s.
+    pub(crate) const BLANK: Superblock = Superblock {
+        page_size: 0,
+        oob_size: 0,
+        pages_per_block: 0,
+        blocks: 0,
+        dies: 0,
+        channels: 0,
+        program_unit: 0,
+        nop: 0,
+        ecc_kind: 0,
+        ecc_strength: 0,
+        scrub_threshold: 0,
+        placement: Placement::Oob,
+        oob_regions: [OobRegion::unprotected(0, 0); MAX_OOB_REGIONS],
+        oob_count: 0,
+        window_blocks: 0,
+        max_objects: 0,
+        format_id: 0,
+        sb_blocks: [0; 2],
+        ckpt_blocks: [0; CKPT_BLOCKS],
+    };
+
     /// Describes `geometry` and `caps` with the given layout choices.
     pub fn describe(
         geometry: &Geometry,

@@ -6,11 +6,15 @@ use std::collections::BTreeMap;
 
 use nand_hal::sim::{HeapStorage, SimNand};
 use nand_hal::{Error, ErrorKind};
-use oftl::{ObjKind, Oftl, ReadError, TxOp, WriteError};
+use oftl::{Greedy, ObjKind, Oftl, ReadError, SpacePolicy, TxOp, WriteError};
 
 pub type Sim = SimNand<HeapStorage>;
 /// The test configuration on the TINY part (2 KiB pages, 16 pages/block, 64 blocks).
-pub type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 16, 4>;
+pub type Fs<'a> = FsWith<'a, Greedy>;
+/// The test configuration with space policy `P`.
+pub type FsWith<'a, P> = Oftl<&'a mut Sim, 2048, 64, 16, 4, 2, P>;
+/// `paragc`'s policy sized for the test configuration.
+pub type Para = oftl::ParaGc<64>;
 
 /// TINY without ECC and without protected spare bytes: backpointers go in-band and log
 /// pages are continued with partial programs.
@@ -224,7 +228,11 @@ fn werr<E: Error>(e: WriteError<E>) -> OpError {
 }
 
 /// Runs `op` on the filesystem, resolving slots through `model` (the state before it).
-pub fn run_op(fs: &mut Fs<'_>, model: &Model, op: &Op) -> Result<(), OpError> {
+pub fn run_op<P: SpacePolicy>(
+    fs: &mut FsWith<'_, P>,
+    model: &Model,
+    op: &Op,
+) -> Result<(), OpError> {
     match *op {
         Op::Create => {
             let id = fs.create(ObjKind::Object).map_err(werr)?;
@@ -334,7 +342,7 @@ fn rerr<E: Error>(e: ReadError<E>) -> String {
 }
 
 /// Reads the whole state of `fs` as a model (next_id not included).
-pub fn observe(fs: &mut Fs<'_>) -> Result<Model, String> {
+pub fn observe<P: SpacePolicy>(fs: &mut FsWith<'_, P>) -> Result<Model, String> {
     let ids: Vec<u32> = fs.objects().collect();
     let mut m = Model::new();
     for id in ids {

@@ -1,0 +1,142 @@
+//! The in-place API: a store built once (`new`/`new_const`) and formatted, mounted and
+//! unmounted where it lives, as firmware does with a store in a `static`.
+
+use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+use nand_hal::NandFlash;
+use oftl::{Config, Greedy, MountError, ObjKind, Oftl, ReadError, WriteError};
+
+type Sim = SimNand<HeapStorage>;
+type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 8, 4>;
+
+fn cfg() -> Config {
+    Config {
+        window_blocks: 4,
+        format_id: 3,
+    }
+}
+
+fn bytes(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect()
+}
+
+#[test]
+fn unmounted_store_refuses_io_until_formatted_or_mounted() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+    let mut fs = Fs::new(&mut sim);
+    assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));
+    assert_eq!(fs.write(1, 0, &[1]), Err(WriteError::Poisoned));
+    let mut buf = [0u8; 4];
+    assert_eq!(fs.read(1, 0, &mut buf), Err(ReadError::Poisoned));
+    assert_eq!(fs.sync(), Err(WriteError::Poisoned));
+    assert_eq!(fs.unmount_in_place(), Err(WriteError::Poisoned));
+    assert_eq!(fs.objects().count(), 0);
+    // An erased device is not formatted; the store stays unmounted.
+    assert_eq!(fs.mount_in_place(), Err(MountError::NotFormatted));
+    assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));
+    assert_eq!(fs.flash().counters().programs, 0, "nothing was written");
+    fs.format_in_place(cfg()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    fs.write(o, 0, &bytes(1, 100)).unwrap();
+    assert_eq!(fs.read(o, 0, &mut buf).unwrap(), 4);
+    assert_eq!(&buf, &bytes(1, 4)[..]);
+}
+
+#[test]
+fn format_mount_unmount_in_place() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
+    let mut fs = Fs::new_const(
+        &mut sim,
+        Greedy::DEFAULT,
+        profile::TINY.geometry,
+        profile::TINY.capabilities,
+    );
+    fs.format_in_place(cfg()).unwrap();
+    let a = fs.create(ObjKind::Object).unwrap();
+    let b = fs.create(ObjKind::Object).unwrap();
+    fs.write(a, 0, &bytes(2, 9000)).unwrap();
+    fs.write(b, 0, &bytes(3, 100)).unwrap();
+    fs.unmount_in_place().unwrap();
+    assert_eq!(
+        fs.write(a, 0, &[0]),
+        Err(WriteError::Poisoned),
+        "unmounted in place"
+    );
+
+    // Clean mount in place: everything back, nothing scanned.
+    fs.mount_in_place().unwrap();
+    assert_eq!(fs.stats().recovery_scanned_pages, 0);
+    let mut buf = vec![0u8; 9000];
+    assert_eq!(fs.read(a, 0, &mut buf).unwrap(), 9000);
+    assert_eq!(buf, bytes(2, 9000));
+    assert_eq!(fs.read(b, 0, &mut buf).unwrap(), 100);
+    assert_eq!(&buf[..100], &bytes(3, 100)[..]);
+
+    // A crash: more data flushed, the RAM state abandoned, mounted again in place.
+    fs.write(b, 100, &bytes(4, 3000)).unwrap();
+    fs.flush(b).unwrap();
+    fs.write(b, 3100, &bytes(5, 10)).unwrap(); // buffered, never flushed
+    fs.mount_in_place().unwrap();
+    assert!(fs.stats().recovery_scanned_pages > 0, "crash recovery ran");
+    let size = fs.size(b).unwrap();
+    assert!(size == 3100 || size == 3110, "b is {size} bytes");
+    assert_eq!(fs.read(b, 100, &mut buf[..3000]).unwrap(), 3000);
+    assert_eq!(&buf[..3000], &bytes(4, 3000)[..]);
+
+    // Formatting in place again starts from nothing.
+    fs.format_in_place(cfg()).unwrap();
+    assert_eq!(fs.objects().count(), 0);
+    assert_eq!(fs.size(a), None);
+    fs.unmount_in_place().unwrap();
+    fs.mount_in_place().unwrap();
+    assert_eq!(fs.objects().count(), 0);
+    assert_eq!(fs.flash().counters().misuse, 0);
+}
+
+#[test]
+fn by_value_and_in_place_paths_agree() {
+    let mut a = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
+    let mut b = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
+    {
+        let mut fs = Fs::format(&mut a, cfg()).unwrap();
+        let o = fs.create(ObjKind::Object).unwrap();
+        fs.write(o, 0, &bytes(6, 5000)).unwrap();
+        fs.unmount().unwrap();
+    }
+    {
+        let mut fs = Fs::new(&mut b);
+        fs.format_in_place(cfg()).unwrap();
+        let o = fs.create(ObjKind::Object).unwrap();
+        fs.write(o, 0, &bytes(6, 5000)).unwrap();
+        fs.unmount_in_place().unwrap();
+    }
+    assert_eq!(a.counters(), b.counters(), "same operations on the device");
+    let geo = a.geometry();
+    let (mut pa, mut pb) = (vec![0u8; 2048], vec![0u8; 2048]);
+    let (mut oa, mut ob) = (vec![0u8; 64], vec![0u8; 64]);
+    for p in 0..geo.pages() {
+        a.peek(nand_hal::PageAddr(p), &mut pa, &mut oa);
+        b.peek(nand_hal::PageAddr(p), &mut pb, &mut ob);
+        assert!(pa == pb && oa == ob, "page {p} differs");
+    }
+    // Each store mounts the other's path's image.
+    let fs = Fs::mount(&mut a).unwrap();
+    assert_eq!(fs.objects().count(), 1);
+    let mut fs = Fs::new(&mut b);
+    fs.mount_in_place().unwrap();
+    assert_eq!(fs.objects().count(), 1);
+}
+
+#[test]
+fn a_device_that_does_not_fit_is_refused_in_place() {
+    let mut sim = SimNand::heap(profile::W25N01GV, FaultPlan::seeded(4));
+    // 64-block tables for a 1024-block part.
+    let mut fs = Fs::new(&mut sim);
+    assert!(matches!(
+        fs.format_in_place(cfg()),
+        Err(oftl::FormatError::Unsupported(oftl::Mismatch::Capacity))
+    ));
+    assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));
+    assert!(fs.blocks().len() <= 64);
+}
