@@ -398,27 +398,7 @@ mod tests {
     use super::*;
 
     fn w25n() -> Capabilities {
-        Capabilities {
-            program_unit: 512,
-            nop: 4,
-            ecc: Ecc {
-                kind: EccKind::OnDie,
-                step_size: 512,
-                strength: 1,
-                scrub_threshold: 1,
-            },
-            oob: OobLayout::new(&[
-                OobRegion::unprotected(2, 2),
-                OobRegion::protected(4, 4, 0),
-                OobRegion::unprotected(18, 2),
-                OobRegion::protected(20, 4, 1),
-                OobRegion::unprotected(34, 2),
-                OobRegion::protected(36, 4, 2),
-                OobRegion::unprotected(50, 2),
-                OobRegion::protected(52, 4, 3),
-            ]),
-            bad_block_marker: BadBlockMarker::SPI,
-        }
+        crate::parts::W25N01GV.capabilities
     }
 
     #[test]
