@@ -1,8 +1,12 @@
 //! The built-in `Greedy` policy against `paragc`'s (`ParaGc`) on a GC-bound workload:
-//! the 2 MiB TINY part filled to about 60 % of its capacity with 8 objects, then 80/20 random page
+//! the 2 MiB TINY part filled to 40 % of its capacity with 8 objects, then 80/20 random page
 //! overwrites (80 % of the writes to 20 % of the pages), with an idle `gc_step(16)`
-//! every 64 writes. Prints write amplification (pages programmed per user page), pages GC
-//! copied, erases and the erase-count spread. Numbers come from the simulator only.
+//! every 64 writes. The store caches 16 index pages (a root and a leaf for each object)
+//! and uses an 8-block window: with 4 cached pages and a 4-block window the index cache
+//! thrashes and WA is ~31 under every policy (see `examples/wa_sweep.rs` and the README).
+//! Prints write amplification (pages programmed per user page), pages GC copied,
+//! checkpoints, index pages evicted, erases and the erase-count spread. Numbers come from
+//! the simulator only.
 //!
 //! `cargo run --release -p oftl --example policies`
 
@@ -13,6 +17,10 @@ use paragc::{DynamicOnly, Greedy as PGreedy, GreedyCostBenefit};
 type Sim = SimNand<HeapStorage>;
 
 const OBJECTS: usize = 8;
+/// Index pages cached: a root and a leaf per object, so the whole index fits.
+const CACHE: usize = 16;
+/// Updating window, in blocks.
+const WINDOW: u16 = 8;
 const WRITES: u32 = 20_000;
 /// An idle `gc_step(IDLE_BUDGET)` after every `IDLE_EVERY` writes.
 const IDLE_EVERY: u32 = 64;
@@ -20,10 +28,10 @@ const IDLE_BUDGET: u32 = 16;
 
 fn run<P: SpacePolicy + Default>(name: &str) {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Oftl::<&mut Sim, 2048, 64, 16, 4, 2, P>::format(
+    let mut fs = Oftl::<&mut Sim, 2048, 64, 16, CACHE, 2, P>::format(
         &mut sim,
         Config {
-            window_blocks: 4,
+            window_blocks: WINDOW,
             format_id: 1,
         },
     )
@@ -41,6 +49,7 @@ fn run<P: SpacePolicy + Default>(name: &str) {
     fs.sync().unwrap();
     let before = fs.flash().counters();
     let moved0 = fs.stats().relocated_pages;
+    let st0 = fs.stats();
     let pages = per_obj * OBJECTS as u64;
     let hot = pages / 5;
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -63,6 +72,7 @@ fn run<P: SpacePolicy + Default>(name: &str) {
     }
     fs.sync().unwrap();
     let d = fs.flash().counters() - before;
+    let st = fs.stats();
     let erases: Vec<u32> = fs
         .blocks()
         .iter()
@@ -70,10 +80,13 @@ fn run<P: SpacePolicy + Default>(name: &str) {
         .map(|b| b.erases)
         .collect();
     println!(
-        "{name}: WA {:.3} (programs per user page), {} pages copied by GC, {} erases, \
-         erase spread {} (max {}, data blocks), {:.1} kB/s simulated",
+        "{name}: WA {:.3} (programs per user page), {} pages copied by GC, {} checkpoints, \
+         {} index evictions, {} erases, erase spread {} (max {}, data blocks), \
+         {:.1} kB/s simulated",
         d.programs as f64 / WRITES as f64,
-        fs.stats().relocated_pages - moved0,
+        st.relocated_pages - moved0,
+        st.checkpoints - st0.checkpoints,
+        st.index_evictions - st0.index_evictions,
         d.erases,
         erases.iter().max().unwrap() - erases.iter().min().unwrap(),
         erases.iter().max().unwrap(),
