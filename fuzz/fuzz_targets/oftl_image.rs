@@ -42,7 +42,7 @@ fuzz_target!(|input: Input| {
         let Ok(mut fs) = Store::format(
             &mut sim,
             Config {
-                window_blocks: 4,
+                window_blocks: 6,
                 format_id: 1,
             },
         ) else {

@@ -94,7 +94,7 @@ fuzz_target!(|input: Input| {
         let mut fs = Store::format(
             &mut sim,
             Config {
-                window_blocks: 4,
+                window_blocks: 6,
                 format_id: 1,
             },
         )

@@ -104,7 +104,9 @@ pub fn run<const B: usize, const O: usize, const C: usize>(
     let mut acked = [0u64; OBJECTS];
     let mut in_flight = None;
     fs.format_in_place(Config {
-        window_blocks: 4,
+        // The smallest window both configurations accept on the 16-page blocks of
+        // the TINY part (`min_window_blocks`: 6 with `CACHE = 4`, 7 with `CACHE = 8`).
+        window_blocks: 7,
         format_id: 7,
     })
     .map_err(|_| "format failed")?;

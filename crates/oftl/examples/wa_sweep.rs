@@ -18,14 +18,19 @@ const WRITES: u32 = 20_000;
 fn run<const BLOCKS: usize, const CACHE: usize>(part: &str, prof: profile::Profile, window: u16) {
     let name = format!("{part:>10}, CACHE {CACHE:>2}, window {window:>2}");
     let mut sim = Sim::heap(prof, FaultPlan::seeded(1));
-    let mut fs = Oftl::<&mut Sim, 2048, BLOCKS, 16, CACHE, 2, Greedy>::format(
+    let mut fs = match Oftl::<&mut Sim, 2048, BLOCKS, 16, CACHE, 2, Greedy>::format(
         &mut sim,
         Config {
             window_blocks: window,
             format_id: 1,
         },
-    )
-    .unwrap();
+    ) {
+        Ok(fs) => fs,
+        Err(e) => {
+            println!("{name}: format refused: {e:?}");
+            return;
+        }
+    };
     let page = fs.payload() as u64;
     let per_obj = fs.capacity_pages() * 4 / 10 / OBJECTS as u64;
     let mut ids = [0; OBJECTS];
@@ -84,12 +89,18 @@ fn main() {
     let big = profile::TINY.with_blocks_per_die(256);
     run::<64, 4>("2 MiB", profile::TINY, 4);
     run::<64, 4>("2 MiB", profile::TINY, 2);
+    run::<64, 4>("2 MiB", profile::TINY, 5);
+    run::<64, 4>("2 MiB", profile::TINY, 6);
     run::<64, 4>("2 MiB", profile::TINY, 8);
     run::<64, 8>("2 MiB", profile::TINY, 8);
     run::<64, 16>("2 MiB", profile::TINY, 4);
     run::<64, 16>("2 MiB", profile::TINY, 8);
+    run::<64, 16>("2 MiB", profile::TINY, 9);
     run::<256, 4>("8 MiB", big, 4);
+    run::<256, 4>("8 MiB", big, 5);
+    run::<256, 4>("8 MiB", big, 6);
     run::<256, 4>("8 MiB", big, 16);
     run::<256, 16>("8 MiB", big, 8);
+    run::<256, 16>("8 MiB", big, 9);
     run::<256, 16>("8 MiB", big, 16);
 }

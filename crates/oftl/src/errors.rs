@@ -37,6 +37,17 @@ pub enum FormatError<E> {
     Unsupported(Mismatch),
     /// Too few good blocks (superblocks, checkpoint blocks, window and spare).
     NotEnoughGoodBlocks,
+    /// [`crate::Config::window_blocks`] is too small for this build's index cache on
+    /// this part: the window could not hold the per-operation reserve plus a whole GC
+    /// victim, so collection would fail or never run. `needed_blocks` is
+    /// [`crate::Oftl::min_window_blocks`] (it may exceed [`crate::MAX_WINDOW`], in which
+    /// case a smaller `CACHE` is needed).
+    WindowTooSmall {
+        /// The smallest window that works.
+        needed_blocks: u32,
+        /// The window asked for.
+        given_blocks: u16,
+    },
 }
 
 /// Why mounting failed.
@@ -52,6 +63,16 @@ pub enum MountError<E> {
     Corrupted,
     /// Recovery needed more free blocks than the device has.
     NoSpace,
+    /// The image's updating window is too small for this build's index cache (the
+    /// image was formatted by a build with a smaller `CACHE`, or by one that did not
+    /// check): see [`FormatError::WindowTooSmall`]. Mount with a build whose
+    /// [`crate::Oftl::min_window_blocks`] is at most `given_blocks`.
+    WindowTooSmall {
+        /// The smallest window this build works with.
+        needed_blocks: u32,
+        /// The image's window.
+        given_blocks: u16,
+    },
 }
 
 /// Why an operation that changes state failed.
@@ -173,12 +194,16 @@ macro_rules! display_error {
 display_error!(FormatError {
     FormatError::Unsupported(_) => "device not supported by this build's configuration",
     FormatError::NotEnoughGoodBlocks => "not enough good blocks",
+    FormatError::WindowTooSmall { .. } =>
+        "updating window too small for this build's index cache and block size",
 });
 display_error!(MountError {
     MountError::NotFormatted => "no OFTL superblock found",
     MountError::Mismatch(_) => "superblock does not match this device or build",
     MountError::Corrupted => "superblock or checkpoint corrupted",
     MountError::NoSpace => "not enough free blocks to recover",
+    MountError::WindowTooSmall { .. } =>
+        "image's updating window too small for this build's index cache",
 });
 display_error!(WriteError {
     WriteError::Corrupted => "on-flash data corrupted",

@@ -138,8 +138,12 @@ pub type ObjectId = u32;
 /// Format-time configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Blocks in the updating window (2..=[`MAX_WINDOW`]). Larger windows checkpoint less
-    /// often (less write amplification) and make crash recovery scan more.
+    /// Blocks in the updating window, from [`Oftl::min_window_blocks`] (which depends on
+    /// `CACHE` and the part's block size) to [`MAX_WINDOW`]; `format` refuses a smaller
+    /// one with [`FormatError::WindowTooSmall`] and `mount` an image with one with
+    /// [`MountError::WindowTooSmall`]. Larger windows checkpoint less often (less write
+    /// amplification) and make crash recovery scan more; well above the minimum is
+    /// best (see the crate README's sizing rule).
     pub window_blocks: u16,
     /// An id stamped into the superblock to tell images apart.
     pub format_id: u32,

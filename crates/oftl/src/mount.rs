@@ -111,6 +111,13 @@ impl<
         {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
+        let needed = Self::min_window_blocks(geo.pages_per_block());
+        if w < needed {
+            return Err(FormatError::WindowTooSmall {
+                needed_blocks: needed,
+                given_blocks: config.window_blocks,
+            });
+        }
         let describe = |sb_blocks, ckpt_blocks| {
             Superblock::describe(
                 &geo,
@@ -243,6 +250,13 @@ impl<
             || MAX_WINDOW as u32 * geo.pages_per_block() > MAX_TX_DELTA
         {
             return Err(MountError::Mismatch(Mismatch::Capacity));
+        }
+        let needed = Self::min_window_blocks(geo.pages_per_block());
+        if (sb.window_blocks as u32) < needed {
+            return Err(MountError::WindowTooSmall {
+                needed_blocks: needed,
+                given_blocks: sb.window_blocks,
+            });
         }
         self.reset_state(sb);
         self.poisoned = false;

@@ -353,13 +353,46 @@ impl<
     /// Window pages an operation may consume: index evictions, the final checkpoint
     /// flush and one block lost to a program failure included.
     pub(crate) fn window_need(&self, pages: u32, ops: u32) -> u64 {
-        let epp = self.entries_per_index() as u64;
-        pages as u64
-            + 2 * (pages as u64 / epp + 2 * ops as u64)
-            + 2 * CACHE as u64
-            + 2
-            // A program failure abandons the rest of a block.
-            + self.dev.ppb() as u64
+        window_need_for(
+            pages as u64,
+            ops as u64,
+            self.entries_per_index() as u64,
+            self.dev.ppb() as u64,
+            CACHE as u64,
+        )
+    }
+
+    /// The smallest updating window ([`crate::Config::window_blocks`]) this build can
+    /// work with on a part with `pages_per_block` pages per block.
+    ///
+    /// Every operation keeps `window_need(0, 0) = 2·CACHE + 2 + pages_per_block`
+    /// window pages in reserve, and `make_room` runs a foreground collection only when
+    /// the window holds the operation (a one-page write: `window_need(1, 1)`, which is
+    /// `window_need(0, 0) + 5`), a whole victim block and the reserve that `gc_room`
+    /// keeps while copying. When it does not, it checkpoints for a fresh window; a
+    /// fresh window may carry the data head's block with as little as one free page,
+    /// so it is only guaranteed `(window_blocks - 1)·pages_per_block + 1` pages. The
+    /// minimum is therefore the smallest `w` with
+    /// `(w - 1)·pages_per_block + 1 >= window_need(1, 1) + pages_per_block + window_need(0, 0)`,
+    /// i.e. `ceil((4·CACHE + 8 + 2·pages_per_block) / pages_per_block) + 2`. Below it,
+    /// `gc_step` fails with `NoSpace` or collections stop running and writes fail once
+    /// the free blocks run out. The result may exceed [`crate::MAX_WINDOW`]: such a build
+    /// cannot be formatted on that part at all.
+    pub const fn min_window_blocks(pages_per_block: u32) -> u32 {
+        let ppb = pages_per_block as u64;
+        if ppb == 0 {
+            return u32::MAX;
+        }
+        // One page per op never reaches an index page's worth of entries: `epp` only
+        // matters through `pages / epp`, which is 0 here for any `epp >= 2`.
+        let reserve = window_need_for(0, 0, u64::MAX, ppb, CACHE as u64);
+        let op = window_need_for(1, 1, u64::MAX, ppb, CACHE as u64);
+        let blocks = (op + reserve - 1).div_ceil(ppb) + 2;
+        if blocks > u32::MAX as u64 {
+            u32::MAX
+        } else {
+            blocks as u32
+        }
     }
 
     /// Blocks that are free now or become free at the next checkpoint.
@@ -413,4 +446,15 @@ impl<
         }
         Err(Fault::NoSpace)
     }
+}
+
+/// Window pages an operation of `pages` pages in `ops` operations may consume, with
+/// `epp` entries per index page, `ppb` pages per block and `cache` cached index pages.
+const fn window_need_for(pages: u64, ops: u64, epp: u64, ppb: u64, cache: u64) -> u64 {
+    pages
+        + 2 * (pages / epp + 2 * ops)
+        + 2 * cache
+        + 2
+        // A program failure abandons the rest of a block.
+        + ppb
 }

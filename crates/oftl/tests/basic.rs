@@ -8,7 +8,7 @@ type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 32, 4>;
 
 fn cfg() -> Config {
     Config {
-        window_blocks: 4,
+        window_blocks: 6,
         format_id: 7,
     }
 }

@@ -10,7 +10,7 @@ type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 8, 4>;
 
 fn cfg() -> Config {
     Config {
-        window_blocks: 4,
+        window_blocks: 6,
         format_id: 3,
     }
 }

@@ -168,16 +168,17 @@ fn random_overwrites<const CACHE: usize>(window: u16) -> (u64, u64, u32, u64, u6
 }
 
 /// With the whole two-level index of the 8 objects cached (16 pages), GC copies about
-/// a quarter of a page per user write and WA is 1.63. With 4 cached pages every page GC
+/// a quarter of a page per user write and WA is 1.52 with a 9-block window (the
+/// smallest this build accepts on the TINY part). With 4 cached pages every page GC
 /// moves evicts a dirty index page (two programs per object touched, leaf and root),
-/// which feeds GC in turn: WA 9.3 with the same window (31 with a 4-block one, see the
-/// README).
+/// which feeds GC in turn: WA 9.3 with an 8-block window (31 with a 4-block one, which
+/// `format` now refuses, see the README).
 #[test]
 fn random_overwrites_at_40_percent_fill() {
-    let (programs, erases, checkpoints, evictions, copied) = random_overwrites::<16>(8);
+    let (programs, erases, checkpoints, evictions, copied) = random_overwrites::<16>(9);
     assert_eq!(
         (programs, erases, checkpoints, evictions, copied),
-        (32_508, 2_032, 562, 0, 5_448)
+        (30_313, 1_894, 313, 0, 4_992)
     );
     assert!(programs as f64 / 20_000.0 <= 1.65);
     let (programs, _, _, evictions, copied) = random_overwrites::<4>(8);

@@ -157,6 +157,7 @@ fn corrupted_images_never_panic() {
                 | MountError::NotFormatted
                 | MountError::Mismatch(_)
                 | MountError::NoSpace
+                | MountError::WindowTooSmall { .. }
                 | MountError::Flash(_),
             ) => {}
         }

@@ -29,7 +29,7 @@ pub fn tiny_raw() -> nand_hal::sim::Profile {
 
 pub fn cfg() -> oftl::Config {
     oftl::Config {
-        window_blocks: 4,
+        window_blocks: 6,
         format_id: 7,
     }
 }
