@@ -14,7 +14,7 @@ use nand_hal::PageAddr;
 use oftl::{Config, ObjKind, Oftl};
 
 type Sim = SimNand<HeapStorage>;
-type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 8, 4, 2>;
+type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
 
 #[derive(Arbitrary, Debug)]
 struct Damage {
@@ -87,7 +87,7 @@ fuzz_target!(|input: Input| {
     let Ok(mut fs) = Store::mount(&mut sim) else {
         return;
     };
-    let ids: Vec<u32> = fs.objects().take(8).collect();
+    let ids: Vec<u32> = fs.objects().take(8).map_while(Result::ok).collect();
     let mut buf = [0u8; 2048];
     for &id in &ids {
         let size = fs.size(id).unwrap_or(0).min(1 << 20);

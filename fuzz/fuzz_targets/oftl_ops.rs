@@ -15,7 +15,7 @@ use nand_hal::sim::{CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand, TornM
 use oftl::{Config, ObjKind, Oftl};
 
 type Sim = SimNand<HeapStorage>;
-type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 8, 4, 2>;
+type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
 
 const OBJECTS: usize = 3;
 const MAX_SIZE: u64 = 48 << 10;

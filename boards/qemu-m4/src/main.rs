@@ -138,7 +138,7 @@ fn main() -> ! {
         whole = whole.max(setup);
     }
     hprintln!(
-        "oftl TINY config (Oftl<_, 2048, 64, 8, 4, 2>): store {} B in a static, peak stack {} B: \
+        "oftl TINY config (Oftl<_, 2048, 64, 4, 2>): store {} B in a static, peak stack {} B: \
          RAM <= {} B",
         size_of::<objects::Tiny>(),
         tiny,
@@ -183,8 +183,8 @@ fn main() -> ! {
 /// program/erase `at_op` of kind `kind`; prints the outcome and returns whether it passed
 /// and the peak stack (painted, from the top) while it ran, not counting the renewal of
 /// the simulated part (a simulator cost), and the peak before the run (with it).
-fn object_run<const B: usize, const O: usize, const C: usize>(
-    fs: &mut objects::Store<B, O, C>,
+fn object_run<const B: usize, const C: usize>(
+    fs: &mut objects::Store<B, C>,
     part: shared::Part,
     seed: u64,
     at_op: u64,

@@ -11,17 +11,16 @@ use oftl::{Config, ObjKind, ObjectId, Oftl, W25n01gv};
 
 use crate::shared::Part;
 
-/// The store on the 2 MiB `TINY` part: 2 KiB pages, 64 blocks, up to 8 objects, 4 cached
+/// The store on the 2 MiB `TINY` part: 2 KiB pages, 64 blocks, 4 cached object-table and
 /// index pages, 2 write buffers.
-pub type Tiny = Oftl<Part, 2048, 64, 8, 4, 2>;
+pub type Tiny = Oftl<Part, 2048, 64, 4, 2>;
 
-/// The default W25N01GV configuration (1024 blocks, 256 objects, 8 cached index pages),
+/// The default W25N01GV configuration (1024 blocks, 12 cached object-table and index pages),
 /// run over the `TINY` part: its tables are sized for 1024 blocks whatever the part has.
 pub type Full = W25n01gv<Part>;
 
 /// Any of the firmware's store configurations.
-pub type Store<const BLOCKS: usize, const OBJS: usize, const CACHE: usize> =
-    Oftl<Part, 2048, BLOCKS, OBJS, CACHE, 2>;
+pub type Store<const BLOCKS: usize, const CACHE: usize> = Oftl<Part, 2048, BLOCKS, CACHE, 2>;
 
 const OBJECTS: usize = 3;
 const CHUNK: usize = 2048;
@@ -50,8 +49,8 @@ fn fill(obj: usize, offset: u64, buf: &mut [u8]) {
     }
 }
 
-fn check_contents<const B: usize, const O: usize, const C: usize>(
-    fs: &mut Store<B, O, C>,
+fn check_contents<const B: usize, const C: usize>(
+    fs: &mut Store<B, C>,
     ids: &[ObjectId; OBJECTS],
     acked: &[u64; OBJECTS],
     in_flight: Option<usize>,
@@ -59,7 +58,7 @@ fn check_contents<const B: usize, const O: usize, const C: usize>(
 ) -> Result<u64, &'static str> {
     let mut total = 0;
     for (o, &id) in ids.iter().enumerate() {
-        let size = fs.size(id).ok_or("an object vanished")?;
+        let size = fs.size(id).map_err(|_| "an object vanished")?;
         let limit = acked[o]
             + if in_flight == Some(o) {
                 CHUNK as u64
@@ -94,8 +93,8 @@ fn check_contents<const B: usize, const O: usize, const C: usize>(
 /// never moved): format,
 /// write until the power cut that `plan` arms, recover, check, write more, unmount,
 /// mount, check again.
-pub fn run<const B: usize, const O: usize, const C: usize>(
-    fs: &mut Store<B, O, C>,
+pub fn run<const B: usize, const C: usize>(
+    fs: &mut Store<B, C>,
     part: Part,
     plan: FaultPlan,
     buf: &mut [u8; CHUNK],
@@ -105,8 +104,8 @@ pub fn run<const B: usize, const O: usize, const C: usize>(
     let mut in_flight = None;
     fs.format_in_place(Config {
         // The smallest window both configurations accept on the 16-page blocks of
-        // the TINY part (`min_window_blocks`: 6 with `CACHE = 4`, 7 with `CACHE = 8`).
-        window_blocks: 7,
+        // the TINY part (`min_window_blocks`: 6 with `CACHE = 4`, 8 with `CACHE = 12`).
+        window_blocks: 8,
         format_id: 7,
     })
     .map_err(|_| "format failed")?;
@@ -149,7 +148,7 @@ pub fn run<const B: usize, const O: usize, const C: usize>(
     // The recovered store takes new writes and survives a clean unmount.
     let mut sizes = [0u64; OBJECTS];
     for (o, &id) in ids.iter().enumerate() {
-        sizes[o] = fs.size(id).ok_or("an object vanished")?;
+        sizes[o] = fs.size(id).map_err(|_| "an object vanished")?;
         fill(o, sizes[o], buf);
         fs.write(id, sizes[o], buf)
             .map_err(|_| "write after recovery failed")?;

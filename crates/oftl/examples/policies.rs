@@ -29,7 +29,7 @@ const IDLE_BUDGET: u32 = 16;
 
 fn run<P: SpacePolicy + Default>(name: &str) {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Oftl::<&mut Sim, 2048, 64, 16, CACHE, 2, P>::format(
+    let mut fs = Oftl::<&mut Sim, 2048, 64, CACHE, 2, P>::format(
         &mut sim,
         Config {
             window_blocks: WINDOW,

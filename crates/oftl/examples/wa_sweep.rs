@@ -18,7 +18,7 @@ const WRITES: u32 = 20_000;
 fn run<const BLOCKS: usize, const CACHE: usize>(part: &str, prof: profile::Profile, window: u16) {
     let name = format!("{part:>10}, CACHE {CACHE:>2}, window {window:>2}");
     let mut sim = Sim::heap(prof, FaultPlan::seeded(1));
-    let mut fs = match Oftl::<&mut Sim, 2048, BLOCKS, 16, CACHE, 2, Greedy>::format(
+    let mut fs = match Oftl::<&mut Sim, 2048, BLOCKS, CACHE, 2, Greedy>::format(
         &mut sim,
         Config {
             window_blocks: window,

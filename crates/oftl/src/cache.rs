@@ -1,15 +1,23 @@
-//! The index page cache and the object index operations on it.
+//! The page cache of object-table and index pages, and the index operations on it.
 //!
 //! Each object has a two-level index (see [`crate::format::index`]): a root page whose
-//! entries are leaf pages, and leaves whose entries are data pages. Only `CACHE` index
-//! pages are held in RAM. A dirty page is written out (as a new `Index` page in the data
-//! head) when it must leave the cache and at every checkpoint; writing a leaf updates its
-//! root entry, writing a root updates the object record. When the eviction victim is a
-//! root whose object has a dirty cached leaf, that leaf is written and evicted instead
-//! (one program either way), so a root is not reloaded and rewritten just to take a
-//! leaf's new address. Index pages written between
-//! checkpoints are only a cache: recovery rebuilds the same state from the data pages'
-//! backpointers and ignores them.
+//! entries are leaf pages, and leaves whose entries are data pages. Object records live
+//! in the object table ([`crate::format::table`]), the data of the internal object
+//! [`TABLE_OBJ`], which has the same kind of index; the table's root address is kept
+//! in RAM and in the checkpoint. Only `CACHE` pages (table pages and index pages
+//! alike) are held in RAM, in one LRU pool.
+//!
+//! A page's address comes from its parent, which must be cached to read it:
+//! object leaf <- object root <- the table page holding the object's record <- table
+//! leaf <- table root <- RAM. A missing parent is loaded first (at most four levels).
+//! A dirty page is written out (a new page in the data head) when it must leave the
+//! cache and at every checkpoint; writing a page updates its parent (which becomes
+//! dirty), so checkpoints flush in parent order: object leaves, object roots, table
+//! pages, table leaves, the table root. When the eviction victim is an object root
+//! whose object has a dirty cached leaf, that leaf is written and evicted instead (one
+//! program either way), so a root is not reloaded and rewritten just to take a leaf's
+//! new address. Pages written between checkpoints are only a cache: recovery rebuilds
+//! the same state from the data and metadata pages' backpointers and ignores them.
 
 use nand_hal::NandFlash;
 
@@ -17,24 +25,95 @@ use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind};
 use crate::format::checkpoint::NONE;
 use crate::format::index::{self, ROOT_LPN, UNMAPPED};
+use crate::format::table::{self, ObjRecord, REC_LEN, TABLE_OBJ};
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::{Oftl, DATA_HEAD};
+
+/// A cached page's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Key {
+    /// An object-table page (`idx` = table page number) rather than an index page.
+    pub table: bool,
+    /// Owning object ([`TABLE_OBJ`] for table pages and the table's index).
+    pub obj: u32,
+    /// Leaf number or [`ROOT_LPN`] (index pages), table page number (table pages).
+    pub idx: u32,
+}
+
+impl Key {
+    pub const fn index(obj: u32, idx: u32) -> Self {
+        Key {
+            table: false,
+            obj,
+            idx,
+        }
+    }
+    pub const fn table_page(t: u32) -> Self {
+        Key {
+            table: true,
+            obj: TABLE_OBJ,
+            idx: t,
+        }
+    }
+    /// Flush order: a page's parent always has a higher rank.
+    fn rank(&self) -> u8 {
+        match (self.table, self.obj == TABLE_OBJ, self.idx == ROOT_LPN) {
+            (true, _, _) => 2,
+            (false, false, false) => 0,
+            (false, false, true) => 1,
+            (false, true, false) => 3,
+            (false, true, true) => 4,
+        }
+    }
+}
+
+/// A page written whose parent does not know its new address yet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InFlight {
+    key: Key,
+    page: u32,
+    superseded: bool,
+}
+
+/// Most nested cache write-backs in flight (each is one eviction inside another's
+/// parent update).
+pub(crate) const MAX_INFLIGHT: usize = 24;
+
+/// Where a page's address comes from.
+enum Addr {
+    /// Known: the page (or [`UNMAPPED`]).
+    At(u32),
+    /// The parent must be loaded first.
+    Parent(Key),
+}
+
+/// Bound on load attempts for one page: each failed attempt wrote or evicted other
+/// pages, and a cache of at least 4 pages always converges well within it.
+const LOAD_TRIES: usize = 256;
 
 impl<
         F: NandFlash,
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
-    fn find_slot(&self, obj: u32, idx: u32) -> Option<usize> {
+    fn key_of(&self, s: usize) -> Key {
+        let sl = &self.cache[s];
+        Key {
+            table: sl.table,
+            obj: sl.obj,
+            idx: sl.idx,
+        }
+    }
+
+    fn find_slot(&self, k: Key) -> Option<usize> {
         self.cache
             .iter()
-            .position(|s| s.used && s.obj == obj && s.idx == idx)
+            .position(|s| s.used && s.table == k.table && s.obj == k.obj && s.idx == k.idx)
     }
 
     fn touch(&mut self, s: usize) {
@@ -42,62 +121,125 @@ impl<
         self.cache[s].lru = self.tick;
     }
 
-    /// A slot holding index page `idx` (leaf number or [`ROOT_LPN`]) of `obj`.
+    pub(crate) fn records_per_page(&self) -> u32 {
+        table::records_per_page(self.dev.payload)
+    }
+
+    /// The address of `k`: a write in flight, else from its cached parent (or the
+    /// parent to load first).
+    fn addr_of(&mut self, k: Key) -> Result<Addr, FaultOf<F>> {
+        if let Some(f) = self.inflight.iter().rev().find(|f| f.key == k) {
+            return Ok(Addr::At(f.page));
+        }
+        let parent = if k.table {
+            Key::index(TABLE_OBJ, k.idx / self.entries_per_index() as u32)
+        } else if k.idx != ROOT_LPN {
+            Key::index(k.obj, ROOT_LPN)
+        } else if k.obj == TABLE_OBJ {
+            return Ok(Addr::At(self.table_root));
+        } else {
+            Key::table_page(k.obj / self.records_per_page())
+        };
+        let Some(p) = self.find_slot(parent) else {
+            return Ok(Addr::Parent(parent));
+        };
+        self.touch(p);
+        let epp = self.entries_per_index() as u32;
+        Ok(Addr::At(if k.table {
+            index::entry(&self.cache[p].data, (k.idx % epp) as usize)
+        } else if k.idx != ROOT_LPN {
+            index::entry(&self.cache[p].data, k.idx as usize)
+        } else {
+            let rec = self.record_in(p, k.obj)?.ok_or(Fault::NotFound)?;
+            if rec.direct {
+                // A direct object has no index pages: its `root` is a data page.
+                return Err(Fault::Corrupted);
+            }
+            rec.root
+        }))
+    }
+
+    /// The record of `id` in cached table page slot `s`.
+    pub(crate) fn record_in(&self, s: usize, id: u32) -> Result<Option<ObjRecord>, FaultOf<F>> {
+        let at = (id % self.records_per_page()) as usize * REC_LEN;
+        Ok(ObjRecord::parse(
+            &self.cache[s].data[at..],
+            id,
+            self.dev.geo.pages(),
+            self.max_object_size(),
+        )?)
+    }
+
+    /// A slot holding page `k`, loading it (and its missing parents) if needed.
     ///
-    /// Freeing a slot may write other pages (and load roots for them), which can change
-    /// the object's root address or cache the wanted page meanwhile: the address is
-    /// only read once a slot is free, and the lookup is repeated after every eviction.
-    pub(crate) fn slot_for(&mut self, obj: u32, idx: u32) -> Result<usize, FaultOf<F>> {
-        self.obj_index(obj).ok_or(Fault::NotFound)?;
-        loop {
-            if let Some(s) = self.find_slot(obj, idx) {
+    /// Freeing a slot may write other pages (and load their parents), which can move
+    /// the wanted page, evict its parent or cache it meanwhile: the address is read
+    /// again once a slot is free, and the lookup repeated.
+    pub(crate) fn slot_for_key(&mut self, k: Key) -> Result<usize, FaultOf<F>> {
+        for _ in 0..LOAD_TRIES {
+            if let Some(s) = self.find_slot(k) {
                 self.touch(s);
                 return Ok(s);
             }
-            let s = self.free_slot()?;
-            if self.find_slot(obj, idx).is_some() {
+            if let Addr::Parent(p) = self.addr_of(k)? {
+                self.slot_for_key(p)?;
                 continue;
             }
-            let (want, addr) = if idx == ROOT_LPN {
-                (idx, self.root_addr(obj)?)
-            } else {
-                match self.find_slot(obj, ROOT_LPN) {
-                    Some(r) => (idx, index::entry(&self.cache[r].data, idx as usize)),
-                    // Load the root first, then come back for the leaf.
-                    None => (ROOT_LPN, self.root_addr(obj)?),
-                }
-            };
-            self.fill(s, obj, want, addr)?;
-            if want == idx {
+            let s = self.free_slot()?;
+            if self.find_slot(k).is_some() {
+                continue;
+            }
+            if let Addr::At(addr) = self.addr_of(k)? {
+                self.fill(s, k, addr)?;
                 return Ok(s);
             }
         }
+        Err(Fault::NoSpace)
     }
 
-    fn root_addr(&self, obj: u32) -> Result<u32, FaultOf<F>> {
-        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-        Ok(self.objs[oi].root)
+    /// A slot holding index page `idx` (leaf number or [`ROOT_LPN`]) of `obj`.
+    pub(crate) fn slot_for(&mut self, obj: u32, idx: u32) -> Result<usize, FaultOf<F>> {
+        self.slot_for_key(Key::index(obj, idx))
     }
 
-    fn fill(&mut self, s: usize, obj: u32, idx: u32, addr: u32) -> Result<(), FaultOf<F>> {
-        let epp = self.entries_per_index();
+    fn fill(&mut self, s: usize, k: Key, addr: u32) -> Result<(), FaultOf<F>> {
         if addr == UNMAPPED {
             self.cache[s].data.fill(0xFF);
         } else {
             let payload = self.dev.payload as usize;
+            let (kind, lpn) = if k.table {
+                (PageKind::Table, k.idx)
+            } else {
+                (PageKind::Index, k.idx)
+            };
             self.dev.read_payload(
                 addr,
                 0,
                 &mut self.cache[s].data[..payload],
-                Some((PageKind::Index, obj, idx)),
+                Some((kind, k.obj, lpn)),
             )?;
-            index::validate(&self.cache[s].data, epp, self.dev.geo.pages())?;
+            if k.table {
+                table::validate(
+                    &self.cache[s].data,
+                    k.idx,
+                    self.records_per_page(),
+                    self.dev.geo.pages(),
+                    self.max_object_size(),
+                )?;
+            } else {
+                index::validate(
+                    &self.cache[s].data,
+                    self.entries_per_index(),
+                    self.dev.geo.pages(),
+                )?;
+            }
         }
         let sl = &mut self.cache[s];
         sl.used = true;
         sl.dirty = false;
-        sl.obj = obj;
-        sl.idx = idx;
+        sl.table = k.table;
+        sl.obj = k.obj;
+        sl.idx = k.idx;
         sl.addr = addr;
         self.touch(s);
         Ok(())
@@ -115,23 +257,25 @@ impl<
                 .enumerate()
                 .min_by_key(|(_, s)| s.lru)
                 .ok_or(Fault::NoSpace)?;
-            if self.cache[v].idx == ROOT_LPN {
+            let vk = self.key_of(v);
+            if !vk.table && vk.idx == ROOT_LPN {
                 // Write one of the object's dirty leaves while its root is still cached:
                 // evicting the root first would mean reloading (and rewriting) it when
                 // the leaf goes.
-                let obj = self.cache[v].obj;
-                if let Some(l) = self
-                    .cache
-                    .iter()
-                    .position(|s| s.used && s.dirty && s.obj == obj && s.idx != ROOT_LPN)
-                {
+                if let Some(l) = self.cache.iter().position(|s| {
+                    s.used && s.dirty && !s.table && s.obj == vk.obj && s.idx != ROOT_LPN
+                }) {
                     // One program per freed slot, as for any dirty victim: the root is
                     // cached, so writing the leaf loads nothing, and the leaf's slot
                     // (clean now) is the one freed.
                     self.dev.stats.index_evictions += 1;
+                    let lk = self.key_of(l);
                     self.write_slot(l)?;
-                    self.cache[l].used = false;
-                    return Ok(l);
+                    if self.find_slot(lk) == Some(l) && !self.cache[l].dirty {
+                        self.cache[l].used = false;
+                        return Ok(l);
+                    }
+                    continue;
                 }
             }
             if !self.cache[v].dirty {
@@ -143,11 +287,24 @@ impl<
         }
     }
 
-    /// Writes a dirty slot to flash and points its parent at the new copy.
+    /// Writes the dirty page in slot `v` to flash and points its parent at the new
+    /// copy.
+    ///
+    /// Updating the parent may load pages, and loading may evict this page (clean
+    /// now) and load it again before the parent knows the new address: while the
+    /// update is in flight, [`Oftl::addr_of`] answers the new address from `inflight`.
+    /// If the page is written again meanwhile (a nested write that updates the
+    /// parent itself), this older write leaves the parent alone.
     pub(crate) fn write_slot(&mut self, v: usize) -> Result<(), FaultOf<F>> {
-        let (obj, idx, old) = (self.cache[v].obj, self.cache[v].idx, self.cache[v].addr);
-        let mut bp = Backpointer::single(PageKind::Index, obj, idx, self.dev.payload as u16);
-        // Index pages never close a transaction: recovery ignores them.
+        let k = self.key_of(v);
+        let old = self.cache[v].addr;
+        let kind = if k.table {
+            PageKind::Table
+        } else {
+            PageKind::Index
+        };
+        let mut bp = Backpointer::single(kind, k.obj, k.idx, self.dev.payload as u16);
+        // Table and index pages never close a transaction: recovery ignores them.
         bp.commit = false;
         let (page, _) = self
             .dev
@@ -156,26 +313,72 @@ impl<
         self.dev.mark_valid(page);
         self.cache[v].addr = page;
         self.cache[v].dirty = false;
-        if idx == ROOT_LPN {
-            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-            self.objs[oi].root = page;
-        } else {
-            let r = self.slot_for(obj, ROOT_LPN)?;
-            index::set_entry(&mut self.cache[r].data, idx as usize, page);
-            self.cache[r].dirty = true;
+        for f in self.inflight.iter_mut().filter(|f| f.key == k) {
+            f.superseded = true;
         }
+        self.inflight
+            .push(InFlight {
+                key: k,
+                page,
+                superseded: false,
+            })
+            .map_err(|_| Fault::NoSpace)?;
+        let r = self.set_parent_entry(k, page);
+        if let Some(i) = self
+            .inflight
+            .iter()
+            .rposition(|f| f.key == k && f.page == page)
+        {
+            self.inflight.remove(i);
+        }
+        r
+    }
+
+    /// Points `k`'s parent at `page`, dirtying it, unless a newer write of `k` did.
+    fn set_parent_entry(&mut self, k: Key, page: u32) -> Result<(), FaultOf<F>> {
+        let epp = self.entries_per_index() as u32;
+        let parent = if k.table {
+            Key::index(TABLE_OBJ, k.idx / epp)
+        } else if k.idx != ROOT_LPN {
+            Key::index(k.obj, ROOT_LPN)
+        } else if k.obj == TABLE_OBJ {
+            self.table_root = page;
+            return Ok(());
+        } else {
+            Key::table_page(k.obj / self.records_per_page())
+        };
+        let p = self.slot_for_key(parent)?;
+        let superseded = self
+            .inflight
+            .iter()
+            .rev()
+            .find(|f| f.key == k && f.page == page)
+            .is_none_or(|f| f.superseded);
+        if superseded {
+            return Ok(());
+        }
+        if k.table {
+            index::set_entry(&mut self.cache[p].data, (k.idx % epp) as usize, page);
+        } else if k.idx != ROOT_LPN {
+            index::set_entry(&mut self.cache[p].data, k.idx as usize, page);
+        } else {
+            let mut rec = self.record_in(p, k.obj)?.ok_or(Fault::NotFound)?;
+            rec.root = page;
+            let at = (k.obj % self.records_per_page()) as usize * REC_LEN;
+            self.cache[p].data[at..at + REC_LEN].copy_from_slice(&rec.encode());
+        }
+        self.cache[p].dirty = true;
         Ok(())
     }
 
-    /// Writes every dirty index page (leaves first, so roots pick up their entries).
+    /// Writes every dirty page, children before parents, so parents pick up their
+    /// entries.
     pub(crate) fn flush_index(&mut self) -> Result<(), FaultOf<F>> {
         loop {
-            let leaf = self
-                .cache
-                .iter()
-                .position(|s| s.used && s.dirty && s.idx != ROOT_LPN);
-            let any = leaf.or_else(|| self.cache.iter().position(|s| s.used && s.dirty));
-            match any {
+            let next = (0..CACHE)
+                .filter(|&s| self.cache[s].used && self.cache[s].dirty)
+                .min_by_key(|&s| self.key_of(s).rank());
+            match next {
                 Some(v) => self.write_slot(v)?,
                 None => return Ok(()),
             }
@@ -184,6 +387,12 @@ impl<
 
     /// The data page of `lpn`, or [`UNMAPPED`].
     pub(crate) fn index_get(&mut self, obj: u32, lpn: u32) -> Result<u32, FaultOf<F>> {
+        if obj != TABLE_OBJ {
+            let o = self.obj(obj)?;
+            if o.direct {
+                return Ok(if lpn == 0 { o.root } else { UNMAPPED });
+            }
+        }
         let epp = self.entries_per_index() as u32;
         let leaf = lpn / epp;
         if leaf >= epp {
@@ -195,6 +404,25 @@ impl<
 
     /// Maps `lpn` to `page` (or unmaps it with [`UNMAPPED`]); keeps valid counts.
     pub(crate) fn index_set(&mut self, obj: u32, lpn: u32, page: u32) -> Result<(), FaultOf<F>> {
+        if obj != TABLE_OBJ {
+            let o = self.obj(obj)?;
+            if o.direct && lpn == 0 {
+                if o.root != page {
+                    self.dev.mark_invalid(o.root);
+                    if page != UNMAPPED {
+                        self.dev.mark_valid(page);
+                    }
+                    self.obj_update(obj, |r| r.root = page)?;
+                }
+                return Ok(());
+            }
+            if o.direct {
+                if page == UNMAPPED {
+                    return Ok(());
+                }
+                self.make_indexed(obj, o.root)?;
+            }
+        }
         let epp = self.entries_per_index() as u32;
         let leaf = lpn / epp;
         if leaf >= epp {
@@ -215,6 +443,33 @@ impl<
         Ok(())
     }
 
+    /// Gives a direct object an index holding its page 0 (`first`, already counted
+    /// valid), before it maps a second page.
+    fn make_indexed(&mut self, obj: u32, first: u32) -> Result<(), FaultOf<F>> {
+        self.obj_update(obj, |r| {
+            r.direct = false;
+            r.root = NONE;
+        })?;
+        if first != UNMAPPED {
+            let s = self.slot_for(obj, 0)?;
+            index::set_entry(&mut self.cache[s].data, 0, first);
+            self.cache[s].dirty = true;
+        }
+        Ok(())
+    }
+
+    /// Unmaps object-table page `t` (its slot and valid count are the caller's).
+    pub(crate) fn index_unmap_table_page(&mut self, t: u32) -> Result<(), FaultOf<F>> {
+        let epp = self.entries_per_index() as u32;
+        let l = self.slot_for_key(Key::index(TABLE_OBJ, t / epp))?;
+        let e = (t % epp) as usize;
+        if index::entry(&self.cache[l].data, e) != UNMAPPED {
+            index::set_entry(&mut self.cache[l].data, e, UNMAPPED);
+            self.cache[l].dirty = true;
+        }
+        Ok(())
+    }
+
     /// Unmaps the pages in `from_lpn..to_lpn`; leaves left empty are dropped.
     pub(crate) fn unmap_from(
         &mut self,
@@ -222,6 +477,15 @@ impl<
         from_lpn: u32,
         to_lpn: u32,
     ) -> Result<(), FaultOf<F>> {
+        if obj != TABLE_OBJ {
+            let o = self.obj(obj)?;
+            if o.direct {
+                if from_lpn == 0 && to_lpn > 0 {
+                    self.index_set(obj, 0, UNMAPPED)?;
+                }
+                return Ok(());
+            }
+        }
         let epp = self.entries_per_index() as u32;
         let mut lpn = from_lpn;
         while lpn < to_lpn && lpn / epp < epp {
@@ -268,6 +532,9 @@ impl<
 
     /// Removes an object's whole index (its data pages become invalid).
     pub(crate) fn drop_index(&mut self, obj: u32, pages: u32) -> Result<(), FaultOf<F>> {
+        if self.obj(obj)?.direct {
+            return self.index_set(obj, 0, UNMAPPED);
+        }
         self.unmap_from(obj, 0, pages)?;
         let epp = self.entries_per_index();
         let r = self.slot_for(obj, ROOT_LPN)?;
@@ -281,7 +548,7 @@ impl<
         let root_addr = self.cache[r].addr;
         self.dev.mark_invalid(root_addr);
         for s in self.cache.iter_mut() {
-            if s.used && s.obj == obj {
+            if s.used && !s.table && s.obj == obj {
                 s.used = false;
                 s.dirty = false;
             }

@@ -39,10 +39,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Writes a checkpoint. `clean` marks it as written by unmount.
     pub(crate) fn checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
@@ -145,15 +144,12 @@ impl<
         let hdr = CkptHeader {
             clean,
             seq: self.ckpt.seq.wrapping_add(1),
-            total_len: CkptHeader::stream_len(
-                n_blocks,
-                self.objs.len() as u32,
-                self.dev.window.len() as u16,
-            ),
+            total_len: CkptHeader::stream_len(n_blocks, self.dev.window.len() as u16),
             n_blocks,
-            n_objects: self.objs.len() as u32,
+            n_objects: self.live_objects,
             next_obj_id: self.next_obj_id,
             window_len: self.dev.window.len() as u16,
+            table_root: self.table_root,
         };
         let total = hdr.total_len.div_ceil(payload as u32);
         if total > ppb {
@@ -197,10 +193,6 @@ impl<
                 erases: bi.erases,
             };
             self.put(&mut sink, &e.pack().to_le_bytes())?;
-        }
-        for i in 0..self.objs.len() {
-            let r = self.objs[i].encode();
-            self.put(&mut sink, &r)?;
         }
         let crc = sink.digest.clone().finalize();
         self.put(&mut sink, &crc.to_le_bytes())?;

@@ -10,11 +10,13 @@
 
 use nand_hal::{BlockAddr, NandFlash};
 
+use crate::cache::Key;
 use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind};
 use crate::format::checkpoint::BlockState;
 use crate::format::index::{self, ROOT_LPN};
 use crate::format::meta::MetaRecord;
+use crate::format::table::TABLE_OBJ;
 use crate::io::{FaultOf, Scan};
 use crate::policy::{SpacePolicy, Urgency};
 use crate::{Oftl, DATA_HEAD};
@@ -34,10 +36,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Collects for at most `budget` page copies (scrub and retirement candidates
     /// first). Call it when idle; writes also collect when they must.
@@ -165,13 +166,28 @@ impl<
 
     /// Whether the page at `page` with backpointer `bp` is still referenced.
     pub(crate) fn is_valid(&mut self, page: u32, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
-        let Some(oi) = self.obj_index(bp.owner) else {
+        if bp.owner == TABLE_OBJ {
+            return Ok(match bp.kind {
+                PageKind::Table => self.index_get(TABLE_OBJ, bp.lpn)? == page,
+                PageKind::Index if bp.lpn == ROOT_LPN => self.table_root == page,
+                PageKind::Index => {
+                    let epp = self.entries_per_index() as u32;
+                    bp.lpn < epp && {
+                        let r = self.slot_for(TABLE_OBJ, ROOT_LPN)?;
+                        index::entry(&self.cache[r].data, bp.lpn as usize) == page
+                    }
+                }
+                _ => false,
+            });
+        }
+        let Some(o) = self.obj_get(bp.owner)? else {
             return Ok(false);
         };
         Ok(match bp.kind {
             PageKind::Data | PageKind::Log => self.index_get(bp.owner, bp.lpn)? == page,
-            PageKind::Meta => self.objs[oi].meta == page,
-            PageKind::Index if bp.lpn == ROOT_LPN => self.objs[oi].root == page,
+            PageKind::Meta => o.meta == page,
+            PageKind::Index if o.direct => false,
+            PageKind::Index if bp.lpn == ROOT_LPN => o.root == page,
             PageKind::Index => {
                 let epp = self.entries_per_index() as u32;
                 if bp.lpn >= epp {
@@ -225,19 +241,24 @@ impl<
                 };
                 // A metadata page's size is authoritative at its sequence number, and
                 // the copy gets a new one: stamp the current size.
-                let oi = self.obj_index(bp.owner).ok_or(Fault::Corrupted)?;
-                rec.size = self.meta_size(oi);
+                let o = self.obj_get(bp.owner)?.ok_or(Fault::Corrupted)?;
+                rec.size = Self::meta_size(&o);
                 rec.encode(&mut self.rbuf[..pu]);
                 let (np, _) = self
                     .dev
                     .program(DATA_HEAD, &mut self.rbuf, nbp, true, None)?;
-                let oi = self.obj_index(bp.owner).ok_or(Fault::Corrupted)?;
-                self.dev.mark_invalid(self.objs[oi].meta);
+                let old = self.obj(bp.owner)?.meta;
+                self.dev.mark_invalid(old);
                 self.dev.mark_valid(np);
-                self.objs[oi].meta = np;
+                self.obj_update(bp.owner, |o| o.meta = np)?;
             }
-            PageKind::Index => {
-                let s = self.slot_for(bp.owner, bp.lpn)?;
+            PageKind::Index | PageKind::Table => {
+                let key = if bp.kind == PageKind::Table {
+                    Key::table_page(bp.lpn)
+                } else {
+                    Key::index(bp.owner, bp.lpn)
+                };
+                let s = self.slot_for_key(key)?;
                 if self.cache[s].addr == page {
                     self.write_slot(s)?;
                 }

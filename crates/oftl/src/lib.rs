@@ -102,6 +102,7 @@ mod gc;
 mod io;
 mod log;
 mod mount;
+pub(crate) mod objtab;
 mod para;
 mod read;
 mod recovery;
@@ -115,12 +116,13 @@ pub use errors::{Corrupted, FormatError, Mismatch, MountError, ReadError, WriteE
 pub use format::checkpoint::{BlockState, ObjKind};
 pub use format::meta::ATTR_LEN;
 pub use log::LogRecord;
+pub use objtab::ObjectIds;
 pub use para::ParaGc;
 pub use policy::{BlockInfo, Greedy, SpacePolicy, Urgency};
 pub use txn::TxOp;
 
 use format::backpointer::Placement;
-use format::checkpoint::{HeadRecord, ObjRecord, HEADS, NONE};
+use format::checkpoint::{HeadRecord, HEADS, NONE};
 use format::superblock::Superblock;
 
 /// Write-back buffers in the default configurations (see [`Oftl`]'s `WBUF`).
@@ -222,6 +224,8 @@ impl Head {
 pub(crate) struct Slot<const PAGE: usize> {
     pub used: bool,
     pub dirty: bool,
+    /// An object-table page (`idx` = table page number) rather than an index page.
+    pub table: bool,
     pub obj: u32,
     pub idx: u32,
     pub addr: u32,
@@ -233,6 +237,7 @@ impl<const PAGE: usize> Slot<PAGE> {
     pub const EMPTY: Self = Slot {
         used: false,
         dirty: false,
+        table: false,
         obj: 0,
         idx: 0,
         addr: NONE,
@@ -243,6 +248,7 @@ impl<const PAGE: usize> Slot<PAGE> {
     fn reset(&mut self) {
         self.used = false;
         self.dirty = false;
+        self.table = false;
         self.obj = 0;
         self.idx = 0;
         self.addr = NONE;
@@ -294,21 +300,26 @@ impl CkptPos {
 /// An OFTL instance over flash `F`.
 ///
 /// `PAGE` must equal the device page size, `BLOCKS` be at least its block count;
-/// `OBJECTS` bounds live objects, `CACHE` (>= 3) the cached index pages, `WBUF`
-/// (<= 64; 0 makes every write synchronous) the write-back buffers. `P` chooses
-/// victims and free blocks.
+/// `CACHE` (>= 4) bounds the cached object-table and index pages, `WBUF` (<= 64; 0
+/// makes every write synchronous) the write-back buffers. `P` chooses victims and free
+/// blocks. The number of objects is bounded by flash, not RAM: their records live in
+/// the on-flash object table ([`format::table`]).
 pub struct Oftl<
     F: NandFlash,
     const PAGE: usize,
     const BLOCKS: usize,
-    const OBJECTS: usize,
     const CACHE: usize,
     const WBUF: usize = DEFAULT_WBUF,
     P: SpacePolicy = Greedy,
 > {
     pub(crate) dev: Dev<F, P, BLOCKS>,
-    pub(crate) objs: heapless::Vec<ObjRecord, OBJECTS>,
+    /// Root index page of the object table ([`format::table`]), or [`NONE`].
+    pub(crate) table_root: u32,
+    /// Live objects (records in the table).
+    pub(crate) live_objects: u32,
     pub(crate) cache: [Slot<PAGE>; CACHE],
+    /// Cache pages written whose parents are being updated (see `cache.rs`).
+    pub(crate) inflight: heapless::Vec<cache::InFlight, { cache::MAX_INFLIGHT }>,
     /// Write-back buffers: dirty (or clean, cached) data pages of objects.
     pub(crate) wbuf: [wbuf::WPage<PAGE>; WBUF],
     pub(crate) tick: u32,
@@ -326,19 +337,18 @@ pub struct Oftl<
 }
 
 /// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks).
-pub type W25n01gv<F> = Oftl<F, 2048, 1024, 256, 8>;
+pub type W25n01gv<F> = Oftl<F, 2048, 1024, 12>;
 
 impl<
         F: NandFlash,
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
-    const CACHE_OK: () = assert!(CACHE >= 3, "CACHE must be at least 3");
+    const CACHE_OK: () = assert!(CACHE >= 4, "CACHE must be at least 4");
     const WBUF_OK: () = assert!(WBUF <= 64, "WBUF must be at most 64");
 
     /// Checks that this build's tables fit a device.
@@ -406,8 +416,10 @@ impl<
                 stats: Stats::ZERO,
                 recovering: false,
             },
-            objs: heapless::Vec::new(),
+            table_root: NONE,
+            live_objects: 0,
             cache: [Slot::<PAGE>::EMPTY; CACHE],
+            inflight: heapless::Vec::new(),
             wbuf: [wbuf::WPage::<PAGE>::EMPTY; WBUF],
             tick: 0,
             pbuf: [0xFF; PAGE],
@@ -442,10 +454,12 @@ impl<
         d.window_next = 0;
         d.stats = Stats::default();
         d.recovering = false;
-        self.objs.clear();
+        self.table_root = NONE;
+        self.live_objects = 0;
         for s in self.cache.iter_mut() {
             s.reset();
         }
+        self.inflight.clear();
         for w in self.wbuf.iter_mut() {
             w.reset();
         }
@@ -503,15 +517,6 @@ impl<
     /// Pages currently valid (data, metadata and index).
     pub fn used_pages(&self) -> u64 {
         self.dev.valid_total
-    }
-
-    /// Ids of live objects, ascending.
-    pub fn objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
-        self.objs.iter().map(|o| o.id)
-    }
-
-    pub(crate) fn obj_index(&self, id: ObjectId) -> Option<usize> {
-        self.objs.binary_search_by_key(&id, |o| o.id).ok()
     }
 
     pub(crate) fn entries_per_index(&self) -> usize {

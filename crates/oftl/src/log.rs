@@ -33,6 +33,7 @@ use crate::format::backpointer::{
 };
 use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
+use crate::format::table::ObjRecord;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::{ObjectId, Oftl};
@@ -61,10 +62,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn sectors_per_page(&self) -> u32 {
         self.dev.geo.page_size() / self.dev.caps.program_unit
@@ -79,17 +79,16 @@ impl<
         self.sectors_per_page() as usize * self.sector_payload()
     }
 
-    /// The size field a metadata page of object `oi` carries.
-    pub(crate) fn meta_size(&self, oi: usize) -> u64 {
-        match self.objs[oi].kind {
-            ObjKind::Log => self.objs[oi].log_start,
-            ObjKind::Object => self.objs[oi].size,
+    /// The size field a metadata page of object `o` carries.
+    pub(crate) fn meta_size(o: &ObjRecord) -> u64 {
+        match o.kind {
+            ObjKind::Log => o.log_start,
+            ObjKind::Object => o.size,
         }
     }
 
-    /// Logical pages object `oi` may map.
-    pub(crate) fn index_pages(&self, oi: usize) -> u32 {
-        let o = &self.objs[oi];
+    /// Logical pages object `o` may map.
+    pub(crate) fn index_pages(&self, o: &ObjRecord) -> u32 {
         let per = match o.kind {
             ObjKind::Log => self.sectors_per_page() as u64,
             ObjKind::Object => self.dev.payload as u64,
@@ -98,10 +97,16 @@ impl<
     }
 
     /// A log stream's live range: `(first LSN, end LSN)`.
-    pub fn log_bounds(&self, stream: ObjectId) -> Option<(u64, u64)> {
-        let oi = self.obj_index(stream)?;
-        let o = &self.objs[oi];
-        (o.kind == ObjKind::Log).then_some((o.log_start, o.size))
+    pub fn log_bounds(&mut self, stream: ObjectId) -> Result<(u64, u64), ReadError<F::Error>> {
+        let r = (|| -> Result<_, FaultOf<F>> {
+            self.check_usable()?;
+            let o = self.obj(stream)?;
+            if o.kind != ObjKind::Log {
+                return Err(Fault::WrongKind);
+            }
+            Ok((o.log_start, o.size))
+        })();
+        r.map_err(ReadError::from)
     }
 
     /// Appends a record (at most [`Oftl::log_max_record`] bytes) and returns its LSN.
@@ -117,8 +122,7 @@ impl<
 
     fn log_append_inner(&mut self, stream: ObjectId, data: &[u8]) -> Result<u64, FaultOf<F>> {
         self.check_usable()?;
-        let oi = self.obj_index(stream).ok_or(Fault::NotFound)?;
-        if self.objs[oi].kind != ObjKind::Log {
+        if self.obj(stream)?.kind != ObjKind::Log {
             return Err(Fault::WrongKind);
         }
         if data.len() > self.log_max_record() {
@@ -130,8 +134,7 @@ impl<
         let pu = self.dev.pu();
         let k = data.len().div_ceil(sp).max(1) as u32;
         loop {
-            let oi = self.obj_index(stream).ok_or(Fault::NotFound)?;
-            let end = self.objs[oi].size;
+            let end = self.obj(stream)?.size;
             let (slot, lpage) = (0u32, end.div_ceil(spp as u64));
             if lpage > MAX_U24 as u64 {
                 return Err(Fault::TooLarge);
@@ -158,9 +161,8 @@ impl<
             match self.log_program(slot, k)? {
                 Attempt::Done(page) => {
                     self.index_set(stream, lpage, page)?;
-                    let oi = self.obj_index(stream).ok_or(Fault::NotFound)?;
                     let lsn = lpage as u64 * spp as u64 + slot as u64;
-                    self.objs[oi].size = lsn + k as u64;
+                    self.obj_update(stream, |o| o.size = lsn + k as u64)?;
                     return Ok(lsn);
                 }
                 // The page is lost to the failure; the record goes to a fresh page.
@@ -230,11 +232,11 @@ impl<
         buf: &mut [u8],
     ) -> Result<Option<LogRecord>, FaultOf<F>> {
         self.check_usable()?;
-        let oi = self.obj_index(stream).ok_or(Fault::NotFound)?;
-        if self.objs[oi].kind != ObjKind::Log {
+        let o = self.obj(stream)?;
+        if o.kind != ObjKind::Log {
             return Err(Fault::WrongKind);
         }
-        let (start, end) = (self.objs[oi].log_start, self.objs[oi].size);
+        let (start, end) = (o.log_start, o.size);
         let spp = self.sectors_per_page() as u64;
         let pu = self.dev.pu();
         let mut lsn = lsn.max(start);
@@ -309,15 +311,15 @@ impl<
     pub fn log_trim(&mut self, stream: ObjectId, lsn: u64) -> Result<(), WriteError<F::Error>> {
         let r = (|| -> Result<(), FaultOf<F>> {
             self.check_usable()?;
-            let oi = self.obj_index(stream).ok_or(Fault::NotFound)?;
-            if self.objs[oi].kind != ObjKind::Log {
+            let o = self.obj(stream)?;
+            if o.kind != ObjKind::Log {
                 return Err(Fault::WrongKind);
             }
-            let lsn = lsn.min(self.objs[oi].size);
-            if lsn <= self.objs[oi].log_start {
+            let lsn = lsn.min(o.size);
+            if lsn <= o.log_start {
                 return Ok(());
             }
-            let mut rec = self.load_meta(oi)?;
+            let mut rec = self.load_meta(&o)?;
             rec.size = lsn;
             self.prepare(1, 1, 0)?;
             self.write_meta(&rec, None)
@@ -332,20 +334,20 @@ impl<
         page: u32,
         slot: u32,
     ) -> Result<(), FaultOf<F>> {
-        let Some(oi) = self.obj_index(bp.owner) else {
+        let Some(o) = self.obj_get(bp.owner)? else {
             return Ok(());
         };
-        if self.objs[oi].kind != ObjKind::Log {
+        if o.kind != ObjKind::Log {
             return Ok(());
         }
         let spp = self.sectors_per_page() as u64;
         let lsn = bp.lpn as u64 * spp + slot as u64;
-        if lsn + 1 > self.objs[oi].size {
-            self.objs[oi].size = lsn + 1;
+        if lsn + 1 > o.size {
+            self.obj_update(bp.owner, |o| o.size = lsn + 1)?;
         }
         // Metadata replays first: a sector below the trim point stays unmapped (but
         // still moves the end, which the trim point never passes).
-        if lsn >= self.objs[oi].log_start {
+        if lsn >= o.log_start {
             self.index_set(bp.owner, bp.lpn, page)?;
         }
         Ok(())
@@ -402,13 +404,10 @@ impl<
             return Ok(false);
         };
         let (stream, lpage) = (first.owner, first.lpn);
-        let Some(oi) = self.obj_index(stream) else {
-            return Ok(false);
-        };
-        if self.index_get(stream, lpage)? != page {
+        if self.obj_get(stream)?.is_none() || self.index_get(stream, lpage)? != page {
             return Ok(false);
         }
-        let end = self.objs[self.obj_index(stream).unwrap_or(oi)].size;
+        let end = self.obj(stream)?.size;
         let pu = self.dev.pu();
         let mut last = 0;
         for s in 0..spp {

@@ -11,7 +11,7 @@ use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 use crate::errors::{Fault, FormatError, Mismatch, MountError, WriteError};
 use crate::format::backpointer::{PageKind, MAX_TX_DELTA};
 use crate::format::checkpoint::{
-    BlockState, BstEntry, CkptHeader, HeadRecord, ObjKind, ObjRecord, HEADER_LEN, HEADS, OBJ_LEN,
+    BlockState, BstEntry, CkptHeader, HeadRecord, HEADER_LEN, HEADS, NONE,
 };
 use crate::format::superblock::{SbParseError, Superblock, CKPT_BLOCKS, CRC32, SB_LEN, SB_SEARCH};
 use crate::io::{FaultOf, Scan};
@@ -43,10 +43,9 @@ impl<
         P: SpacePolicy + Default,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Formats `flash` (erasing what the OFTL needs) and returns it mounted.
     pub fn format(flash: F, config: Config) -> Result<Self, FormatError<F::Error>> {
@@ -70,10 +69,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// [`Oftl::format`] with an explicit space policy.
     ///
@@ -107,7 +105,6 @@ impl<
         let w = config.window_blocks as u32;
         if !(2..=MAX_WINDOW as u32).contains(&w)
             || MAX_WINDOW as u32 * geo.pages_per_block() > MAX_TX_DELTA
-            || OBJECTS > u16::MAX as usize
         {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
@@ -123,7 +120,6 @@ impl<
                 &geo,
                 &caps,
                 config.window_blocks,
-                OBJECTS as u16,
                 config.format_id,
                 sb_blocks,
                 ckpt_blocks,
@@ -173,8 +169,7 @@ impl<
         if good < 3 * w + 4 {
             return Err(FormatError::NotEnoughGoodBlocks);
         }
-        let total = CkptHeader::stream_len(geo.blocks(), OBJECTS as u32, w as u16)
-            .div_ceil(self.dev.payload);
+        let total = CkptHeader::stream_len(geo.blocks(), w as u16).div_ceil(self.dev.payload);
         if total > geo.pages_per_block() {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
@@ -245,8 +240,7 @@ impl<
         let sb = find_superblock(flash)?;
         sb.check_device(&geo, &caps).map_err(MountError::Mismatch)?;
         Self::check_fit(&geo, &caps).map_err(MountError::Mismatch)?;
-        if sb.max_objects as usize > OBJECTS
-            || sb.window_blocks as usize > MAX_WINDOW
+        if sb.window_blocks as usize > MAX_WINDOW
             || MAX_WINDOW as u32 * geo.pages_per_block() > MAX_TX_DELTA
         {
             return Err(MountError::Mismatch(Mismatch::Capacity));
@@ -261,7 +255,6 @@ impl<
         self.reset_state(sb);
         self.poisoned = false;
         let clean = self.load_newest_checkpoint()?;
-        self.load_log_starts().map_err(MountError::from)?;
         if clean {
             self.need_marker = true;
         } else {
@@ -404,7 +397,8 @@ impl<
         let hdr = CkptHeader::parse(&h)?;
         if hdr.seq != c.seq
             || hdr.n_blocks != geo.blocks()
-            || hdr.n_objects as usize > OBJECTS
+            || (hdr.table_root != NONE && hdr.table_root >= geo.pages())
+            || hdr.next_obj_id == 0
             || hdr.window_len as usize > MAX_WINDOW
             || hdr.total_len.div_ceil(self.dev.payload) != c.pages
         {
@@ -442,17 +436,6 @@ impl<
             bi.scrub = false;
             self.dev.valid_total += e.valid as u64;
         }
-        self.objs.clear();
-        let max = self.max_object_size();
-        for _ in 0..hdr.n_objects {
-            let mut r = [0u8; OBJ_LEN];
-            self.take(&mut src, &mut r)?;
-            let o = ObjRecord::parse(&r, geo.pages(), max)?;
-            if self.objs.last().is_some_and(|l| l.id >= o.id) {
-                return Err(Fault::Corrupted);
-            }
-            self.objs.push(o).map_err(|_| Fault::Corrupted)?;
-        }
         let expect = src.digest.clone().finalize();
         let mut r = [0u8; 4];
         self.take(&mut src, &mut r)?;
@@ -480,33 +463,14 @@ impl<
                 return Err(Fault::Corrupted);
             }
         }
-        self.next_obj_id = hdr
-            .next_obj_id
-            .max(self.objs.last().map_or(1, |o| o.id + 1));
+        self.next_obj_id = hdr.next_obj_id;
+        self.table_root = hdr.table_root;
+        self.live_objects = hdr.n_objects;
         for s in self.cache.iter_mut() {
             s.used = false;
             s.dirty = false;
         }
         Ok(hdr.clean)
-    }
-
-    /// Log streams keep their trim point in their metadata page: one read per stream.
-    fn load_log_starts(&mut self) -> Result<(), FaultOf<F>> {
-        for oi in 0..self.objs.len() {
-            if self.objs[oi].kind != ObjKind::Log {
-                continue;
-            }
-            let meta = self.objs[oi].meta;
-            let rec = self.dev.read_meta(meta, &mut self.rbuf)?;
-            if rec.id != self.objs[oi].id
-                || rec.kind != ObjKind::Log
-                || rec.size > self.objs[oi].size
-            {
-                return Err(Fault::Corrupted);
-            }
-            self.objs[oi].log_start = rec.size;
-        }
-        Ok(())
     }
 
     fn take(&mut self, src: &mut Source, out: &mut [u8]) -> Result<(), FaultOf<F>> {

@@ -20,10 +20,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (fewer at
     /// the end of the object).
@@ -43,11 +42,11 @@ impl<
         buf: &mut [u8],
     ) -> Result<usize, FaultOf<F>> {
         self.check_usable()?;
-        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-        if self.objs[oi].kind != crate::ObjKind::Object {
+        let o = self.obj(obj)?;
+        if o.kind != crate::ObjKind::Object {
             return Err(Fault::WrongKind);
         }
-        let size = self.pending_size(oi);
+        let size = self.pending_size(&o);
         if offset >= size {
             return Ok(0);
         }
@@ -86,25 +85,34 @@ impl<
         Ok(len)
     }
 
-    /// The object's size in bytes (buffered writes included).
-    pub fn size(&self, obj: ObjectId) -> Option<u64> {
-        self.obj_index(obj).map(|i| self.pending_size(i))
+    /// The object's size in bytes (buffered writes included; a log stream's end LSN).
+    pub fn size(&mut self, obj: ObjectId) -> Result<u64, ReadError<F::Error>> {
+        let r = (|| -> Result<_, FaultOf<F>> {
+            self.check_usable()?;
+            let o = self.obj(obj)?;
+            Ok(self.pending_size(&o))
+        })();
+        r.map_err(ReadError::from)
     }
 
     /// Whether the object exists.
-    pub fn exists(&self, obj: ObjectId) -> bool {
-        self.obj_index(obj).is_some()
+    pub fn exists(&mut self, obj: ObjectId) -> Result<bool, ReadError<F::Error>> {
+        let r = (|| -> Result<_, FaultOf<F>> {
+            self.check_usable()?;
+            Ok(self.obj_get(obj)?.is_some())
+        })();
+        r.map_err(ReadError::from)
     }
 
     /// Kind, size and user attributes.
     pub fn attrs(&mut self, obj: ObjectId) -> Result<Attrs, ReadError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
             self.check_usable()?;
-            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-            let m = self.load_meta(oi)?;
+            let o = self.obj(obj)?;
+            let m = self.load_meta(&o)?;
             Ok(Attrs {
                 kind: m.kind,
-                size: self.pending_size(oi),
+                size: self.pending_size(&o),
                 user: m.attrs,
             })
         })();

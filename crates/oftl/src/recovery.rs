@@ -70,7 +70,7 @@ impl Track {
 
 fn head_of(kind: PageKind) -> Option<usize> {
     match kind {
-        PageKind::Data | PageKind::Meta | PageKind::Index => Some(DATA_HEAD),
+        PageKind::Data | PageKind::Meta | PageKind::Index | PageKind::Table => Some(DATA_HEAD),
         PageKind::Log => Some(LOG_HEAD),
         _ => None,
     }
@@ -87,7 +87,7 @@ struct Bound {
 impl Bound {
     fn accept(&mut self, page: u32, bp: Backpointer) {
         self.last_acc = Some((page, bp));
-        if bp.commit && bp.kind != PageKind::Index {
+        if bp.commit && !matches!(bp.kind, PageKind::Index | PageKind::Table) {
             if self.last_commit != Some(bp.seq) {
                 self.prev_commit = self.last_commit;
             }
@@ -104,10 +104,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();

@@ -48,10 +48,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Applies `ops` atomically: after a power cut either all of them or none are
     /// visible. On `Ok` they are durable (together with every earlier write to the
@@ -74,7 +73,7 @@ impl<
         // and its buffers are forgotten: this transaction rewrites committed pages.
         for op in ops {
             let (TxOp::Write { obj, .. } | TxOp::Truncate { obj, .. }) = *op;
-            if self.obj_index(obj).is_some() {
+            if self.obj_get(obj)?.is_some() {
                 self.flush_obj(obj, true)?;
             }
         }
@@ -110,8 +109,8 @@ impl<
 
     /// Pages an op programs, and how many of them extend the object.
     /// The size `obj` will have after `earlier` ops of the same transaction.
-    fn size_after(&self, obj: ObjectId, earlier: &[TxOp<'_>]) -> Option<u64> {
-        let mut size = self.objs[self.obj_index(obj)?].size;
+    fn size_after(&mut self, obj: ObjectId, earlier: &[TxOp<'_>]) -> Result<u64, FaultOf<F>> {
+        let mut size = self.obj(obj)?.size;
         for op in earlier {
             match *op {
                 TxOp::Write {
@@ -123,15 +122,14 @@ impl<
                 _ => {}
             }
         }
-        Some(size)
+        Ok(size)
     }
 
     fn op_pages(&mut self, op: &TxOp<'_>, earlier: &[TxOp<'_>]) -> Result<(u32, u32), FaultOf<F>> {
         let p = self.dev.payload as u64;
         match *op {
             TxOp::Write { obj, offset, data } => {
-                let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-                if self.objs[oi].kind != ObjKind::Object {
+                if self.obj(obj)?.kind != ObjKind::Object {
                     return Err(Fault::WrongKind);
                 }
                 if data.is_empty() {
@@ -145,20 +143,18 @@ impl<
                 }
                 let first = offset / p;
                 let last = (end - 1) / p;
-                let _ = oi;
-                let have = self.size_after(obj, earlier).unwrap_or(0).div_ceil(p);
+                let have = self.size_after(obj, earlier)?.div_ceil(p);
                 let growth = (last + 1).saturating_sub(have.max(first));
                 Ok(((last - first + 1) as u32, growth as u32))
             }
             TxOp::Truncate { obj, size } => {
-                let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-                if self.objs[oi].kind != ObjKind::Object {
+                if self.obj(obj)?.kind != ObjKind::Object {
                     return Err(Fault::WrongKind);
                 }
                 if size > self.max_object_size() {
                     return Err(Fault::TooLarge);
                 }
-                let cur = self.size_after(obj, earlier).ok_or(Fault::NotFound)?;
+                let cur = self.size_after(obj, earlier)?;
                 let tail = size < cur && size % p != 0;
                 Ok((1 + tail as u32, 0))
             }

@@ -34,6 +34,7 @@ use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind, Placement};
 use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
+use crate::format::table::ObjRecord;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::txn::TxOp;
@@ -81,10 +82,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Writes `data` at `offset`. All-or-nothing after a power cut; durable once
     /// [`flush`](Self::flush) or [`sync`](Self::sync) returns (or any synchronous
@@ -102,8 +102,7 @@ impl<
 
     fn write_inner(&mut self, obj: ObjectId, offset: u64, data: &[u8]) -> Result<(), FaultOf<F>> {
         self.check_usable()?;
-        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-        if self.objs[oi].kind != ObjKind::Object {
+        if self.obj(obj)?.kind != ObjKind::Object {
             return Err(Fault::WrongKind);
         }
         if data.is_empty() {
@@ -181,9 +180,9 @@ impl<
             }
             // Committed pages hold zeros past the committed size; keep it so even if
             // an older image did not.
-            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+            let size = self.obj(obj)?.size;
             let start = lpn as u64 * p as u64;
-            let keep = self.objs[oi].size.saturating_sub(start).min(p as u64) as usize;
+            let keep = size.saturating_sub(start).min(p as u64) as usize;
             self.wbuf[s].data[keep..p].fill(0);
         }
         let w = &mut self.wbuf[s];
@@ -203,8 +202,7 @@ impl<
     }
 
     /// The object's size including buffered writes.
-    pub(crate) fn pending_size(&self, oi: usize) -> u64 {
-        let o = &self.objs[oi];
+    pub(crate) fn pending_size(&self, o: &ObjRecord) -> u64 {
         self.wbuf
             .iter()
             .filter(|w| w.used && w.dirty && w.obj == o.id)
@@ -230,10 +228,10 @@ impl<
         }
         if !dirty.is_empty() {
             dirty.sort_unstable();
-            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
+            let o = self.obj(obj)?;
             let p = self.dev.payload as u64;
-            let size = self.pending_size(oi);
-            let have = self.objs[oi].size.div_ceil(p);
+            let size = self.pending_size(&o);
+            let have = o.size.div_ceil(p);
             let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
             let total = dirty.len() as u32;
             self.prepare(total, 1, growth as u64)?;
@@ -274,7 +272,7 @@ impl<
     /// most one program per dirty page). Costs nothing if none are dirty.
     pub fn flush(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
         let r = self.check_usable().and_then(|()| {
-            self.obj_index(obj).ok_or(Fault::NotFound)?;
+            self.obj(obj)?;
             self.flush_obj(obj, false)
         });
         r.map_err(|e| self.fail(e))

@@ -12,9 +12,10 @@ use nand_hal::NandFlash;
 
 use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
-use crate::format::checkpoint::{BlockState, ObjKind, ObjRecord, NONE};
+use crate::format::checkpoint::{BlockState, ObjKind, NONE};
 use crate::format::index::UNMAPPED;
 use crate::format::meta::{MetaRecord, ATTR_LEN};
+use crate::format::table::{ObjRecord, TABLE_OBJ};
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::txn::TxOp;
@@ -25,10 +26,9 @@ impl<
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
-        const OBJECTS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, OBJECTS, CACHE, WBUF, P>
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Creates an empty object and returns its id. Ids are never reused.
     pub fn create(&mut self, kind: ObjKind) -> Result<ObjectId, WriteError<F::Error>> {
@@ -37,7 +37,7 @@ impl<
 
     fn create_inner(&mut self, kind: ObjKind) -> Result<ObjectId, FaultOf<F>> {
         self.check_usable()?;
-        if self.objs.is_full() || self.next_obj_id > MAX_U24 {
+        if self.next_obj_id > self.max_object_id().min(MAX_U24) {
             return Err(Fault::TooManyObjects);
         }
         self.prepare(1, 1, 1)?;
@@ -56,7 +56,7 @@ impl<
     /// Buffered writes to the object are committed first (or, for `size` 0, dropped:
     /// nothing of them would remain), so it is durable on return.
     pub fn truncate(&mut self, obj: ObjectId, size: u64) -> Result<(), WriteError<F::Error>> {
-        if size == 0 && self.check_usable::<F::Error>().is_ok() && self.exists(obj) {
+        if size == 0 && self.check_usable::<F::Error>().is_ok() {
             self.wbuf_drop(obj);
         }
         self.transact(&[TxOp::Truncate { obj, size }])
@@ -65,7 +65,7 @@ impl<
     /// Deletes an object and frees its pages.
     /// Its buffered writes are dropped.
     pub fn delete(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
-        if self.check_usable::<F::Error>().is_ok() && self.exists(obj) {
+        if self.check_usable::<F::Error>().is_ok() {
             self.wbuf_drop(obj);
         }
         self.meta_update(obj, |m| m.deleted = true)
@@ -102,11 +102,11 @@ impl<
     ) -> Result<(), WriteError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
             self.check_usable()?;
-            self.obj_index(obj).ok_or(Fault::NotFound)?;
+            self.obj(obj)?;
             // Keep the object's history in order: buffered writes commit first.
             self.flush_obj(obj, false)?;
-            let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-            let mut rec = self.load_meta(oi)?;
+            let o = self.obj(obj)?;
+            let mut rec = self.load_meta(&o)?;
             f(&mut rec);
             self.prepare(1, 1, 0)?;
             self.write_meta(&rec, None)
@@ -114,14 +114,13 @@ impl<
         r.map_err(|e| self.fail(e))
     }
 
-    /// Reads object `oi`'s metadata page.
-    pub(crate) fn load_meta(&mut self, oi: usize) -> Result<MetaRecord, FaultOf<F>> {
-        let (id, meta) = (self.objs[oi].id, self.objs[oi].meta);
-        let mut rec = self.dev.read_meta(meta, &mut self.rbuf)?;
-        if rec.id != id || rec.kind != self.objs[oi].kind {
+    /// Reads object `o`'s metadata page.
+    pub(crate) fn load_meta(&mut self, o: &ObjRecord) -> Result<MetaRecord, FaultOf<F>> {
+        let mut rec = self.dev.read_meta(o.meta, &mut self.rbuf)?;
+        if rec.id != o.id || rec.kind != o.kind {
             return Err(Fault::Corrupted);
         }
-        rec.size = self.meta_size(oi);
+        rec.size = Self::meta_size(o);
         Ok(rec)
     }
 
@@ -150,61 +149,55 @@ impl<
     pub(crate) fn apply_meta(&mut self, rec: &MetaRecord, page: u32) -> Result<(), FaultOf<F>> {
         let p = self.dev.payload as u64;
         self.next_obj_id = self.next_obj_id.max(rec.id + 1);
-        match self.obj_index(rec.id) {
-            Some(oi) if rec.deleted => {
-                let o = self.objs[oi];
-                let pages = self.index_pages(oi);
+        match self.obj_get(rec.id)? {
+            Some(o) if rec.deleted => {
+                let pages = self.index_pages(&o);
                 self.drop_index(o.id, pages)?;
                 self.dev.mark_invalid(o.meta);
-                self.objs.remove(oi);
+                self.obj_remove(o.id)?;
             }
-            Some(oi) if self.objs[oi].kind == ObjKind::Log => {
+            Some(o) if o.kind == ObjKind::Log => {
                 // A log stream's metadata size is its trim point.
-                let o = self.objs[oi];
                 let spp = self.sectors_per_page() as u64;
                 let from = (o.log_start / spp) as u32;
-                let to = ((rec.size / spp) as u32).min(self.index_pages(oi));
+                let to = ((rec.size / spp) as u32).min(self.index_pages(&o));
                 if to > from {
                     self.unmap_from(o.id, from, to)?;
                 }
                 self.dev.mark_invalid(o.meta);
                 self.dev.mark_valid(page);
-                let o = &mut self.objs[oi];
-                o.log_start = o.log_start.max(rec.size);
-                o.size = o.size.max(o.log_start);
-                o.meta = page;
+                self.obj_update(o.id, |o| {
+                    o.log_start = o.log_start.max(rec.size);
+                    o.size = o.size.max(o.log_start);
+                    o.meta = page;
+                })?;
             }
-            Some(oi) => {
-                let o = self.objs[oi];
+            Some(o) => {
                 if rec.size < o.size {
                     self.unmap_from(o.id, rec.size.div_ceil(p) as u32, o.size.div_ceil(p) as u32)?;
                 }
                 self.dev.mark_invalid(o.meta);
                 self.dev.mark_valid(page);
-                let o = &mut self.objs[oi];
-                o.size = rec.size;
-                o.meta = page;
+                self.obj_update(o.id, |o| {
+                    o.size = rec.size;
+                    o.meta = page;
+                })?;
             }
             None if rec.deleted => {}
             None => {
-                let at = self.objs.partition_point(|o| o.id < rec.id);
-                self.objs
-                    .insert(
-                        at,
-                        ObjRecord {
-                            id: rec.id,
-                            kind: rec.kind,
-                            size: rec.size,
-                            root: NONE,
-                            meta: page,
-                            log_start: if rec.kind == ObjKind::Log {
-                                rec.size
-                            } else {
-                                0
-                            },
-                        },
-                    )
-                    .map_err(|_| Fault::TooManyObjects)?;
+                self.obj_insert(&ObjRecord {
+                    id: rec.id,
+                    kind: rec.kind,
+                    size: rec.size,
+                    root: NONE,
+                    direct: rec.kind == ObjKind::Object,
+                    meta: page,
+                    log_start: if rec.kind == ObjKind::Log {
+                        rec.size
+                    } else {
+                        0
+                    },
+                })?;
                 self.dev.mark_valid(page);
             }
         }
@@ -213,14 +206,13 @@ impl<
 
     /// Applies a data page found at `page` (normal path and recovery replay).
     pub(crate) fn apply_data(&mut self, bp: &Backpointer, page: u32) -> Result<(), FaultOf<F>> {
-        let Some(oi) = self.obj_index(bp.owner) else {
+        if bp.owner == TABLE_OBJ || self.obj_get(bp.owner)?.is_none() {
             return Ok(());
-        };
+        }
         self.index_set(bp.owner, bp.lpn, page)?;
         let end = bp.lpn as u64 * self.dev.payload as u64 + bp.len as u64;
-        let oi = self.obj_index(bp.owner).unwrap_or(oi);
-        if end > self.objs[oi].size {
-            self.objs[oi].size = end;
+        if end > self.obj(bp.owner)?.size {
+            self.obj_update(bp.owner, |o| o.size = end)?;
         }
         Ok(())
     }
@@ -234,8 +226,7 @@ impl<
         remaining: &mut u32,
     ) -> Result<(), FaultOf<F>> {
         let p = self.dev.payload as usize;
-        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-        let size = self.objs[oi].size;
+        let size = self.obj(obj)?.size;
         let new_size = size.max(offset + data.len() as u64);
         let mut pos = 0usize;
         while pos < data.len() {
@@ -256,7 +247,7 @@ impl<
                         &mut self.pbuf[..p],
                         Some((PageKind::Data, obj, lpn)),
                     )?;
-                    let cur = self.objs[self.obj_index(obj).ok_or(Fault::NotFound)?].size;
+                    let cur = self.obj(obj)?.size;
                     if cur < start + p as u64 {
                         let keep = cur.saturating_sub(start) as usize;
                         self.pbuf[keep..p].fill(0);
@@ -285,8 +276,8 @@ impl<
         remaining: &mut u32,
     ) -> Result<(), FaultOf<F>> {
         let p = self.dev.payload as u64;
-        let oi = self.obj_index(obj).ok_or(Fault::NotFound)?;
-        let cur = self.objs[oi].size;
+        let o = self.obj(obj)?;
+        let cur = o.size;
         let tail_lpn = (size / p) as u32;
         let has_tail = size < cur && size % p != 0;
         let tail = if has_tail {
@@ -294,7 +285,7 @@ impl<
         } else {
             UNMAPPED
         };
-        let mut rec = self.load_meta(oi)?;
+        let mut rec = self.load_meta(&o)?;
         rec.size = size;
         *remaining -= 1;
         self.write_meta(&rec, Some((first, *remaining == 0)))?;
@@ -452,6 +443,10 @@ impl<
 /// `epp` entries per index page, `ppb` pages per block and `cache` cached index pages.
 const fn window_need_for(pages: u64, ops: u64, epp: u64, ppb: u64, cache: u64) -> u64 {
     pages
+        // Cache write-backs during the operation (index leaves its pages fill, and
+        // the pages each operation loads: object leaf and root, the table page with
+        // its record and the table's index). The block kept for a program failure
+        // (`ppb` below) absorbs the rare operation that writes back more.
         + 2 * (pages / epp + 2 * ops)
         + 2 * cache
         + 2

@@ -4,7 +4,7 @@ use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, MountError, ObjKind, Oftl, WriteError};
 
 type Sim = SimNand<HeapStorage>;
-type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 32, 4>;
+type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
 
 fn cfg() -> Config {
     Config {
@@ -75,7 +75,7 @@ fn crash_without_unmount_recovers_acknowledged_writes() {
     }
     let mut fs = Fs::mount(&mut sim).unwrap();
     assert!(fs.stats().recovery_scanned_pages > 0);
-    assert_eq!(fs.size(a), Some(15_500));
+    assert_eq!(fs.size(a).ok(), Some(15_500));
     let mut buf = vec![0u8; 15_500];
     fs.read(a, 0, &mut buf).unwrap();
     for i in 0..15u32 {
@@ -116,7 +116,7 @@ fn delete_and_space_reuse_with_gc() {
         assert_eq!(buf, pattern(39 * 7 + k as u32, 40_000));
     }
     fs.delete(objs[0]).unwrap();
-    assert!(!fs.exists(objs[0]));
+    assert!(!fs.exists(objs[0]).unwrap());
     assert!(fs.stats().relocated_pages > 0 || fs.stats().checkpoints > 10);
     let used = fs.used_pages();
     fs.unmount().unwrap();
@@ -161,12 +161,12 @@ fn mismatched_and_blank_devices() {
     other_profile.capabilities = profile::GD5F1GQ4.capabilities;
     let mut other = SimNand::attach(other_profile, img, FaultPlan::seeded(5)).unwrap();
     assert!(matches!(
-        Oftl::<&mut Sim, 2048, 64, 32, 4>::mount(&mut other),
+        Oftl::<&mut Sim, 2048, 64, 4>::mount(&mut other),
         Err(MountError::Mismatch(oftl::Mismatch::Capabilities))
     ));
     // A build with too small tables refuses the device.
     assert!(matches!(
-        Oftl::<&mut Sim, 2048, 32, 32, 4>::mount(&mut sim),
+        Oftl::<&mut Sim, 2048, 32, 4>::mount(&mut sim),
         Err(MountError::Mismatch(oftl::Mismatch::Capacity))
     ));
 }
@@ -193,12 +193,12 @@ fn transaction_is_atomic_across_objects() {
         oftl::TxOp::Truncate { obj: a, size: 4000 },
     ])
     .unwrap();
-    assert_eq!(fs.size(a), Some(4000));
-    assert_eq!(fs.size(b), Some(7010));
+    assert_eq!(fs.size(a).ok(), Some(4000));
+    assert_eq!(fs.size(b).ok(), Some(7010));
     drop(fs);
     let mut fs = Fs::mount(&mut sim).unwrap();
-    assert_eq!(fs.size(a), Some(4000));
-    assert_eq!(fs.size(b), Some(7010));
+    assert_eq!(fs.size(a).ok(), Some(4000));
+    assert_eq!(fs.size(b).ok(), Some(7010));
     let mut buf = vec![0u8; 7010];
     fs.read(b, 0, &mut buf).unwrap();
     assert_eq!(&buf[10..], &db[..]);
@@ -300,7 +300,7 @@ fn large_object_uses_several_leaf_index_pages() {
     fs.truncate(o, 1_000_000).unwrap();
     fs.unmount().unwrap();
     let mut fs = Fs::mount(&mut sim).unwrap();
-    assert_eq!(fs.size(o), Some(1_000_000));
+    assert_eq!(fs.size(o).ok(), Some(1_000_000));
     let mut buf = vec![0u8; 1_000_000];
     fs.read(o, 0, &mut buf).unwrap();
     assert_eq!(&buf[..], &expect[..1_000_000]);
@@ -310,7 +310,7 @@ fn large_object_uses_several_leaf_index_pages() {
 
 #[test]
 fn every_built_in_profile() {
-    type Big<'a> = Oftl<&'a mut Sim, 2048, 2048, 64, 8>;
+    type Big<'a> = Oftl<&'a mut Sim, 2048, 2048, 8>;
     for p in nand_hal::sim::profile::ALL {
         let mut sim = SimNand::heap(p, FaultPlan::seeded(10));
         let (o, l);
@@ -358,7 +358,7 @@ fn small_writes_are_buffered_until_flush() {
         }
         // Nothing programmed yet, and reads see the buffered bytes.
         assert_eq!((fs.flash().counters() - c0).programs, 0);
-        assert_eq!(fs.size(o), Some(640));
+        assert_eq!(fs.size(o).ok(), Some(640));
         assert_eq!(fs.attrs(o).unwrap().size, 640);
         let mut buf = [0u8; 640];
         assert_eq!(fs.read(o, 0, &mut buf).unwrap(), 640);
@@ -380,7 +380,7 @@ fn small_writes_are_buffered_until_flush() {
         fs.write(o, 704, &data[704..800]).unwrap();
     }
     let mut fs = Fs::mount(&mut sim).unwrap();
-    assert_eq!(fs.size(o), Some(704));
+    assert_eq!(fs.size(o).ok(), Some(704));
     let mut buf = [0u8; 704];
     fs.read(o, 0, &mut buf).unwrap();
     assert_eq!(&buf[..], &data[..704]);
@@ -431,13 +431,13 @@ fn crash_keeps_each_object_a_prefix_of_its_writes() {
         fs.write(b, 5, &[4; 10]).unwrap();
     }
     let mut fs = Fs::mount(&mut sim).unwrap();
-    assert_eq!(fs.size(a), Some(3100));
+    assert_eq!(fs.size(a).ok(), Some(3100));
     let mut buf = vec![0u8; 3100];
     fs.read(a, 0, &mut buf).unwrap();
     assert!(buf[..100].iter().all(|&x| x == 1));
     assert!(buf[100..3000].iter().all(|&x| x == 0));
     assert!(buf[3000..].iter().all(|&x| x == 2));
-    assert_eq!(fs.size(b), Some(0));
+    assert_eq!(fs.size(b).ok(), Some(0));
     drop(fs);
     assert_eq!(sim.counters().misuse, 0);
 }

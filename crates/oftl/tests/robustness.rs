@@ -10,10 +10,11 @@ use oftl::{MountError, ObjKind, W25n01gv};
 #[test]
 fn ram_bound_of_default_configuration() {
     let size = core::mem::size_of::<W25n01gv<&mut Sim>>();
-    // Documented in the crate docs and README: keep them in step. 43,760 B before
-    // write-back buffering, plus 2 x (2 KiB + 24 B) of write buffers.
+    // Documented in the crate docs and README: keep them in step. 12 cached table and
+    // index pages (the object table is on flash, so no per-object RAM), 2 write
+    // buffers, three page buffers, the 1024-block table.
     assert!(
-        size <= 47 * 1024,
+        size <= 48 * 1024,
         "W25N01GV configuration uses {size} bytes"
     );
     println!("size_of::<W25n01gv<_>>() = {size}");
@@ -145,7 +146,9 @@ fn corrupted_images_never_panic() {
         match Fs::mount(&mut sim) {
             Ok(mut fs) => {
                 // Whatever survived must be readable or report an error, not panic.
-                let ids: Vec<u32> = fs.objects().collect();
+                // The object table is on flash too: listing may stop at a damaged page
+                // with a clear error.
+                let ids: Vec<u32> = fs.objects().map_while(Result::ok).collect();
                 for id in ids {
                     let mut buf = vec![0u8; 30_000];
                     let _ = fs.read(id, 0, &mut buf);
@@ -214,7 +217,9 @@ mod images {
                 sim.poke(PageAddr(page), col, &data, &oob);
             }
             if let Ok(mut fs) = Fs::mount(&mut sim) {
-                let ids: Vec<u32> = fs.objects().collect();
+                // The object table is on flash too: listing may stop at a damaged page
+                // with a clear error.
+                let ids: Vec<u32> = fs.objects().map_while(Result::ok).collect();
                 for id in ids {
                     let mut buf = vec![0u8; 40_000];
                     let _ = fs.read(id, 0, &mut buf);

@@ -7,9 +7,9 @@ use oftl::{Config, FormatError, MountError, ObjKind, Oftl, W25n01gv};
 
 type Sim = SimNand<HeapStorage>;
 /// 4 cached index pages.
-type Small<'a> = Oftl<&'a mut Sim, 2048, 64, 8, 4, 2>;
+type Small<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
 /// 16 cached index pages.
-type Big<'a> = Oftl<&'a mut Sim, 2048, 64, 8, 16, 2>;
+type Big<'a> = Oftl<&'a mut Sim, 2048, 64, 16, 2>;
 
 fn cfg(window_blocks: u16) -> Config {
     Config {

@@ -38,11 +38,10 @@ struct Args {
     /// for many).
     #[arg(long, default_value_t = 1 << 20)]
     size: usize,
-    /// Total size of the small files for `many` (`many-size / 64` files). The default,
-    /// 16 KiB = 256 files, is what oftl's default configuration holds (its object table
-    /// is in RAM, `OBJECTS` = 256); littlefs runs the same size so the rows compare.
-    #[arg(long, default_value_t = 16 << 10)]
-    many_size: usize,
+    /// Total size of the small files for `many` (`many-size / 64` files); `--size` if not
+    /// given (1 MiB = 16,384 files, the littlefs-benchmarks definition).
+    #[arg(long)]
+    many_size: Option<usize>,
     /// Workloads to run (default: all).
     #[arg(long, value_enum)]
     workload: Vec<Workload>,
@@ -63,7 +62,7 @@ fn targets(seed: u64) -> Vec<Box<dyn Target>> {
 
 fn run_one(t: &mut dyn Target, w: Workload, args: &Args, bar: &ProgressBar) -> Result<Row, String> {
     let size = if w == Workload::Many {
-        args.many_size
+        args.many_size.unwrap_or(args.size)
     } else {
         args.size
     };
@@ -161,7 +160,7 @@ fn args_summary(a: &Args) -> String {
          (`many`: {} files of 64 B), seed {}",
         a.sim_seconds,
         a.size / 1024,
-        a.many_size / 64,
+        a.many_size.unwrap_or(a.size) / 64,
         a.seed
     )
 }
@@ -179,7 +178,7 @@ mod tests {
         let args = Args {
             sim_seconds: 0.5,
             size: 64 << 10,
-            many_size: 4 << 10,
+            many_size: Some(4 << 10),
             workload: vec![w],
             seed: 3,
             quiet: true,

@@ -1,6 +1,7 @@
 //! `oftl` on the simulated NAND, in its default W25N01GV configuration
-//! ([`oftl::W25n01gv`]: 256 objects, 8 cached index pages, 2 write-back buffers;
-//! `size_of` = 47,904 B of RAM, no heap) with the default 16-block updating window.
+//! ([`oftl::W25n01gv`]: 12 cached object-table and index pages, 2 write-back buffers;
+//! `size_of` = 48,472 B of RAM, no heap; objects are limited by flash, not RAM) with the
+//! default 16-block updating window.
 //!
 //! The workloads map onto the object API as littlefs's file operations do:
 //! an append is a `write` at the end, littlefs's `sync` is `flush(obj)`, opening with
@@ -152,7 +153,7 @@ impl Target for Oftl {
         go_on: &mut dyn FnMut(u64) -> bool,
     ) -> Result<u64, String> {
         let mut fs = self.mount()?;
-        let objs: Vec<ObjectId> = fs.objects().collect();
+        let objs: Vec<ObjectId> = fs.objects().collect::<Result<_, _>>().map_err(err)?;
         let mut chunk = [0u8; CHUNK];
         let mut written = 0u64;
         let fill = |rng: &mut Rng, chunk: &mut [u8; CHUNK]| {

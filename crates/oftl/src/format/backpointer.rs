@@ -69,6 +69,8 @@ pub enum PageKind {
     Log = 5,
     /// The "mounted and dirtied" marker written after a clean checkpoint.
     Marker = 6,
+    /// An object table page ([`super::table`]).
+    Table = 7,
 }
 
 impl PageKind {
@@ -80,6 +82,7 @@ impl PageKind {
             4 => PageKind::Checkpoint,
             5 => PageKind::Log,
             6 => PageKind::Marker,
+            7 => PageKind::Table,
             _ => return None,
         })
     }

@@ -1,5 +1,5 @@
-//! The checkpoint: the persisted lazy state (object table, block state table, updating
-//! window record). Written as one byte stream over consecutive pages of a checkpoint
+//! The checkpoint: the persisted lazy state (object table root, block state table,
+//! updating window record). Written as one byte stream over consecutive pages of a checkpoint
 //! block; each page carries a [`super::backpointer`] of kind `Checkpoint` with
 //! `owner` = 0, `lpn` = page index in the stream, `seq` = checkpoint sequence and the
 //! commit flag on the last page. A checkpoint counts only when every page is present,
@@ -8,20 +8,20 @@
 //! ```text
 //! stream offset      size            field
 //!  0                    4            magic "OCKP"
-//!  4                    2            version (1)
+//!  4                    2            version (2)
 //!  6                    2            flags: bit 0 = clean (written by unmount)
 //!  8                    4            checkpoint sequence
 //! 12                    4            stream length in bytes, CRC included
 //! 16                    4            n_blocks (= device blocks)
-//! 20                    4            n_objects
+//! 20                    4            live objects
 //! 24                    4            next object id
 //! 28                    2            window length (blocks)
-//! 30                   10            reserved (0xFF)
+//! 30                    4            object table root index page (0xFFFFFFFF = none)
+//! 34                    6            reserved (0xFF)
 //! 40                   24            2 x head record: block u32 (0xFFFFFFFF = none),
 //!                                    next page u32, next sequence u32
 //! 64          4*window_len           window blocks, in allocation order (u32)
 //! ..          4*n_blocks             block state table entries (see BstEntry)
-//! ..          24*n_objects           object records (see ObjRecord), ascending id
 //! len-4                 4            CRC-32/ISO-HDLC over bytes 0..len-4
 //! ```
 //!
@@ -31,11 +31,8 @@
 //! corrected by replaying the window after a crash; erase counts of blocks erased after
 //! the checkpoint are lost on a crash (wear statistics only).
 //!
-//! Object record (24 bytes):
-//! ```text
-//!  0 id u32 | 4 kind u8 | 5 flags u8 | 6 reserved u16 | 8 size u64 |
-//! 16 root index page u32 (0xFFFFFFFF = none) | 20 metadata page u32
-//! ```
+//! The object records themselves live on flash in the object table
+//! ([`super::table`]), reached through the table root recorded here.
 
 use crate::errors::Corrupted;
 
@@ -43,14 +40,12 @@ use crate::errors::Corrupted;
 pub const HEADER_LEN: usize = 40;
 /// Head records size.
 pub const HEADS_LEN: usize = 24;
-/// Object record size.
-pub const OBJ_LEN: usize = 24;
 /// Number of write heads recorded.
 pub const HEADS: usize = 2;
 /// Encoded "no page / no block".
 pub const NONE: u32 = u32::MAX;
 const MAGIC: [u8; 4] = *b"OCKP";
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 
 /// The fixed checkpoint header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,22 +58,20 @@ pub struct CkptHeader {
     pub total_len: u32,
     /// Block table entries.
     pub n_blocks: u32,
-    /// Object records.
+    /// Live objects.
     pub n_objects: u32,
     /// Next object id to hand out.
     pub next_obj_id: u32,
     /// Window blocks recorded.
     pub window_len: u16,
+    /// Root index page of the object table, or [`NONE`].
+    pub table_root: u32,
 }
 
 impl CkptHeader {
     /// Stream length implied by the counts.
-    pub const fn stream_len(n_blocks: u32, n_objects: u32, window_len: u16) -> u32 {
-        (HEADER_LEN + HEADS_LEN) as u32
-            + 4 * window_len as u32
-            + 4 * n_blocks
-            + OBJ_LEN as u32 * n_objects
-            + 4
+    pub const fn stream_len(n_blocks: u32, window_len: u16) -> u32 {
+        (HEADER_LEN + HEADS_LEN) as u32 + 4 * window_len as u32 + 4 * n_blocks + 4
     }
 
     /// Encodes.
@@ -93,6 +86,7 @@ impl CkptHeader {
         b[20..24].copy_from_slice(&self.n_objects.to_le_bytes());
         b[24..28].copy_from_slice(&self.next_obj_id.to_le_bytes());
         b[28..30].copy_from_slice(&self.window_len.to_le_bytes());
+        b[30..34].copy_from_slice(&self.table_root.to_le_bytes());
         b
     }
 
@@ -115,11 +109,12 @@ impl CkptHeader {
             n_objects: u32_at(20),
             next_obj_id: u32_at(24),
             window_len: u16::from_le_bytes([b[28], b[29]]),
+            table_root: u32_at(30),
         };
         if h.n_blocks > (1 << 24) || h.n_objects > (1 << 24) {
             return Err(Corrupted);
         }
-        if h.total_len != Self::stream_len(h.n_blocks, h.n_objects, h.window_len) {
+        if h.total_len != Self::stream_len(h.n_blocks, h.window_len) || b[34..40] != [0xFF; 6] {
             return Err(Corrupted);
         }
         Ok(h)
@@ -239,62 +234,6 @@ impl ObjKind {
     }
 }
 
-/// One object record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ObjRecord {
-    /// Object id (24 bits used).
-    pub id: u32,
-    /// Kind.
-    pub kind: ObjKind,
-    /// Size in bytes.
-    pub size: u64,
-    /// Root index page or [`NONE`].
-    pub root: u32,
-    /// Current metadata page.
-    pub meta: u32,
-    /// RAM only, not encoded here: a log stream's trim point (first live sequence
-    /// number), persisted in its metadata page's size field.
-    pub log_start: u64,
-}
-
-impl ObjRecord {
-    /// Encodes.
-    pub fn encode(&self) -> [u8; OBJ_LEN] {
-        let mut b = [0xFFu8; OBJ_LEN];
-        b[0..4].copy_from_slice(&self.id.to_le_bytes());
-        b[4] = self.kind as u8;
-        b[5] = 0;
-        b[8..16].copy_from_slice(&self.size.to_le_bytes());
-        b[16..20].copy_from_slice(&self.root.to_le_bytes());
-        b[20..24].copy_from_slice(&self.meta.to_le_bytes());
-        b
-    }
-    /// Parses, checking page addresses against `pages` and the size against `max_size`.
-    pub fn parse(b: &[u8], pages: u32, max_size: u64) -> Result<Self, Corrupted> {
-        let b = b.get(..OBJ_LEN).ok_or(Corrupted)?;
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let mut s = [0u8; 8];
-        s.copy_from_slice(&b[8..16]);
-        let r = ObjRecord {
-            id: u32_at(0),
-            kind: ObjKind::from_byte(b[4]).ok_or(Corrupted)?,
-            size: u64::from_le_bytes(s),
-            root: u32_at(16),
-            meta: u32_at(20),
-            log_start: 0,
-        };
-        if b[5] != 0
-            || r.id > super::backpointer::MAX_U24
-            || r.size > max_size
-            || (r.root != NONE && r.root >= pages)
-            || r.meta >= pages
-        {
-            return Err(Corrupted);
-        }
-        Ok(r)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,11 +243,12 @@ mod tests {
         let h = CkptHeader {
             clean: true,
             seq: 9,
-            total_len: CkptHeader::stream_len(1024, 3, 16),
+            total_len: CkptHeader::stream_len(1024, 16),
             n_blocks: 1024,
             n_objects: 3,
             next_obj_id: 44,
             window_len: 16,
+            table_root: 77,
         };
         assert_eq!(CkptHeader::parse(&h.encode()), Ok(h));
         let mut b = h.encode();
@@ -338,17 +278,5 @@ mod tests {
         assert_eq!(BstEntry::unpack(e.pack(), 64), Ok(e));
         assert_eq!(BstEntry::unpack(e.pack(), 16), Err(Corrupted));
         assert_eq!(BstEntry::unpack(0xFFFF_FFFF, 64), Err(Corrupted));
-        let o = ObjRecord {
-            id: 5,
-            kind: ObjKind::Object,
-            size: 1 << 30,
-            root: NONE,
-            meta: 99,
-            log_start: 0,
-        };
-        assert_eq!(ObjRecord::parse(&o.encode(), 1000, 1 << 31), Ok(o));
-        assert_eq!(ObjRecord::parse(&o.encode(), 50, 1 << 31), Err(Corrupted));
-        assert_eq!(ObjRecord::parse(&o.encode(), 1000, 10), Err(Corrupted));
-        assert_eq!(ObjRecord::parse(&[0xFF; OBJ_LEN], 1000, 10), Err(Corrupted));
     }
 }

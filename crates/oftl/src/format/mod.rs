@@ -8,3 +8,4 @@ pub mod checkpoint;
 pub mod index;
 pub mod meta;
 pub mod superblock;
+pub mod table;

@@ -26,7 +26,7 @@
 //!  31     1  OOB region count (<= 16)
 //!  32    96  16 x OOB region: offset u16, len u16, ECC step u8 (0xFF = none), 0xFF
 //! 128     2  updating window blocks
-//! 130     2  object table capacity
+//! 130     2  reserved (0xFFFF; format 1 kept the object table capacity here)
 //! 132     4  format id (distinguishes images)
 //! 136     8  superblock blocks [u32; 2]
 //! 144    16  checkpoint blocks [u32; 4]
@@ -45,7 +45,7 @@ pub const SB_LEN: usize = 512;
 /// Blocks searched for superblock copies.
 pub const SB_SEARCH: u32 = 8;
 /// Current format version.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Checkpoint blocks reserved at format.
 pub const CKPT_BLOCKS: usize = 4;
 const MAGIC: [u8; 4] = *b"OFTL";
@@ -84,8 +84,6 @@ pub struct Superblock {
     pub oob_count: u8,
     /// Updating window size in blocks.
     pub window_blocks: u16,
-    /// Object table capacity.
-    pub max_objects: u16,
     /// Format id.
     pub format_id: u32,
     /// Blocks holding the superblock copies.
@@ -120,7 +118,6 @@ impl Superblock {
         oob_regions: [OobRegion::unprotected(0, 0); MAX_OOB_REGIONS],
         oob_count: 0,
         window_blocks: 0,
-        max_objects: 0,
         format_id: 0,
         sb_blocks: [0; 2],
         ckpt_blocks: [0; CKPT_BLOCKS],
@@ -131,7 +128,6 @@ impl Superblock {
         geometry: &Geometry,
         caps: &Capabilities,
         window_blocks: u16,
-        max_objects: u16,
         format_id: u32,
         sb_blocks: [u32; 2],
         ckpt_blocks: [u32; CKPT_BLOCKS],
@@ -155,7 +151,6 @@ impl Superblock {
             oob_regions,
             oob_count: regs.len() as u8,
             window_blocks,
-            max_objects,
             format_id,
             sb_blocks,
             ckpt_blocks,
@@ -215,7 +210,6 @@ impl Superblock {
             b[o + 5] = 0xFF;
         }
         b[128..130].copy_from_slice(&self.window_blocks.to_le_bytes());
-        b[130..132].copy_from_slice(&self.max_objects.to_le_bytes());
         b[132..136].copy_from_slice(&self.format_id.to_le_bytes());
         for i in 0..2 {
             b[136 + 4 * i..140 + 4 * i].copy_from_slice(&self.sb_blocks[i].to_le_bytes());
@@ -282,7 +276,6 @@ impl Superblock {
             oob_regions,
             oob_count,
             window_blocks: u16_at(128),
-            max_objects: u16_at(130),
             format_id: u32_at(132),
             sb_blocks: [u32_at(136), u32_at(140)],
             ckpt_blocks: [u32_at(144), u32_at(148), u32_at(152), u32_at(156)],
@@ -294,7 +287,7 @@ impl Superblock {
             .all(|(i, a)| fixed().skip(i + 1).all(|b| a != b));
         if sb.window_blocks < 2
             || !distinct
-            || sb.max_objects == 0
+            || u16_at(130) != 0xFFFF
             || sb.pages_per_block < 4
             || !sb
                 .sb_blocks
@@ -330,15 +323,7 @@ mod tests {
 
     fn sample() -> Superblock {
         let p = W25N01GV;
-        Superblock::describe(
-            &p.geometry,
-            &p.capabilities,
-            16,
-            256,
-            77,
-            [0, 1],
-            [2, 3, 4, 5],
-        )
+        Superblock::describe(&p.geometry, &p.capabilities, 16, 77, [0, 1], [2, 3, 4, 5])
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub type Sim = SimNand<HeapStorage>;
 /// The test configuration on the TINY part (2 KiB pages, 16 pages/block, 64 blocks).
 pub type Fs<'a> = FsWith<'a, Greedy>;
 /// The test configuration with space policy `P`.
-pub type FsWith<'a, P> = Oftl<&'a mut Sim, 2048, 64, 16, 4, 2, P>;
+pub type FsWith<'a, P> = Oftl<&'a mut Sim, 2048, 64, 4, 2, P>;
 /// `paragc`'s policy sized for the test configuration.
 pub type Para = oftl::ParaGc<64>;
 
@@ -343,10 +343,10 @@ fn rerr<E: Error>(e: ReadError<E>) -> String {
 
 /// Reads the whole state of `fs` as a model (next_id not included).
 pub fn observe<P: SpacePolicy>(fs: &mut FsWith<'_, P>) -> Result<Model, String> {
-    let ids: Vec<u32> = fs.objects().collect();
+    let ids: Vec<u32> = fs.objects().map(Result::unwrap).collect();
     let mut m = Model::new();
     for id in ids {
-        if let Some((start, _)) = fs.log_bounds(id) {
+        if let Ok((start, _)) = fs.log_bounds(id) {
             let mut recs = Vec::new();
             let mut lsn = start;
             let mut buf = vec![0u8; 4096];

@@ -1,0 +1,214 @@
+//! Object records: lookups and updates through the cached object table.
+//!
+//! Records are read and written in their table page's cache slot, so every change is
+//! made by a read-modify-write at the moment it happens ([`Oftl::obj_update`]); no
+//! caller keeps a record across an operation that could change it (writing an index
+//! root changes the record's `root`). Ids are handed out in increasing order and never
+//! reused; a table page left without live records is unmapped.
+
+use nand_hal::NandFlash;
+
+use crate::cache::Key;
+use crate::errors::{Fault, ReadError};
+use crate::format::index::UNMAPPED;
+use crate::format::table::{ObjRecord, REC_LEN, TABLE_OBJ};
+use crate::io::FaultOf;
+use crate::policy::SpacePolicy;
+use crate::{ObjectId, Oftl};
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    /// Largest object id this format can hold (the table's index bounds it).
+    pub(crate) fn max_object_id(&self) -> u32 {
+        let epp = self.entries_per_index() as u64;
+        let ids = epp * epp * self.records_per_page() as u64;
+        (ids - 1).min(crate::format::backpointer::MAX_U24 as u64) as u32
+    }
+
+    /// The record of `id`, if it is live.
+    pub(crate) fn obj_get(&mut self, id: ObjectId) -> Result<Option<ObjRecord>, FaultOf<F>> {
+        if id == TABLE_OBJ || id >= self.next_obj_id || id > self.max_object_id() {
+            return Ok(None);
+        }
+        let t = id / self.records_per_page();
+        let key = Key::table_page(t);
+        // A table page that is neither cached nor on flash holds no record: answer
+        // without taking a cache slot for it.
+        if !self.cache.iter().any(|s| s.used && s.table && s.idx == t)
+            && self.index_get(TABLE_OBJ, t)? == UNMAPPED
+        {
+            return Ok(None);
+        }
+        let s = self.slot_for_key(key)?;
+        self.record_in(s, id)
+    }
+
+    /// The record of `id`, or `NotFound`.
+    pub(crate) fn obj(&mut self, id: ObjectId) -> Result<ObjRecord, FaultOf<F>> {
+        self.obj_get(id)?.ok_or(Fault::NotFound)
+    }
+
+    fn obj_store(&mut self, id: ObjectId, bytes: &[u8; REC_LEN]) -> Result<usize, FaultOf<F>> {
+        let s = self.slot_for_key(Key::table_page(id / self.records_per_page()))?;
+        let at = (id % self.records_per_page()) as usize * REC_LEN;
+        self.cache[s].data[at..at + REC_LEN].copy_from_slice(bytes);
+        self.cache[s].dirty = true;
+        Ok(s)
+    }
+
+    /// Changes the live record of `id` in place.
+    pub(crate) fn obj_update(
+        &mut self,
+        id: ObjectId,
+        f: impl FnOnce(&mut ObjRecord),
+    ) -> Result<(), FaultOf<F>> {
+        let mut r = self.obj(id)?;
+        let was = r.id;
+        f(&mut r);
+        debug_assert_eq!(was, r.id);
+        self.obj_store(id, &r.encode()).map(|_| ())
+    }
+
+    /// Adds the record of a new object.
+    pub(crate) fn obj_insert(&mut self, rec: &ObjRecord) -> Result<(), FaultOf<F>> {
+        if rec.id == TABLE_OBJ || rec.id > self.max_object_id() {
+            return Err(Fault::TooManyObjects);
+        }
+        self.obj_store(rec.id, &rec.encode())?;
+        self.live_objects = self.live_objects.saturating_add(1);
+        Ok(())
+    }
+
+    /// Removes the record of `id`; unmaps its table page once no record is left in it.
+    pub(crate) fn obj_remove(&mut self, id: ObjectId) -> Result<(), FaultOf<F>> {
+        let s = self.obj_store(id, &[0xFF; REC_LEN])?;
+        self.live_objects = self.live_objects.saturating_sub(1);
+        let used = self.records_per_page() as usize * REC_LEN;
+        if self.cache[s].data[..used].iter().all(|&b| b == 0xFF) {
+            let addr = self.cache[s].addr;
+            let t = self.cache[s].idx;
+            self.cache[s].used = false;
+            self.cache[s].dirty = false;
+            self.dev.mark_invalid(addr);
+            self.index_unmap_table_page(t)?;
+        }
+        Ok(())
+    }
+
+    /// Live objects.
+    pub fn object_count(&self) -> u32 {
+        self.live_objects
+    }
+
+    /// The smallest live object id greater than `after` (the first one for `None`):
+    /// iterate with `let mut id = None; while let Some(i) = fs.next_object(id)? { ..;
+    /// id = Some(i) }`. Reads object-table pages through the cache.
+    pub fn next_object(
+        &mut self,
+        after: Option<ObjectId>,
+    ) -> Result<Option<ObjectId>, ReadError<F::Error>> {
+        self.next_object_inner(after).map_err(ReadError::from)
+    }
+
+    fn next_object_inner(
+        &mut self,
+        after: Option<ObjectId>,
+    ) -> Result<Option<ObjectId>, FaultOf<F>> {
+        self.check_usable()?;
+        let rpp = self.records_per_page();
+        let end = self.next_obj_id.min(self.max_object_id().saturating_add(1));
+        let mut id = after.map_or(1, |a| a.saturating_add(1));
+        while id < end {
+            let t = id / rpp;
+            let cached = self.cache.iter().any(|s| s.used && s.table && s.idx == t);
+            if !cached && self.index_get(TABLE_OBJ, t)? == UNMAPPED {
+                id = (t + 1) * rpp;
+                continue;
+            }
+            let s = self.slot_for_key(Key::table_page(t))?;
+            let page_end = ((t + 1) * rpp).min(end);
+            while id < page_end {
+                if self.record_in(s, id)?.is_some() {
+                    return Ok(Some(id));
+                }
+                id += 1;
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Iterator over live object ids, ascending ([`Oftl::objects`]). Yields an error (and
+/// then stops) if an object-table page cannot be read.
+pub struct ObjectIds<
+    'a,
+    F: NandFlash,
+    P: SpacePolicy,
+    const PAGE: usize,
+    const BLOCKS: usize,
+    const CACHE: usize,
+    const WBUF: usize,
+> {
+    fs: &'a mut Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>,
+    last: Option<ObjectId>,
+    done: bool,
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Iterator for ObjectIds<'_, F, P, PAGE, BLOCKS, CACHE, WBUF>
+{
+    type Item = Result<ObjectId, ReadError<F::Error>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.fs.next_object(self.last) {
+            Ok(Some(id)) => {
+                self.last = Some(id);
+                Some(Ok(id))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    /// Live object ids, ascending, read from the object table through the cache (see
+    /// [`Oftl::next_object`]).
+    pub fn objects(&mut self) -> ObjectIds<'_, F, P, PAGE, BLOCKS, CACHE, WBUF> {
+        ObjectIds {
+            fs: self,
+            last: None,
+            done: false,
+        }
+    }
+}
