@@ -64,16 +64,17 @@
 //! # RAM
 //!
 //! Everything lives in the [`Oftl`] value, sized by its const parameters: `PAGE`
-//! (page size), `BLOCKS` (block table, 12 B per block), `OBJECTS` (object table,
-//! 40 B per object), `CACHE` (cached index pages, `PAGE` + 24 B each), `WBUF` (write
-//! buffers, `PAGE` + 24 B each), plus three page buffers and a window list of
-//! [`MAX_WINDOW`] entries. For the default W25N01GV configuration [`W25n01gv`] (`PAGE`
-//! 2048, `BLOCKS` 1024, `OBJECTS` 256, `CACHE` 8, `WBUF` 2):
-//! `size_of::<W25n01gv<_>>()` = 47,904 bytes (46.8 KiB, of which 4,144 B are the write
-//! buffers; a test keeps it <= 47 KiB).
-//! Nothing allocates; stack use is a few frames plus index-cache eviction recursion
-//! bounded by `CACHE`: 4,824 B painted peak on a Cortex-M4 including the firmware's own
-//! `main` (see README), whatever the configuration, when the store lives in a `static`
+//! (page size), `BLOCKS` (block table, 12 B per block), `CACHE` (cached object-table and
+//! index pages, `PAGE` + 24 B each), `WBUF` (write buffers, `PAGE` + 24 B each), plus
+//! three page buffers, a window list of [`MAX_WINDOW`] entries and a list of cache
+//! write-backs in flight. The number of objects costs no RAM: their records are in the
+//! on-flash object table ([`format::table`]). For the default W25N01GV configuration
+//! [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2):
+//! `size_of::<W25n01gv<_>>()` = 48,472 bytes (47.3 KiB, of which 24,864 B are the cache
+//! and 4,144 B the write buffers; a test keeps it <= 48 KiB).
+//! Nothing allocates; stack use is a few frames plus cache write-back recursion (bounded
+//! by the number of dirty cached pages): 4,720 B painted peak on a Cortex-M4 including
+//! the firmware's own `main` (see README) when the store lives in a `static`
 //! built by [`Oftl::new_const`] and is formatted/mounted in place
 //! ([`Oftl::format_in_place`], [`Oftl::mount_in_place`], [`Oftl::unmount_in_place`]).
 //! The by-value [`Oftl::format`]/[`Oftl::mount`]/[`Oftl::unmount`] move the whole store

@@ -313,6 +313,40 @@ fn buffered() -> Objects {
     }
 }
 
+/// More objects than one object-table page holds (64 records per page on 2 KiB pages):
+/// records spread over three table pages, a whole table page emptied by deletes (and
+/// unmapped), objects created after it, writes that turn single-page (direct) objects
+/// into indexed ones, all under a cache of 4 pages, so table pages are written back and
+/// reloaded throughout.
+fn many_objects() -> Objects {
+    let mut preload = vec![Op::Create; 150];
+    preload.push(w(3, 0, 100, 1));
+    preload.push(w(70, 0, 2048, 2));
+    preload.push(w(140, 0, 5000, 3));
+    let mut ops = vec![w(2, 0, 64, 10), w(100, 10, 64, 11), w(149, 0, 3000, 12)];
+    // Ids 64..127 fill table page 1; slot 63 names the next of them each time.
+    for i in 0..64u32 {
+        ops.push(Op::Delete { slot: 63 });
+        if i % 16 == 15 {
+            ops.push(w((i % 7) as usize, 2040, 20, 20 + i));
+        }
+    }
+    ops.extend([
+        Op::Create,
+        Op::Create,
+        w(87, 0, 4100, 30),
+        Op::Sync,
+        w(86, 50, 64, 31),
+    ]);
+    Objects {
+        profile: profile::TINY,
+        name: "objects-many",
+        preload,
+        ops,
+        para: false,
+    }
+}
+
 /// A part without ECC: in-band backpointers, log pages continued by partial programs.
 fn raw(mut s: Objects, name: &'static str) -> Objects {
     s.profile = tiny_raw();
@@ -331,6 +365,23 @@ fn exhaustive_raw_part() {
         r.assert_ok();
         assert!(r.cuts > 40, "{} cuts", r.cuts);
     }
+}
+
+#[test]
+fn exhaustive_many_objects() {
+    let mut s = Sweep::exhaustive(9);
+    s.kinds = vec![
+        CutKind::Clean,
+        CutKind::Torn(nand_hal::sim::TornMode::Random),
+    ];
+    s.recovery_cuts = RecoveryCuts::Sample;
+    let r = powerloss::sweep(&many_objects(), &s);
+    println!(
+        "many objects: {} ops, {} runs, {} cuts, {} recovery cuts",
+        r.workload_ops, r.runs, r.cuts, r.recovery_cuts
+    );
+    r.assert_ok();
+    assert!(r.cuts > 100, "{} cuts", r.cuts);
 }
 
 #[test]
