@@ -1,5 +1,20 @@
-//! Garbage collection, scrubbing and retirement: moving a block's valid pages into the
-//! data head so the block can be reused (or retired).
+//! Garbage collection, scrubbing and retirement: moving a block's valid pages out so
+//! the block can be reused (or retired).
+//!
+//! Where moved data and metadata pages go is the policy's choice per victim
+//! ([`crate::policy::SpacePolicy::relocation`]): the cold head ([`COLD_HEAD`]), which
+//! keeps pages that outlived their block apart from fresh writes, or the data head.
+//! Index pages are rewritten from the cache through the data head, log sectors through
+//! the log head. A cold copy's sequence number is the data head's next number at the
+//! time (its watermark, see `format::backpointer`).
+//!
+//! GC never runs between the pages of one transaction: transactions reserve their
+//! window room in `prepare` (which is where foreground collection runs) before their
+//! first page, and nothing on the write path between a transaction's first page and
+//! its commit page calls [`Oftl::gc_step`], a collection or a checkpoint (index-cache
+//! evictions only program index pages). So every data-head page numbered below a cold
+//! copy's watermark belongs to a transaction that was complete when the copy was made,
+//! which is what recovery's merge rule relies on.
 //!
 //! A page is valid when the index (or object table) still points at it; its
 //! backpointer says where to look. A collected block keeps its `Full` state with zero
@@ -16,8 +31,12 @@ use crate::format::checkpoint::BlockState;
 use crate::format::index::{self, ROOT_LPN};
 use crate::format::meta::MetaRecord;
 use crate::io::{FaultOf, Scan};
-use crate::policy::{SpacePolicy, Urgency};
+use crate::policy::{Relocation, SpacePolicy, Urgency};
 use crate::{Oftl, DATA_HEAD};
+
+/// Write head of pages relocated by GC, scrubbing and retirement when the policy says
+/// [`Relocation::Cold`].
+pub(crate) const COLD_HEAD: usize = 2;
 
 /// What a [`Oftl::gc_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,23 +116,28 @@ impl<
                     .is_some_and(|b| b.state == BlockState::Full && b.valid > 0) =>
             {
                 self.gc_victim = Some((v, 0));
+                self.gc_head = match self.dev.policy.relocation(&self.dev.blocks[..n], v, ppb) {
+                    Relocation::Cold => COLD_HEAD,
+                    Relocation::Data => DATA_HEAD,
+                };
                 true
             }
             _ => false,
         }
     }
 
-    /// Window pages GC may use now, checkpointing first if the window is low.
+    /// Pages GC may copy now through the victim's head while the data head keeps its
+    /// reserve, checkpointing first if there are none.
     fn gc_room(&mut self) -> Result<u32, FaultOf<F>> {
         let reserve = self.window_need(0, 0);
-        if self.dev.window_free_pages(DATA_HEAD) <= reserve {
+        if self.dev.copy_room(self.gc_head, reserve) == 0 {
             self.checkpoint(false)?;
         }
-        let free = self.dev.window_free_pages(DATA_HEAD);
-        if free <= reserve {
+        let room = self.dev.copy_room(self.gc_head, reserve);
+        if room == 0 {
             return Err(Fault::NoSpace);
         }
-        Ok((free - reserve).min(u32::MAX as u64) as u32)
+        Ok(room.min(u32::MAX as u64) as u32)
     }
 
     /// Whether a block waits to be moved because it is failing (retire) or reads at
@@ -129,6 +153,12 @@ impl<
         let Some((b, mut next)) = self.gc_victim else {
             return Ok(0);
         };
+        if self.dev.blocks[b as usize].state != BlockState::Full {
+            // A checkpoint since the last step freed the victim (its remaining pages
+            // were overwritten meanwhile) and it may be a head's block by now.
+            self.gc_victim = None;
+            return Ok(0);
+        }
         let ppb = self.dev.ppb();
         let mut copied = 0;
         while next < ppb && copied < budget {
@@ -141,7 +171,7 @@ impl<
                 if bp.kind == PageKind::Log {
                     copied += self.relocate_log(page, false)? as u32;
                 } else if self.is_valid(page, &bp)? {
-                    self.relocate(page, &bp, false)?;
+                    self.relocate(page, &bp, false, self.gc_head)?;
                     copied += 1;
                 }
             }
@@ -184,13 +214,15 @@ impl<
         })
     }
 
-    /// Copies a valid page to the data head and repoints its owner. With `from_rbuf`,
-    /// the page content is already in `rbuf` (recovery's suspect page).
+    /// Copies a valid page to `head` (data or cold; index pages always go through the
+    /// data head, log sectors through the log head) and repoints its owner. With
+    /// `from_rbuf`, the page content is already in `rbuf` (recovery's suspect page).
     pub(crate) fn relocate(
         &mut self,
         page: u32,
         bp: &Backpointer,
         from_rbuf: bool,
+        head: usize,
     ) -> Result<(), FaultOf<F>> {
         if bp.kind == PageKind::Log {
             return self.relocate_log(page, from_rbuf).map(|_| ());
@@ -201,6 +233,7 @@ impl<
         let mut nbp = *bp;
         nbp.commit = true;
         nbp.tx_delta = 0;
+        nbp.relocated = false;
         match bp.kind {
             PageKind::Data => {
                 if !from_rbuf {
@@ -212,9 +245,7 @@ impl<
                     )?;
                 }
                 self.rbuf[payload..].fill(0xFF);
-                let (np, _) = self
-                    .dev
-                    .program(DATA_HEAD, &mut self.rbuf, nbp, false, None)?;
+                let (np, _) = self.dev.program(head, &mut self.rbuf, nbp, false, None)?;
                 self.index_set(bp.owner, bp.lpn, np)?;
             }
             PageKind::Meta => {
@@ -228,9 +259,7 @@ impl<
                 let oi = self.obj_index(bp.owner).ok_or(Fault::Corrupted)?;
                 rec.size = self.meta_size(oi);
                 rec.encode(&mut self.rbuf[..pu]);
-                let (np, _) = self
-                    .dev
-                    .program(DATA_HEAD, &mut self.rbuf, nbp, true, None)?;
+                let (np, _) = self.dev.program(head, &mut self.rbuf, nbp, true, None)?;
                 let oi = self.obj_index(bp.owner).ok_or(Fault::Corrupted)?;
                 self.dev.mark_invalid(self.objs[oi].meta);
                 self.dev.mark_valid(np);

@@ -116,7 +116,7 @@ pub use format::checkpoint::{BlockState, ObjKind};
 pub use format::meta::ATTR_LEN;
 pub use log::LogRecord;
 pub use para::ParaGc;
-pub use policy::{BlockInfo, Greedy, SpacePolicy, Urgency};
+pub use policy::{BlockInfo, Greedy, Relocation, SpacePolicy, Urgency};
 pub use txn::TxOp;
 
 use format::backpointer::Placement;
@@ -321,6 +321,8 @@ pub struct Oftl<
     pub(crate) need_marker: bool,
     pub(crate) poisoned: bool,
     pub(crate) gc_victim: Option<(u32, u32)>,
+    /// Head the current victim's pages are copied to (the policy's choice).
+    pub(crate) gc_head: usize,
     /// Window size the next checkpoint allocates.
     pub(crate) window_target: u16,
 }
@@ -418,6 +420,7 @@ impl<
             need_marker: false,
             poisoned: true,
             gc_victim: None,
+            gc_head: DATA_HEAD,
             window_target: 0,
         }
     }
@@ -458,6 +461,7 @@ impl<
         self.need_marker = false;
         self.poisoned = true;
         self.gc_victim = None;
+        self.gc_head = DATA_HEAD;
         self.window_target = sb.window_blocks;
     }
 
