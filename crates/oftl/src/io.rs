@@ -6,7 +6,11 @@
 //! and never before the checkpoint that put it into the window is durable; a page whose
 //! program failed is never programmed again (the head moves to a new block and the old
 //! one is flagged for retirement); the sequence number of a failed program is reused
-//! for its retry, so a head's pages carry consecutive numbers.
+//! for its retry, so a head's pages carry consecutive numbers. The cold head is the
+//! exception: its pages carry the data head's next number as a watermark (see
+//! `format::backpointer`). All heads draw blocks from one window; GC may use for the
+//! cold head only what the data head does not need for its reserve
+//! ([`Dev::copy_room`]).
 
 use nand_hal::{BlockAddr, EccKind, Error, ErrorKind, NandFlash, PageAddr};
 
@@ -230,9 +234,10 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             return 0;
         }
         let ppb = self.ppb() as u64;
-        let data_blocks = reserve.saturating_sub(self.head_room(DATA_HEAD)).div_ceil(ppb);
-        self.head_room(COLD_HEAD)
-            + self.unused_window_blocks().saturating_sub(data_blocks) * ppb
+        let data_blocks = reserve
+            .saturating_sub(self.head_room(DATA_HEAD))
+            .div_ceil(ppb);
+        self.head_room(COLD_HEAD) + self.unused_window_blocks().saturating_sub(data_blocks) * ppb
     }
 
     /// Before a checkpoint records the heads: moves the data head's next number past

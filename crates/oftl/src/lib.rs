@@ -129,7 +129,8 @@ pub const DEFAULT_WBUF: usize = 2;
 /// Most blocks an updating window can hold.
 pub const MAX_WINDOW: usize = 32;
 
-/// Write head of object data, metadata, index pages and GC copies.
+/// Write head of object data, metadata, index pages (and GC copies when the policy
+/// does not send them to the cold head).
 pub(crate) const DATA_HEAD: usize = 0;
 
 /// Object id.

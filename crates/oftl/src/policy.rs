@@ -86,7 +86,12 @@ pub trait SpacePolicy {
     /// collected has outlived the block's other pages, so it is likely to outlive
     /// fresh writes too; mixing it back into the data head would make every collected
     /// block carry it again.
-    fn relocation(&mut self, blocks: &[BlockInfo], victim: u32, pages_per_block: u32) -> Relocation {
+    fn relocation(
+        &mut self,
+        blocks: &[BlockInfo],
+        victim: u32,
+        pages_per_block: u32,
+    ) -> Relocation {
         let _ = (blocks, victim, pages_per_block);
         Relocation::Cold
     }

@@ -1,26 +1,63 @@
 //! Crash recovery: rebuild the state after an unclean shutdown from the last checkpoint
 //! plus a scan of the updating window only.
 //!
-//! 1. **Scan** (OOB reads only): walk the data head's carried block from its recorded
-//!    position, then the window's blocks in allocation order. A page belongs to the
-//!    replay when its backpointer is valid and its sequence number is the head's next
-//!    expected one (a repeat of the previous number is a retried failed program and
-//!    replaces it). A jump means a lost page: everything after it is dropped. The last
-//!    commit page seen bounds the replay; pages after it belong to the transaction cut
-//!    short and are dropped. The commit page itself (the only page a cut can have torn)
-//!    is read once, fully, and kept in RAM: unstable bits may read well now and fail
-//!    later.
+//! 1. **Scan** (OOB reads only): walk the heads' carried blocks from their recorded
+//!    positions, then the window's blocks in allocation order. A data- or log-head
+//!    page belongs to the replay when its backpointer is valid and its sequence number
+//!    is the head's next expected one (a repeat of the previous number is a retried
+//!    failed program and replaces it). A jump means a lost page: everything after it
+//!    is dropped. The last commit page seen bounds the replay; pages after it belong to
+//!    the transaction cut short and are dropped. The commit page itself (the only page
+//!    a cut can have torn) is read once, fully, and kept in RAM: unstable bits may read
+//!    well now and fail later. Pages with the relocated flag are **cold copies**
+//!    (see below); the walk blocks holding them are noted so pass 2 reads each page
+//!    once.
 //! 2. **Fresh window.** Recovery writes (index evictions, relocations) go only to blocks
 //!    the checkpoint calls free, never to the old window; the old window is only read.
-//! 3. **Replay** the accepted pages up to the last commit in scan order: metadata pages
-//!    create, resize or delete objects; data pages remap and extend sizes.
-//! 4. **Relocate** the valid pages of the block that was being programmed (the suspect
-//!    page from RAM), so it is erase-cycled before reuse.
+//! 3. **Replay** the accepted data-head pages up to the last commit in sequence order,
+//!    with the cold copies merged in, then the log sectors: metadata pages create,
+//!    resize or delete objects; data pages remap and extend sizes.
+//! 4. **Relocate** the valid pages of the blocks that were being programmed (the data
+//!    head's suspect page from RAM; the cold head's block back to the cold head), so
+//!    they are erase-cycled before reuse.
 //! 5. **Checkpoint** to the other checkpoint block (erased first).
 //!
 //! Nothing the old checkpoint references is erased or programmed before step 5's
 //! commit page lands, so a cut anywhere in recovery leaves the device as it was and
-//! the next mount simply recovers again.
+//! the next mount simply recovers again (recovery is deterministic: it redoes the same
+//! writes to the same blocks, so what an interrupted attempt wrote is rewritten).
+//!
+//! # Cold copies
+//!
+//! GC copies a page (data or metadata) to the cold head stamped with a *watermark*
+//! `w`: the data head's next sequence number at the time. GC never runs inside a
+//! transaction (see the `gc` module), so when the copy was made every data-head page
+//! numbered below `w` had been programmed and applied, and none numbered `w` or above.
+//! Replay reproduces that order: a cold copy is applied after every replayed data-head
+//! page numbered below `w` and before the first numbered `w` or above; copies among
+//! themselves in walk order, which is their program order (the cold head fills its
+//! carried block, then takes window blocks in allocation order). The replayed state
+//! is therefore the state the store went through, step by step: a later overwrite,
+//! truncate or delete in the data head supersedes the copy, an earlier one was
+//! already reflected in it (the copied page was valid after it).
+//!
+//! Dropping a copy is always safe: the page it copied lives in a collected block,
+//! which stays intact until the next checkpoint (collected blocks become free only
+//! then), and the index still points at it if the copy is not applied. Recovery uses
+//! that three times:
+//!
+//! - copies whose watermark is past the data head's replayed prefix reflect pages the
+//!   replay drops (a torn transaction, a lost page): dropped, like those pages. The
+//!   prefix extends over trailing index pages, which change no object;
+//! - the last run of copies of one page at one watermark is dropped: its last page is
+//!   the last the cold head programmed, possibly torn by the cut, and the copies
+//!   before it in the run are failed programs it retried. No copy needs a commit page;
+//! - a copied metadata record that does not read back is skipped.
+//!
+//! Copies programmed before a durable checkpoint carry watermarks below that
+//! checkpoint's data-head start (the checkpoint moves the data head past the cold
+//! head's last watermark; recovery moves it past every watermark it sees), so stale
+//! copies in window blocks not yet erased are told apart from new ones.
 
 use nand_hal::{BlockAddr, NandFlash};
 
