@@ -186,4 +186,9 @@ fn random_overwrites_at_40_percent_fill() {
     assert!(programs as f64 / 20_000.0 <= 1.65);
     let (programs, _, _, evictions, copied) = random_overwrites::<4>(8);
     assert_eq!((programs, evictions, copied), (85_674, 49_806, 11_677));
+    // The smallest window this cache allows: bounded idle steps leave victims half
+    // collected across checkpoints that free them (a regression test: resuming such a
+    // victim after a head had reused its block erased live pages).
+    let (programs, _, _, evictions, copied) = random_overwrites::<4>(6);
+    assert_eq!((programs, evictions, copied), (90_036, 49_541, 13_159));
 }
