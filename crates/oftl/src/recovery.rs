@@ -117,6 +117,8 @@ struct ColdCursor {
     cut: (usize, u32),
     /// The data head's start: copies with lower watermarks are stale.
     start: u32,
+    /// The copy at the position, once read (so waiting for its turn costs no reads).
+    peeked: Option<(u32, Backpointer)>,
 }
 
 /// Whether `bp` is a cold copy written after the checkpoint whose data head starts at
@@ -316,6 +318,7 @@ impl<
             blocks: cold_blocks,
             cut: cold_cut,
             start: fresh[DATA_HEAD].start,
+            peeked: None,
         };
         // One past the last data-head page whose effect is in the replayed state: cold
         // copies with watermarks up to it apply, later ones reflect pages recovery
@@ -467,6 +470,7 @@ impl<
                 break;
             }
             cold.i += 1;
+            cold.peeked = None;
             match bp.kind {
                 PageKind::Data => self.apply_data(&bp, page)?,
                 PageKind::Meta => match self.dev.read_meta(page, &mut self.pbuf) {
@@ -487,12 +491,15 @@ impl<
     }
 
     /// The next cold copy at or after `cold`'s position and before its cut, without
-    /// moving past it.
+    /// moving past it (read once, then remembered).
     fn cold_peek(
         &mut self,
         walk: &Walk,
         cold: &mut ColdCursor,
     ) -> Result<Option<(u32, Backpointer)>, FaultOf<F>> {
+        if cold.peeked.is_some() {
+            return Ok(cold.peeked);
+        }
         let ppb = self.dev.ppb();
         while cold.wi < walk.len() {
             let (b, _) = walk[cold.wi];
@@ -505,7 +512,8 @@ impl<
                 let page = self.dev.geo.page(BlockAddr(b), cold.i).0;
                 if let Scan::Bp(bp) = self.dev.scan_read(page)? {
                     if is_cold_copy(&bp, cold.start) {
-                        return Ok(Some((page, bp)));
+                        cold.peeked = Some((page, bp));
+                        return Ok(cold.peeked);
                     }
                 }
                 cold.i += 1;
