@@ -46,6 +46,7 @@ impl<
     /// Writes a checkpoint. `clean` marks it as written by unmount.
     pub(crate) fn checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
         self.flush_index()?;
+        self.dev.seal_watermark();
         self.settle_window();
         if self.dev.window.is_empty() && self.dev.heads.iter().all(|h| h.block == NONE) && !clean {
             return Err(Fault::NoSpace);
@@ -108,8 +109,14 @@ impl<
                 _ => {}
             }
         }
-        let want = (self.window_target as usize)
-            .saturating_sub(carried.iter().filter(|&&c| c != NONE).count());
+        // The cold head's carried block comes on top of the window target: GC copies
+        // must not shrink the room a fresh window guarantees to the data head.
+        let want = (self.window_target as usize).saturating_sub(
+            carried[..crate::gc::COLD_HEAD]
+                .iter()
+                .filter(|&&c| c != NONE)
+                .count(),
+        );
         self.dev.window.clear();
         self.dev.window_next = 0;
         for b in unused {
@@ -261,6 +268,7 @@ impl<
             seq: sink.seq,
             tx_delta: sink.idx as u16,
             commit: sink.idx + 1 == sink.total,
+            relocated: false,
         };
         self.dev
             .program_at(page, &mut self.pbuf, &bp, false)

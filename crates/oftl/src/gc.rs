@@ -1,5 +1,20 @@
-//! Garbage collection, scrubbing and retirement: moving a block's valid pages into the
-//! data head so the block can be reused (or retired).
+//! Garbage collection, scrubbing and retirement: moving a block's valid pages out so
+//! the block can be reused (or retired).
+//!
+//! Where moved data and metadata pages go is the policy's choice per victim
+//! ([`crate::policy::SpacePolicy::relocation`]): the cold head ([`COLD_HEAD`]), which
+//! keeps pages that outlived their block apart from fresh writes, or the data head.
+//! Index pages are rewritten from the cache through the data head, log sectors through
+//! the log head. A cold copy's sequence number is the data head's next number at the
+//! time (its watermark, see `format::backpointer`).
+//!
+//! GC never runs between the pages of one transaction: transactions reserve their
+//! window room in `prepare` (which is where foreground collection runs) before their
+//! first page, and nothing on the write path between a transaction's first page and
+//! its commit page calls [`Oftl::gc_step`], a collection or a checkpoint (index-cache
+//! evictions only program index pages). So every data-head page numbered below a cold
+//! copy's watermark belongs to a transaction that was complete when the copy was made,
+//! which is what recovery's merge rule relies on.
 //!
 //! A page is valid when the index (or object table) still points at it; its
 //! backpointer says where to look. A collected block keeps its `Full` state with zero
@@ -18,8 +33,12 @@ use crate::format::index::{self, ROOT_LPN};
 use crate::format::meta::MetaRecord;
 use crate::format::table::TABLE_OBJ;
 use crate::io::{FaultOf, Scan};
-use crate::policy::{SpacePolicy, Urgency};
+use crate::policy::{Relocation, SpacePolicy, Urgency};
 use crate::{Oftl, DATA_HEAD};
+
+/// Write head of pages relocated by GC, scrubbing and retirement when the policy says
+/// [`Relocation::Cold`].
+pub(crate) const COLD_HEAD: usize = 2;
 
 /// What a [`Oftl::gc_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,23 +117,28 @@ impl<
                     .is_some_and(|b| b.state == BlockState::Full && b.valid > 0) =>
             {
                 self.gc_victim = Some((v, 0));
+                self.gc_head = match self.dev.policy.relocation(&self.dev.blocks[..n], v, ppb) {
+                    Relocation::Cold => COLD_HEAD,
+                    Relocation::Data => DATA_HEAD,
+                };
                 true
             }
             _ => false,
         }
     }
 
-    /// Window pages GC may use now, checkpointing first if the window is low.
+    /// Pages GC may copy now through the victim's head while the data head keeps its
+    /// reserve, checkpointing first if there are none.
     fn gc_room(&mut self) -> Result<u32, FaultOf<F>> {
         let reserve = self.window_need(0, 0);
-        if self.dev.window_free_pages(DATA_HEAD) <= reserve {
+        if self.dev.copy_room(self.gc_head, reserve) == 0 {
             self.checkpoint(false)?;
         }
-        let free = self.dev.window_free_pages(DATA_HEAD);
-        if free <= reserve {
+        let room = self.dev.copy_room(self.gc_head, reserve);
+        if room == 0 {
             return Err(Fault::NoSpace);
         }
-        Ok((free - reserve).min(u32::MAX as u64) as u32)
+        Ok(room.min(u32::MAX as u64) as u32)
     }
 
     /// Whether a block waits to be moved because it is failing (retire) or reads at
@@ -130,6 +154,12 @@ impl<
         let Some((b, mut next)) = self.gc_victim else {
             return Ok(0);
         };
+        if self.dev.blocks[b as usize].state != BlockState::Full {
+            // A checkpoint since the last step freed the victim (its remaining pages
+            // were overwritten meanwhile) and it may be a head's block by now.
+            self.gc_victim = None;
+            return Ok(0);
+        }
         let ppb = self.dev.ppb();
         let mut copied = 0;
         while next < ppb && copied < budget {
@@ -142,7 +172,7 @@ impl<
                 if bp.kind == PageKind::Log {
                     copied += self.relocate_log(page, false)? as u32;
                 } else if self.is_valid(page, &bp)? {
-                    self.relocate(page, &bp, false)?;
+                    self.relocate(page, &bp, false, self.gc_head)?;
                     copied += 1;
                 }
             }
@@ -200,13 +230,15 @@ impl<
         })
     }
 
-    /// Copies a valid page to the data head and repoints its owner. With `from_rbuf`,
-    /// the page content is already in `rbuf` (recovery's suspect page).
+    /// Copies a valid page to `head` (data or cold; index pages always go through the
+    /// data head, log sectors through the log head) and repoints its owner. With
+    /// `from_rbuf`, the page content is already in `rbuf` (recovery's suspect page).
     pub(crate) fn relocate(
         &mut self,
         page: u32,
         bp: &Backpointer,
         from_rbuf: bool,
+        head: usize,
     ) -> Result<(), FaultOf<F>> {
         if bp.kind == PageKind::Log {
             return self.relocate_log(page, from_rbuf).map(|_| ());
@@ -217,6 +249,7 @@ impl<
         let mut nbp = *bp;
         nbp.commit = true;
         nbp.tx_delta = 0;
+        nbp.relocated = false;
         match bp.kind {
             PageKind::Data => {
                 if !from_rbuf {
@@ -228,9 +261,7 @@ impl<
                     )?;
                 }
                 self.rbuf[payload..].fill(0xFF);
-                let (np, _) = self
-                    .dev
-                    .program(DATA_HEAD, &mut self.rbuf, nbp, false, None)?;
+                let (np, _) = self.dev.program(head, &mut self.rbuf, nbp, false, None)?;
                 self.index_set(bp.owner, bp.lpn, np)?;
             }
             PageKind::Meta => {
@@ -244,9 +275,7 @@ impl<
                 let o = self.obj_get(bp.owner)?.ok_or(Fault::Corrupted)?;
                 rec.size = Self::meta_size(&o);
                 rec.encode(&mut self.rbuf[..pu]);
-                let (np, _) = self
-                    .dev
-                    .program(DATA_HEAD, &mut self.rbuf, nbp, true, None)?;
+                let (np, _) = self.dev.program(head, &mut self.rbuf, nbp, true, None)?;
                 let old = self.obj(bp.owner)?.meta;
                 self.dev.mark_invalid(old);
                 self.dev.mark_valid(np);
@@ -266,5 +295,84 @@ impl<
             _ => return Err(Fault::Corrupted),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+    use nand_hal::BlockAddr;
+
+    use super::COLD_HEAD;
+    use crate::io::Scan;
+    use crate::{Config, ObjKind, Oftl, DATA_HEAD};
+
+    type Sim = SimNand<HeapStorage>;
+
+    /// GC copies land in the cold head with the data head's next number as watermark,
+    /// and every checkpoint leaves the data head past all of them.
+    #[test]
+    fn copies_go_cold_below_the_next_checkpoint_start() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(5));
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 4, 2>::format(
+            &mut sim,
+            Config {
+                window_blocks: 6,
+                format_id: 1,
+            },
+        )
+        .unwrap();
+        let o = fs.create(ObjKind::Object).unwrap();
+        let data = [0x3Cu8; 2048 * 20];
+        fs.write(o, 0, &data).unwrap();
+        fs.sync().unwrap();
+        fs.write(o, 0, &data[..2048 * 7]).unwrap();
+        let w = fs.dev.heads[DATA_HEAD].next_seq;
+        let moved = fs.gc_step(64).unwrap().copied;
+        assert!(moved > 0);
+        let cold = fs.dev.heads[COLD_HEAD];
+        assert_ne!(cold.block, crate::format::checkpoint::NONE);
+        let mut seen = 0;
+        for i in 0..cold.next_page {
+            let page = fs.dev.geo.page(BlockAddr(cold.block), i).0;
+            if let Scan::Bp(bp) = fs.dev.scan_read(page).unwrap() {
+                assert!(bp.relocated && bp.commit && bp.tx_delta == 0);
+                assert!(
+                    bp.seq >= w && bp.seq <= fs.dev.heads[DATA_HEAD].next_seq,
+                    "watermark {} outside {w}..={}",
+                    bp.seq,
+                    fs.dev.heads[DATA_HEAD].next_seq
+                );
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, moved);
+        let last = cold.next_seq.wrapping_sub(1);
+        fs.sync().unwrap();
+        assert!(crate::mount::seq_cmp(fs.dev.heads[DATA_HEAD].next_seq, last).is_gt());
+        let mut back = vec![0u8; data.len()];
+        fs.read(o, 0, &mut back).unwrap();
+        assert_eq!(back, data);
+    }
+
+    /// The checkpoint seal alone: a copy whose watermark is the data head's next number
+    /// makes the data head skip it.
+    #[test]
+    fn seal_skips_a_watermark_in_use() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(6));
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 4, 2>::format(
+            &mut sim,
+            Config {
+                window_blocks: 6,
+                format_id: 1,
+            },
+        )
+        .unwrap();
+        let n = fs.dev.heads[DATA_HEAD].next_seq;
+        fs.dev.seal_watermark();
+        assert_eq!(fs.dev.heads[DATA_HEAD].next_seq, n, "no copy, no skip");
+        fs.dev.heads[COLD_HEAD].next_seq = n.wrapping_add(1);
+        fs.dev.seal_watermark();
+        assert_eq!(fs.dev.heads[DATA_HEAD].next_seq, n.wrapping_add(1));
     }
 }

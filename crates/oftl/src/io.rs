@@ -6,7 +6,11 @@
 //! and never before the checkpoint that put it into the window is durable; a page whose
 //! program failed is never programmed again (the head moves to a new block and the old
 //! one is flagged for retirement); the sequence number of a failed program is reused
-//! for its retry, so a head's pages carry consecutive numbers.
+//! for its retry, so a head's pages carry consecutive numbers. The cold head is the
+//! exception: its pages carry the data head's next number as a watermark (see
+//! `format::backpointer`). All heads draw blocks from one window; GC may use for the
+//! cold head only what the data head does not need for its reserve
+//! ([`Dev::copy_room`]).
 
 use nand_hal::{BlockAddr, EccKind, Error, ErrorKind, NandFlash, PageAddr};
 
@@ -15,8 +19,10 @@ use crate::format::backpointer::{
     payload_crc, Backpointer, Placement, BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN,
 };
 use crate::format::checkpoint::{BlockState, NONE};
+use crate::gc::COLD_HEAD;
+use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
-use crate::Dev;
+use crate::{Dev, DATA_HEAD};
 
 /// What a scan read found in a page's backpointer slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,16 +201,54 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         }
     }
 
-    /// Free pages left in the window for the data head.
+    /// Free pages left in the window for `head`: the rest of its block plus the window
+    /// blocks no head has taken yet (shared by all heads).
     pub fn window_free_pages(&self, head: usize) -> u64 {
-        let ppb = self.ppb() as u64;
+        self.head_room(head) + self.unused_window_blocks() * self.ppb() as u64
+    }
+
+    /// Pages left in `head`'s current block.
+    pub fn head_room(&self, head: usize) -> u64 {
         let h = &self.heads[head];
-        let cur = if h.block == NONE {
+        if h.block == NONE {
             0
         } else {
-            ppb - h.next_page as u64
-        };
-        cur + (self.window.len() - self.window_next) as u64 * ppb
+            (self.ppb() as u64).saturating_sub(h.next_page as u64)
+        }
+    }
+
+    /// Window blocks no head has taken yet.
+    pub fn unused_window_blocks(&self) -> u64 {
+        (self.window.len() - self.window_next) as u64
+    }
+
+    /// Pages GC may copy through `head` now while the data head keeps `reserve` window
+    /// pages: the data head's own block and whole unused window blocks make up the
+    /// reserve; the cold head may use the rest of its block and the blocks beyond it.
+    pub fn copy_room(&self, head: usize, reserve: u64) -> u64 {
+        let free = self.window_free_pages(DATA_HEAD);
+        if head != COLD_HEAD {
+            return free.saturating_sub(reserve);
+        }
+        if free < reserve {
+            return 0;
+        }
+        let ppb = self.ppb() as u64;
+        let data_blocks = reserve
+            .saturating_sub(self.head_room(DATA_HEAD))
+            .div_ceil(ppb);
+        self.head_room(COLD_HEAD) + self.unused_window_blocks().saturating_sub(data_blocks) * ppb
+    }
+
+    /// Before a checkpoint records the heads: moves the data head's next number past
+    /// every watermark a cold copy carries, so every relocated page written before a
+    /// durable checkpoint has a watermark below that checkpoint's data-head start, and
+    /// recovery can tell stale copies (in window blocks not yet erased) from new ones.
+    pub fn seal_watermark(&mut self) {
+        let cold = self.heads[COLD_HEAD].next_seq;
+        if seq_cmp(cold, self.heads[DATA_HEAD].next_seq).is_gt() {
+            self.heads[DATA_HEAD].next_seq = cold;
+        }
     }
 
     /// Makes sure `head` has a page to program, taking and erasing the next window
@@ -279,7 +323,8 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     /// Programs `page_buf` (a whole page; with in-band placement its last 16 bytes are
     /// overwritten by the backpointer) through `head`, stamping the head's next sequence
-    /// number into `bp`. With `unit0_only`, only the first program unit is written and
+    /// number into `bp` (for [`COLD_HEAD`]: the data head's next sequence number as the
+    /// copy's watermark, with the relocated flag). With `unit0_only`, only the first program unit is written and
     /// the backpointer goes in-band at its end. Returns the page and the stamped `bp`.
     pub fn program(
         &mut self,
@@ -294,14 +339,25 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             let h = self.heads[head];
             let page = self.geo.page(BlockAddr(h.block), h.next_page).0;
             self.heads[head].next_page += 1;
-            bp.seq = h.next_seq;
-            if let Some(first) = tx_first {
-                bp.tx_delta = h.next_seq.wrapping_sub(first) as u16;
+            if head == COLD_HEAD {
+                // A relocated copy: its number is the data head's watermark.
+                bp.seq = self.heads[DATA_HEAD].next_seq;
+                bp.relocated = true;
+                bp.commit = true;
+                bp.tx_delta = 0;
+            } else {
+                bp.seq = h.next_seq;
+                bp.relocated = false;
+                if let Some(first) = tx_first {
+                    bp.tx_delta = h.next_seq.wrapping_sub(first) as u16;
+                }
             }
             let r = self.program_at(page, page_buf, &bp, unit0_only);
             match r {
                 Ok(()) => {
-                    self.heads[head].next_seq = h.next_seq.wrapping_add(1);
+                    // The cold head's counter mirrors one past its last watermark, so a
+                    // checkpoint can move the data head past it (see `seal_watermark`).
+                    self.heads[head].next_seq = bp.seq.wrapping_add(1);
                     return Ok((page, bp));
                 }
                 Err(e) if e.kind() == ErrorKind::ProgramFailed => {

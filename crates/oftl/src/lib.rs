@@ -119,7 +119,7 @@ pub use format::meta::ATTR_LEN;
 pub use log::LogRecord;
 pub use objtab::ObjectIds;
 pub use para::ParaGc;
-pub use policy::{BlockInfo, Greedy, SpacePolicy, Urgency};
+pub use policy::{BlockInfo, Greedy, Relocation, SpacePolicy, Urgency};
 pub use txn::TxOp;
 
 use format::backpointer::Placement;
@@ -132,7 +132,8 @@ pub const DEFAULT_WBUF: usize = 2;
 /// Most blocks an updating window can hold.
 pub const MAX_WINDOW: usize = 32;
 
-/// Write head of object data, metadata, index pages and GC copies.
+/// Write head of object data, metadata, index pages (and GC copies when the policy
+/// does not send them to the cold head).
 pub(crate) const DATA_HEAD: usize = 0;
 
 /// Object id.
@@ -333,6 +334,8 @@ pub struct Oftl<
     pub(crate) need_marker: bool,
     pub(crate) poisoned: bool,
     pub(crate) gc_victim: Option<(u32, u32)>,
+    /// Head the current victim's pages are copied to (the policy's choice).
+    pub(crate) gc_head: usize,
     /// Window size the next checkpoint allocates.
     pub(crate) window_target: u16,
 }
@@ -431,6 +434,7 @@ impl<
             need_marker: false,
             poisoned: true,
             gc_victim: None,
+            gc_head: DATA_HEAD,
             window_target: 0,
         }
     }
@@ -473,6 +477,7 @@ impl<
         self.need_marker = false;
         self.poisoned = true;
         self.gc_victim = None;
+        self.gc_head = DATA_HEAD;
         self.window_target = sb.window_blocks;
     }
 

@@ -155,6 +155,7 @@ impl<
                     seq: 0,
                     tx_delta: i as u16,
                     commit: i as u32 + 1 == k,
+                    relocated: false,
                 };
                 self.pbuf[at + pu - BP_LEN..at + pu].copy_from_slice(&bp.encode());
             }

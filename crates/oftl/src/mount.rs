@@ -104,7 +104,7 @@ impl<
         Self::check_fit(&geo, &caps).map_err(FormatError::Unsupported)?;
         let w = config.window_blocks as u32;
         if !(2..=MAX_WINDOW as u32).contains(&w)
-            || MAX_WINDOW as u32 * geo.pages_per_block() > MAX_TX_DELTA
+            || MAX_WINDOW as u32 * geo.pages_per_block() - 1 > MAX_TX_DELTA
         {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
@@ -241,7 +241,7 @@ impl<
         sb.check_device(&geo, &caps).map_err(MountError::Mismatch)?;
         Self::check_fit(&geo, &caps).map_err(MountError::Mismatch)?;
         if sb.window_blocks as usize > MAX_WINDOW
-            || MAX_WINDOW as u32 * geo.pages_per_block() > MAX_TX_DELTA
+            || MAX_WINDOW as u32 * geo.pages_per_block() - 1 > MAX_TX_DELTA
         {
             return Err(MountError::Mismatch(Mismatch::Capacity));
         }

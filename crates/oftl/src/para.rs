@@ -19,13 +19,32 @@
 //! - Blocks flagged for retirement or scrubbing are always taken first (the OFTL's
 //!   safety rule, not a policy choice).
 //!
-//! Hot/cold separation through `paragc`'s classes needs more write heads than the two
-//! oftl has (data, log): not done, see README. RAM: 4 bytes per block for the stamps.
+//! - **Relocation** follows `paragc`'s classes: the data head is one stream of user
+//!   writes of unknown update rate, `paragc`'s [`Class::Warm`]; a page still valid when
+//!   its block is collected moves one class colder ([`Class::relocated`]), i.e.
+//!   [`Class::Cold`], which is oftl's cold head. Pages already in the cold head stay
+//!   cold (`Cold.relocated()` is `Cold`), and a static wear-leveling move is cold data
+//!   by definition. So every collected data and metadata page goes to the cold head;
+//!   a policy class that relocates to `Hot`/`Warm`/`Meta` would map to the data head
+//!   ([`class_head`]).
+//!
+//! RAM: 4 bytes per block for the stamps.
 
 use paragc::{Candidate, Class, GcMode, GreedyCostBenefit, Leveling, VictimPolicy, WearPolicy};
 
 use crate::format::checkpoint::BlockState;
-use crate::policy::{BlockInfo, SpacePolicy, Urgency};
+use crate::policy::{BlockInfo, Relocation, SpacePolicy, Urgency};
+
+/// The oftl write head for pages of `paragc` class `class`: `Cold` (and `Log` data
+/// that survived, which `paragc` also calls cold) to the cold head, the rest to the
+/// data head (oftl keeps no separate hot or metadata head; log sectors always stay on
+/// the log head).
+pub(crate) const fn class_head(class: Class) -> Relocation {
+    match class {
+        Class::Cold | Class::Log => Relocation::Cold,
+        Class::Hot | Class::Warm | Class::Meta => Relocation::Data,
+    }
+}
 
 /// `paragc`'s victim scoring and wear leveling as oftl's space policy, for up to
 /// `BLOCKS` blocks (use the store's `BLOCKS`).
@@ -150,6 +169,12 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
             .map(|(i, _)| i as u32)
     }
 
+    fn relocation(&mut self, _blocks: &[BlockInfo], _victim: u32, _ppb: u32) -> Relocation {
+        // Victims hold data-head (Warm) or cold-head (Cold) pages; both relocate to
+        // Cold. Asking paragc keeps the mapping in one place.
+        class_head(Class::Warm.relocated())
+    }
+
     fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32> {
         let mut best: Option<(usize, u32)> = None;
         for (i, b) in blocks.iter().enumerate() {
@@ -256,6 +281,17 @@ mod tests {
             None,
             "retired and bad blocks are never handed out"
         );
+    }
+
+    #[test]
+    fn gc_copies_go_cold_through_paragc_classes() {
+        let mut p = ParaGc::<4>::DEFAULT;
+        let t = [b(BlockState::Full, 3, 0); 4];
+        assert_eq!(p.relocation(&t, 0, 16), Relocation::Cold);
+        assert_eq!(class_head(Class::Hot.relocated()), Relocation::Data);
+        assert_eq!(class_head(Class::Meta.relocated()), Relocation::Data);
+        assert_eq!(class_head(Class::Cold.relocated()), Relocation::Cold);
+        assert_eq!(class_head(Class::Log.relocated()), Relocation::Cold);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! the updating window next.
 //!
 //! The OFTL owns the mechanism (reading backpointers, copying valid pages, erasing,
-//! recording states); a [`SpacePolicy`] only chooses. [`Greedy`] is the built-in
-//! policy; `paragc` plugs in here.
+//! recording states); a [`SpacePolicy`] only chooses: victims, free blocks, and whether
+//! a victim's valid pages go to the cold write head or back into the data head
+//! ([`Relocation`]). [`Greedy`] is the built-in policy; `paragc` plugs in here.
 //!
 //! Invariants a policy must keep: a victim is a [`BlockState::Full`] block; a free
 //! choice is a [`BlockState::Free`] block. Anything else returned is ignored.
@@ -45,7 +46,18 @@ pub enum Urgency {
     Background,
 }
 
-/// Victim and free-block choice.
+/// Where garbage collection (and scrubbing, retirement) writes the valid pages it
+/// moves out of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relocation {
+    /// Into the data head, mixed with fresh writes (one stream for everything).
+    Data,
+    /// Into the cold head: blocks of their own for data that has outlived the rest of
+    /// its block, kept apart from fresh (hot) writes so both die in their own blocks.
+    Cold,
+}
+
+/// Victim, free-block and relocation choice.
 pub trait SpacePolicy {
     /// A block to collect, or `None` if no block is worth collecting. `pages_per_block`
     /// tells full from partly invalid blocks.
@@ -65,11 +77,30 @@ pub trait SpacePolicy {
 
     /// A free block to add to the updating window.
     fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32>;
+
+    /// Where the valid pages of `victim` (an index into `blocks`, just chosen for
+    /// collection, scrubbing or retirement) go. Asked once per victim. Index pages and
+    /// log sectors keep their own heads whatever the answer.
+    ///
+    /// The default is [`Relocation::Cold`]: a page still valid when its block is
+    /// collected has outlived the block's other pages, so it is likely to outlive
+    /// fresh writes too; mixing it back into the data head would make every collected
+    /// block carry it again.
+    fn relocation(
+        &mut self,
+        blocks: &[BlockInfo],
+        victim: u32,
+        pages_per_block: u32,
+    ) -> Relocation {
+        let _ = (blocks, victim, pages_per_block);
+        Relocation::Cold
+    }
 }
 
 /// Greedy victim choice (fewest valid pages; retire/scrub candidates first), least-worn
 /// free block first, and static wear leveling: when the erase-count spread exceeds
-/// `wear_gap`, the least-worn full block is collected so its cold data moves.
+/// `wear_gap`, the least-worn full block is collected so its cold data moves. Moved
+/// pages go to the cold head (the trait's default [`SpacePolicy::relocation`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Greedy {
     /// Erase-count spread that triggers static wear leveling.

@@ -1,26 +1,63 @@
 //! Crash recovery: rebuild the state after an unclean shutdown from the last checkpoint
 //! plus a scan of the updating window only.
 //!
-//! 1. **Scan** (OOB reads only): walk the data head's carried block from its recorded
-//!    position, then the window's blocks in allocation order. A page belongs to the
-//!    replay when its backpointer is valid and its sequence number is the head's next
-//!    expected one (a repeat of the previous number is a retried failed program and
-//!    replaces it). A jump means a lost page: everything after it is dropped. The last
-//!    commit page seen bounds the replay; pages after it belong to the transaction cut
-//!    short and are dropped. The commit page itself (the only page a cut can have torn)
-//!    is read once, fully, and kept in RAM: unstable bits may read well now and fail
-//!    later.
+//! 1. **Scan** (OOB reads only): walk the heads' carried blocks from their recorded
+//!    positions, then the window's blocks in allocation order. A data- or log-head
+//!    page belongs to the replay when its backpointer is valid and its sequence number
+//!    is the head's next expected one (a repeat of the previous number is a retried
+//!    failed program and replaces it). A jump means a lost page: everything after it
+//!    is dropped. The last commit page seen bounds the replay; pages after it belong to
+//!    the transaction cut short and are dropped. The commit page itself (the only page
+//!    a cut can have torn) is read once, fully, and kept in RAM: unstable bits may read
+//!    well now and fail later. Pages with the relocated flag are **cold copies**
+//!    (see below); the walk blocks holding them are noted so pass 2 reads each page
+//!    once.
 //! 2. **Fresh window.** Recovery writes (index evictions, relocations) go only to blocks
 //!    the checkpoint calls free, never to the old window; the old window is only read.
-//! 3. **Replay** the accepted pages up to the last commit in scan order: metadata pages
-//!    create, resize or delete objects; data pages remap and extend sizes.
-//! 4. **Relocate** the valid pages of the block that was being programmed (the suspect
-//!    page from RAM), so it is erase-cycled before reuse.
+//! 3. **Replay** the accepted data-head pages up to the last commit in sequence order,
+//!    with the cold copies merged in, then the log sectors: metadata pages create,
+//!    resize or delete objects; data pages remap and extend sizes.
+//! 4. **Relocate** the valid pages of the blocks that were being programmed (the data
+//!    head's suspect page from RAM; the cold head's block back to the cold head), so
+//!    they are erase-cycled before reuse.
 //! 5. **Checkpoint** to the other checkpoint block (erased first).
 //!
 //! Nothing the old checkpoint references is erased or programmed before step 5's
 //! commit page lands, so a cut anywhere in recovery leaves the device as it was and
-//! the next mount simply recovers again.
+//! the next mount simply recovers again (recovery is deterministic: it redoes the same
+//! writes to the same blocks, so what an interrupted attempt wrote is rewritten).
+//!
+//! # Cold copies
+//!
+//! GC copies a page (data or metadata) to the cold head stamped with a *watermark*
+//! `w`: the data head's next sequence number at the time. GC never runs inside a
+//! transaction (see the `gc` module), so when the copy was made every data-head page
+//! numbered below `w` had been programmed and applied, and none numbered `w` or above.
+//! Replay reproduces that order: a cold copy is applied after every replayed data-head
+//! page numbered below `w` and before the first numbered `w` or above; copies among
+//! themselves in walk order, which is their program order (the cold head fills its
+//! carried block, then takes window blocks in allocation order). The replayed state
+//! is therefore the state the store went through, step by step: a later overwrite,
+//! truncate or delete in the data head supersedes the copy, an earlier one was
+//! already reflected in it (the copied page was valid after it).
+//!
+//! Dropping a copy is always safe: the page it copied lives in a collected block,
+//! which stays intact until the next checkpoint (collected blocks become free only
+//! then), and the index still points at it if the copy is not applied. Recovery uses
+//! that three times:
+//!
+//! - copies whose watermark is past the data head's replayed prefix reflect pages the
+//!   replay drops (a torn transaction, a lost page): dropped, like those pages. The
+//!   prefix extends over trailing index pages, which change no object;
+//! - the last run of copies of one page at one watermark is dropped: its last page is
+//!   the last the cold head programmed, possibly torn by the cut, and the copies
+//!   before it in the run are failed programs it retried. No copy needs a commit page;
+//! - a copied metadata record that does not read back is skipped.
+//!
+//! Copies programmed before a durable checkpoint carry watermarks below that
+//! checkpoint's data-head start (the checkpoint moves the data head past the cold
+//! head's last watermark; recovery moves it past every watermark it sees), so stale
+//! copies in window blocks not yet erased are told apart from new ones.
 
 use nand_hal::{BlockAddr, NandFlash};
 
@@ -28,6 +65,7 @@ use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind};
 use crate::format::checkpoint::{BlockState, HEADS, NONE};
 use crate::format::meta::MetaRecord;
+use crate::gc::COLD_HEAD;
 use crate::io::{FaultOf, Scan};
 use crate::log::LOG_HEAD;
 use crate::mount::seq_cmp;
@@ -66,6 +104,29 @@ impl Track {
             None
         }
     }
+}
+
+/// Where pass 2's merge of cold copies stands.
+struct ColdCursor {
+    /// Walk entry and page in its block of the next page to look at.
+    wi: usize,
+    i: u32,
+    /// Walk entries holding cold copies (pass 1).
+    blocks: u64,
+    /// Walk position of the first dropped copy.
+    cut: (usize, u32),
+    /// The data head's start: copies with lower watermarks are stale.
+    start: u32,
+    /// The copy at the position, once read (so waiting for its turn costs no reads).
+    peeked: Option<(u32, Backpointer)>,
+}
+
+/// Whether `bp` is a cold copy written after the checkpoint whose data head starts at
+/// `start` (a relocated data or metadata page whose watermark is not below it).
+fn is_cold_copy(bp: &Backpointer, start: u32) -> bool {
+    bp.relocated
+        && matches!(bp.kind, PageKind::Data | PageKind::Meta)
+        && !seq_cmp(bp.seq, start).is_lt()
 }
 
 fn head_of(kind: PageKind) -> Option<usize> {
@@ -149,6 +210,14 @@ impl<
         let mut scanned = 0u32;
         let mut log_blocks = 0u64;
         let mut log_suspect: Option<u32> = None;
+        // Cold copies: the walk blocks holding them, the block of the last one, and
+        // where the last run of copies of one page at one watermark starts (the last
+        // copy, which a cut may have torn, and the failed programs it retried: dropped,
+        // see the module docs).
+        let mut cold_blocks = 0u64;
+        let mut last_cold: Option<u32> = None;
+        let mut cold_key: Option<(u8, u32, u32, u32)> = None;
+        let mut cold_cut = (walk.len(), 0u32);
         for (wi, &(b, start)) in walk.iter().enumerate() {
             if self.dev.blocks[b as usize].state == BlockState::Bad {
                 continue;
@@ -182,6 +251,23 @@ impl<
                     continue;
                 }
                 let Some(h) = head_of(bp.kind) else { continue };
+                if bp.relocated {
+                    cold_blocks |= 1 << wi;
+                    if !is_cold_copy(&bp, fresh[DATA_HEAD].start) {
+                        continue;
+                    }
+                    // Whatever happens to the copy, the data head goes past its
+                    // watermark (so it stays below the next checkpoint's start).
+                    see(DATA_HEAD, bp.seq);
+                    see(COLD_HEAD, bp.seq);
+                    let key = (bp.kind as u8, bp.owner, bp.lpn, bp.seq);
+                    if cold_key != Some(key) {
+                        cold_cut = (wi, i);
+                        cold_key = Some(key);
+                    }
+                    last_cold = Some(b);
+                    continue;
+                }
                 see(h, bp.seq);
                 if track[h].step(&bp).is_some() {
                     bound[h].accept(page, bp);
@@ -219,12 +305,28 @@ impl<
             return Err(Fault::NoSpace);
         }
 
-        // Pass 2a: replay metadata and data (creations, trims and deletes first).
+        // Pass 2a: replay metadata and data (creations, trims and deletes first), the
+        // data head in sequence order with the cold copies merged in by watermark.
         let mut track = fresh;
         let mut replayed = 0u32;
         let mut last_block: [Option<u32>; HEADS] = [None; HEADS];
-        for &(b, start) in walk.iter() {
-            if self.dev.blocks[b as usize].state == BlockState::Bad {
+        last_block[COLD_HEAD] = last_cold;
+        let mut cold = ColdCursor {
+            wi: 0,
+            i: walk.first().map_or(0, |w| w.1),
+            blocks: cold_blocks,
+            cut: cold_cut,
+            start: fresh[DATA_HEAD].start,
+            peeked: None,
+        };
+        // One past the last data-head page whose effect is in the replayed state: cold
+        // copies with watermarks up to it apply, later ones reflect pages recovery
+        // drops and are dropped too.
+        let mut limit = fresh[DATA_HEAD].start;
+        let mut frozen = false;
+        for (wi, &(b, start)) in walk.iter().enumerate() {
+            if self.dev.blocks[b as usize].state == BlockState::Bad || cold_blocks & (1 << wi) != 0
+            {
                 continue;
             }
             for i in start..ppb {
@@ -236,11 +338,24 @@ impl<
                         _ => continue,
                     },
                 };
-                if head_of(bp.kind) != Some(DATA_HEAD) {
+                if head_of(bp.kind) != Some(DATA_HEAD) || bp.relocated {
                     continue;
                 }
-                if track[DATA_HEAD].step(&bp).is_none() {
+                let Some(new) = track[DATA_HEAD].step(&bp) else {
                     continue;
+                };
+                if new {
+                    // Copies made before this page was programmed come first.
+                    replayed += self.replay_cold(&walk, &mut cold, limit)?;
+                    if !frozen && bp.seq == limit {
+                        if bound[DATA_HEAD].replays(bp.seq) || bp.kind == PageKind::Index {
+                            limit = bp.seq.wrapping_add(1);
+                        } else {
+                            frozen = true;
+                        }
+                    } else {
+                        frozen = true;
+                    }
                 }
                 last_block[DATA_HEAD] = Some(b);
                 if !bound[DATA_HEAD].replays(bp.seq) {
@@ -265,6 +380,8 @@ impl<
                 }
             }
         }
+
+        replayed += self.replay_cold(&walk, &mut cold, limit)?;
 
         // Pass 2b: replay log sectors.
         for (wi, &(b, start)) in walk.iter().enumerate() {
@@ -305,15 +422,17 @@ impl<
         // pages first, from RAM, then every other valid page of those blocks.
         if let Some((sp, sbp)) = suspect {
             if self.is_valid(sp, &sbp)? {
-                self.relocate(sp, &sbp, true)?;
+                self.relocate(sp, &sbp, true, DATA_HEAD)?;
             }
         }
         if let Some(lp) = log_suspect {
             self.rbuf.copy_from_slice(&self.lbuf);
             self.relocate_log(lp, true)?;
         }
-        for lb in last_block.iter() {
+        for (h, lb) in last_block.iter().enumerate() {
             let Some(b) = *lb else { continue };
+            // A cold block's pages stay cold; the data head's go back to it.
+            let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
             for i in 0..ppb {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
                 if suspect.is_some_and(|(sp, _)| sp == page) || log_suspect == Some(page) {
@@ -323,7 +442,7 @@ impl<
                     if bp.kind == PageKind::Log {
                         self.relocate_log(page, false)?;
                     } else if self.is_valid(page, &bp)? {
-                        self.relocate(page, &bp, false)?;
+                        self.relocate(page, &bp, false, to)?;
                     }
                 }
             }
@@ -333,6 +452,75 @@ impl<
         let r = self.checkpoint(false);
         self.dev.recovering = false;
         r
+    }
+
+    /// Applies the cold copies after `cold`'s position whose watermarks are at most
+    /// `limit`, in walk order; returns how many. A copy whose metadata record does not
+    /// read back is skipped: its original is intact (see the module docs).
+    fn replay_cold(
+        &mut self,
+        walk: &Walk,
+        cold: &mut ColdCursor,
+        limit: u32,
+    ) -> Result<u32, FaultOf<F>> {
+        let mut n = 0;
+        while let Some((page, bp)) = self.cold_peek(walk, cold)? {
+            if seq_cmp(bp.seq, limit).is_gt() {
+                break;
+            }
+            cold.i += 1;
+            cold.peeked = None;
+            match bp.kind {
+                PageKind::Data => self.apply_data(&bp, page)?,
+                PageKind::Meta => match self.dev.read_meta(page, &mut self.pbuf) {
+                    Ok(rec) if rec.id == bp.owner => self.apply_meta(&rec, page)?,
+                    Ok(_) | Err(Fault::Corrupted) => continue,
+                    Err(Fault::Flash(e))
+                        if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
+                    {
+                        continue
+                    }
+                    Err(e) => return Err(e),
+                },
+                _ => continue,
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The next cold copy at or after `cold`'s position and before its cut, without
+    /// moving past it (read once, then remembered).
+    fn cold_peek(
+        &mut self,
+        walk: &Walk,
+        cold: &mut ColdCursor,
+    ) -> Result<Option<(u32, Backpointer)>, FaultOf<F>> {
+        if cold.peeked.is_some() {
+            return Ok(cold.peeked);
+        }
+        let ppb = self.dev.ppb();
+        while cold.wi < walk.len() {
+            let (b, _) = walk[cold.wi];
+            let usable = cold.blocks & (1 << cold.wi) != 0
+                && self.dev.blocks[b as usize].state != BlockState::Bad;
+            while usable && cold.i < ppb {
+                if (cold.wi, cold.i) >= cold.cut {
+                    return Ok(None);
+                }
+                let page = self.dev.geo.page(BlockAddr(b), cold.i).0;
+                if let Scan::Bp(bp) = self.dev.scan_read(page)? {
+                    if is_cold_copy(&bp, cold.start) {
+                        cold.peeked = Some((page, bp));
+                        return Ok(cold.peeked);
+                    }
+                }
+                cold.i += 1;
+            }
+            cold.wi += 1;
+            cold.i = walk.get(cold.wi).map_or(0, |w| w.1);
+        }
+        Ok(None)
     }
 
     /// Reads the suspect commit page fully into `rbuf`; `false` if it does not read

@@ -170,17 +170,25 @@ fn random_overwrites<const CACHE: usize>(window: u16) -> (u64, u64, u32, u64, u6
 /// With every page the workload touches cached (the 8 objects' two-level indexes, 16
 /// pages, plus the object-table page and the table's leaf and root: 20 slots), GC
 /// copies about a quarter of a page per user write and WA is 1.52 with a 10-block
-/// window (the smallest this build accepts on the TINY part). With 4 cached pages
-/// every page GC moves evicts a dirty index or table page, which feeds GC in turn:
-/// WA 11.7 with an 8-block window.
+/// window (the smallest this build accepts on the TINY part); the idle `gc_step(16)`
+/// every 64 writes is all the collection there is, so these figures are the same
+/// whether GC copies go to the cold head or back into the data head. With 4 cached
+/// pages every page GC moves evicts a dirty index or table page, which feeds GC in
+/// turn: WA 4.49 with an 8-block window, GC copies going to the cold head (11.7 when
+/// they were mixed into the data head with fresh writes).
 #[test]
 fn random_overwrites_at_40_percent_fill() {
     let (programs, erases, checkpoints, evictions, copied) = random_overwrites::<20>(10);
     assert_eq!(
         (programs, erases, checkpoints, evictions, copied),
-        (30_499, 1_906, 270, 0, 5_099)
+        (30_452, 1_903, 273, 0, 4_992)
     );
     assert!(programs as f64 / 20_000.0 <= 1.55);
     let (programs, _, _, evictions, copied) = random_overwrites::<4>(8);
-    assert_eq!((programs, evictions, copied), (234_458, 132_027, 62_541));
+    assert_eq!((programs, evictions, copied), (89_881, 51_680, 11_893));
+    // The smallest window this cache allows: bounded idle steps leave victims half
+    // collected across checkpoints that free them (a regression test: resuming such a
+    // victim after a head had reused its block erased live pages).
+    let (programs, _, _, evictions, copied) = random_overwrites::<4>(6);
+    assert_eq!((programs, evictions, copied), (95_901, 51_492, 13_273));
 }

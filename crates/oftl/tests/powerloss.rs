@@ -248,6 +248,68 @@ fn gc_heavy() -> Objects {
     }
 }
 
+/// GC copies into the cold head, then the copied objects change: a full checkpointed
+/// preload (so its blocks are collectable), overwrites that leave those blocks partly
+/// valid, an idle collection that moves the rest (data and metadata pages) to the cold
+/// head, then overwrites, a truncate through copied pages, an attribute change (a new
+/// metadata page after a copied one), a delete of a copied object, a transaction over
+/// copied objects, and more collection, all in one window so the cuts find cold copies
+/// and data-head pages to merge.
+fn cold_copies() -> Objects {
+    const P: u64 = 2048;
+    let pages = |n: u64| (n * P) as usize;
+    Objects {
+        profile: profile::TINY,
+        name: "objects-cold",
+        preload: vec![
+            Op::Create,
+            Op::Create,
+            Op::Create,
+            w(0, 0, pages(20), 1),
+            w(1, 0, pages(10), 2),
+            w(2, 0, 5000, 3),
+            Op::SetAttr { slot: 1, v: 4 },
+        ],
+        ops: vec![
+            // Leave the preload blocks partly valid, then collect them.
+            w(0, 0, pages(6), 10),
+            w(0, 12 * P, pages(3), 11),
+            w(1, 2 * P, pages(2), 12),
+            Op::Gc { budget: 40 },
+            // Overwrite copied pages, cut through them, change and delete copied
+            // objects, a transaction over them, collect again.
+            w(0, 7 * P, pages(2), 13),
+            Op::Truncate {
+                slot: 1,
+                size: 3 * P + 100,
+            },
+            Op::SetAttr { slot: 0, v: 5 },
+            Op::Delete { slot: 2 },
+            Op::Tx {
+                a: 0,
+                b: 1,
+                off: 10 * P + 7,
+                len: 3000,
+                seed: 14,
+                size: 2 * P + 9,
+            },
+            Op::Gc { budget: 40 },
+            // A checkpoint makes the cold blocks collectable: copies of copies.
+            Op::Sync,
+            w(0, 14 * P, pages(4), 15),
+            w(0, 8 * P, 100, 16),
+            Op::Gc { budget: 40 },
+            w(1, 0, pages(5), 17),
+            Op::Truncate {
+                slot: 0,
+                size: 9 * P + 500,
+            },
+            Op::Gc { budget: 24 },
+        ],
+        para: false,
+    }
+}
+
 fn logs() -> Objects {
     let mut ops = vec![Op::CreateLog, Op::Create, Op::CreateLog];
     for i in 0..30u32 {
@@ -466,6 +528,88 @@ fn exhaustive_gc_heavy() {
     assert!(r.cuts > 500);
 }
 
+/// Cold-head copies swept exhaustively (every program and erase, clean and random
+/// tears) with both policies, then with cuts during recovery as well.
+#[test]
+fn exhaustive_cold_copies() {
+    for s in [
+        cold_copies(),
+        with_paragc(cold_copies(), "objects-cold-paragc"),
+    ] {
+        let mut sw = Sweep::exhaustive(9);
+        sw.kinds = vec![
+            CutKind::Clean,
+            CutKind::Torn(nand_hal::sim::TornMode::Random),
+        ];
+        let r = powerloss::sweep(&s, &sw);
+        println!(
+            "{}: {} ops, {} runs, {} cuts",
+            s.name, r.workload_ops, r.runs, r.cuts
+        );
+        r.assert_ok();
+        assert!(r.cuts > 100, "{} cuts", r.cuts);
+    }
+    let mut sw = Sweep::exhaustive(10);
+    sw.schedule = Schedule::Log;
+    sw.kinds = vec![
+        CutKind::Clean,
+        CutKind::Torn(nand_hal::sim::TornMode::Random),
+    ];
+    sw.recovery_cuts = RecoveryCuts::Sample;
+    let r = powerloss::sweep(&cold_copies(), &sw);
+    println!(
+        "objects-cold with recovery cuts: {} runs, {} recovery cuts",
+        r.runs, r.recovery_cuts
+    );
+    r.assert_ok();
+    assert!(r.recovery_cuts > 0);
+}
+
+/// The cold scenario really copies into the cold head before changing the copied
+/// objects: without power loss, count what GC moved and check the final state.
+#[test]
+fn cold_copies_happen_and_survive_remount() {
+    let mut nand = Sim::heap(profile::TINY, nand_hal::sim::FaultPlan::seeded(3));
+    let s = cold_copies();
+    let o = s.setup_with::<Greedy>(&mut nand).unwrap();
+    let mut fs = Fs::mount(&mut nand).unwrap();
+    let mut acked = o.acked;
+    let mut moved_before_changes = 0;
+    let start = fs.flash().counters();
+    for (i, op) in s.ops.iter().enumerate() {
+        run_op(&mut fs, &acked.durable, op).unwrap();
+        acked = acked.apply(op);
+        if i == 3 {
+            moved_before_changes = fs.stats().relocated_pages;
+        }
+    }
+    let d = fs.flash().counters() - start;
+    println!(
+        "objects-cold uncut: {} programs, {} erases, {} pages moved by the first collection, {} in all, {} checkpoints",
+        d.programs,
+        d.erases,
+        moved_before_changes,
+        fs.stats().relocated_pages,
+        fs.stats().checkpoints
+    );
+    assert!(
+        moved_before_changes >= 8,
+        "first collection moved {moved_before_changes} pages"
+    );
+    assert!(
+        fs.stats().relocated_pages > moved_before_changes,
+        "the second collection moves copies again"
+    );
+    acked.allows(&observe(&mut fs).unwrap(), None).unwrap();
+    drop(fs);
+    // An unclean end: recovery replays the cold copies with the data head.
+    let mut fs = Fs::mount(&mut nand).unwrap();
+    assert!(fs.stats().recovery_replayed_pages > 0);
+    acked.allows(&observe(&mut fs).unwrap(), None).unwrap();
+    fs.unmount().unwrap();
+    assert_eq!(nand.counters().misuse, 0);
+}
+
 #[test]
 fn gc_heavy_log_and_random() {
     let mut s = Sweep::exhaustive(4);
@@ -535,6 +679,7 @@ fn replay() {
         basic(),
         transactions(),
         gc_heavy(),
+        cold_copies(),
         logs(),
         raw(logs(), "logs-raw"),
         raw(basic(), "objects-raw"),
@@ -563,6 +708,7 @@ fn soak() {
         basic(),
         transactions(),
         gc_heavy(),
+        cold_copies(),
         logs(),
         raw(logs(), "logs-raw"),
         raw(basic(), "objects-raw"),

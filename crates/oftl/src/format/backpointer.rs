@@ -10,11 +10,18 @@
 //!      | seq (u32 LE)      | owner (u24)  | lpn (u24)    | kind|len| C|delta  | crc16   |
 //!      +-------------------+--------------+--------------+---------+---------+---------+
 //!  kind|len : u16 LE, bits 15..13 = kind, bits 12..0 = valid length in bytes (<= 4096)
-//!  C|delta  : u16 LE, bit 15 = commit (last page of a transaction), bits 14..0 = delta,
-//!             the distance in `seq` to the transaction's first page
+//!  C|R|delta: u16 LE, bit 15 = commit (last page of a transaction), bit 14 = relocated,
+//!             bits 13..0 = delta, the distance in `seq` to the transaction's first page
 //!             (transaction id = seq - delta; on a commit page, count = delta + 1)
 //!  crc16    : CRC-16/IBM-3740 over bytes 0..14, stored LE
 //! ```
+//!
+//! **Relocated pages** (R = 1) are the copies garbage collection (and scrubbing,
+//! retirement) writes through the cold write head. Their `seq` is not a number of
+//! their own head but a *watermark*: the data head's next sequence number when the copy
+//! was programmed, so the copy reflects every data-head page numbered below it. They are
+//! complete on their own (C = 1, delta = 0); recovery merges them into the data head's
+//! replay by watermark (see the `recovery` module).
 //!
 //! All-`0xFF` bytes are an erased slot ([`Backpointer::parse`] returns `Ok(None)`); any
 //! other content that fails the CRC or names an unknown kind is [`Corrupted`].
@@ -49,8 +56,12 @@ pub fn payload_crc(payload: &[u8]) -> u32 {
 pub const MAX_VALID_LEN: u32 = (1 << 13) - 1;
 /// Largest owner id and logical page number (24 bits).
 pub const MAX_U24: u32 = (1 << 24) - 1;
-/// Largest transaction delta (15 bits).
-pub const MAX_TX_DELTA: u32 = (1 << 15) - 1;
+/// Largest transaction delta (14 bits).
+pub const MAX_TX_DELTA: u32 = (1 << 14) - 1;
+
+const COMMIT_BIT: u16 = 1 << 15;
+const RELOCATED_BIT: u16 = 1 << 14;
+const DELTA_MASK: u16 = (1 << 14) - 1;
 
 const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_IBM_3740);
 
@@ -105,6 +116,8 @@ pub struct Backpointer {
     pub tx_delta: u16,
     /// Last page of its transaction.
     pub commit: bool,
+    /// A copy programmed through the cold head: `seq` is a data-head watermark.
+    pub relocated: bool,
 }
 
 impl Backpointer {
@@ -118,6 +131,7 @@ impl Backpointer {
             seq: 0,
             tx_delta: 0,
             commit: true,
+            relocated: false,
         }
     }
 
@@ -137,7 +151,13 @@ impl Backpointer {
         b[7..10].copy_from_slice(&self.lpn.to_le_bytes()[..3]);
         let kl = ((self.kind as u16) << 13) | (self.len & 0x1FFF);
         b[10..12].copy_from_slice(&kl.to_le_bytes());
-        let tx = ((self.commit as u16) << 15) | (self.tx_delta & 0x7FFF);
+        let mut tx = self.tx_delta & DELTA_MASK;
+        if self.commit {
+            tx |= COMMIT_BIT;
+        }
+        if self.relocated {
+            tx |= RELOCATED_BIT;
+        }
         b[12..14].copy_from_slice(&tx.to_le_bytes());
         let crc = CRC16.checksum(&b[..14]);
         b[14..16].copy_from_slice(&crc.to_le_bytes());
@@ -166,8 +186,9 @@ impl Backpointer {
             owner: u32::from_le_bytes([b[4], b[5], b[6], 0]),
             lpn: u32::from_le_bytes([b[7], b[8], b[9], 0]),
             len: kl & 0x1FFF,
-            tx_delta: tx & 0x7FFF,
-            commit: tx & 0x8000 != 0,
+            tx_delta: tx & DELTA_MASK,
+            commit: tx & COMMIT_BIT != 0,
+            relocated: tx & RELOCATED_BIT != 0,
         }))
     }
 }
@@ -221,8 +242,9 @@ mod tests {
             lpn: 0x123456,
             len: 2048,
             seq: 0xDEAD_BEEF,
-            tx_delta: 0x7FFE,
+            tx_delta: 0x3FFE,
             commit: true,
+            relocated: false,
         }
     }
 
@@ -236,7 +258,63 @@ mod tests {
             ..bp
         };
         assert_eq!(Backpointer::parse(&bp2.encode()), Ok(Some(bp2)));
-        assert_eq!(bp.tx_id(), 0xDEAD_BEEF - 0x7FFE);
+        assert_eq!(bp.tx_id(), 0xDEAD_BEEF - 0x3FFE);
+        let cold = Backpointer {
+            relocated: true,
+            tx_delta: 0,
+            ..bp
+        };
+        assert_eq!(Backpointer::parse(&cold.encode()), Ok(Some(cold)));
+    }
+
+    #[test]
+    fn relocated_flag_is_bit_14_and_leaves_the_rest_alone() {
+        for (commit, relocated, delta) in [
+            (false, false, 0),
+            (true, false, MAX_TX_DELTA as u16),
+            (false, true, MAX_TX_DELTA as u16),
+            (true, true, 1),
+            (true, true, 0),
+        ] {
+            let bp = Backpointer {
+                commit,
+                relocated,
+                tx_delta: delta,
+                ..sample()
+            };
+            let enc = bp.encode();
+            let tx = u16::from_le_bytes([enc[12], enc[13]]);
+            assert_eq!(tx & (1 << 14) != 0, relocated);
+            assert_eq!(tx & (1 << 15) != 0, commit);
+            assert_eq!(tx & 0x3FFF, delta);
+            assert_eq!(Backpointer::parse(&enc), Ok(Some(bp)));
+        }
+        // Flipping only the flag (CRC fixed up) changes only the flag.
+        let mut b = sample().encode();
+        b[13] ^= 0x40;
+        let crc = CRC16.checksum(&b[..14]);
+        b[14..16].copy_from_slice(&crc.to_le_bytes());
+        let back = Backpointer::parse(&b).unwrap().unwrap();
+        assert!(back.relocated);
+        assert_eq!(
+            back,
+            Backpointer {
+                relocated: true,
+                ..sample()
+            }
+        );
+    }
+
+    #[test]
+    fn relocated_flag_is_crc_protected() {
+        let cold = Backpointer {
+            relocated: true,
+            ..sample()
+        }
+        .encode();
+        let mut b = cold;
+        b[13] ^= 0x40;
+        assert_eq!(Backpointer::parse(&b), Err(Corrupted));
     }
 
     #[test]
@@ -244,7 +322,11 @@ mod tests {
         assert_eq!(Backpointer::parse(&[0xFF; 16]), Ok(None));
         assert_eq!(Backpointer::parse(&[0x00; 16]), Err(Corrupted));
         assert_eq!(Backpointer::parse(&[0xFF; 15]), Err(Corrupted));
-        let good = sample().encode();
+        let good = Backpointer {
+            relocated: true,
+            ..sample()
+        }
+        .encode();
         for byte in 0..16 {
             for bit in 0..8 {
                 let mut b = good;

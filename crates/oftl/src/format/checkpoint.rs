@@ -18,9 +18,10 @@
 //! 28                    2            window length (blocks)
 //! 30                    4            object table root index page (0xFFFFFFFF = none)
 //! 34                    6            reserved (0xFF)
-//! 40                   24            2 x head record: block u32 (0xFFFFFFFF = none),
-//!                                    next page u32, next sequence u32
-//! 64          4*window_len           window blocks, in allocation order (u32)
+//! 40                   36            3 x head record (data, log, cold): block u32
+//!                                    (0xFFFFFFFF = none), next page u32, next
+//!                                    sequence u32 (cold: one past its last watermark)
+//! 76          4*window_len           window blocks, in allocation order (u32)
 //! ..          4*n_blocks             block state table entries (see BstEntry)
 //! len-4                 4            CRC-32/ISO-HDLC over bytes 0..len-4
 //! ```
@@ -39,9 +40,9 @@ use crate::errors::Corrupted;
 /// Header size.
 pub const HEADER_LEN: usize = 40;
 /// Head records size.
-pub const HEADS_LEN: usize = 24;
-/// Number of write heads recorded.
-pub const HEADS: usize = 2;
+pub const HEADS_LEN: usize = 12 * HEADS;
+/// Number of write heads recorded (data, log, cold).
+pub const HEADS: usize = 3;
 /// Encoded "no page / no block".
 pub const NONE: u32 = u32::MAX;
 const MAGIC: [u8; 4] = *b"OCKP";
