@@ -96,6 +96,7 @@ fn main() {
     run::<64, 16>("2 MiB", profile::TINY, 4);
     run::<64, 16>("2 MiB", profile::TINY, 8);
     run::<64, 16>("2 MiB", profile::TINY, 9);
+    run::<64, 20>("2 MiB", profile::TINY, 10);
     run::<256, 4>("8 MiB", big, 4);
     run::<256, 4>("8 MiB", big, 5);
     run::<256, 4>("8 MiB", big, 6);
@@ -103,4 +104,6 @@ fn main() {
     run::<256, 16>("8 MiB", big, 8);
     run::<256, 16>("8 MiB", big, 9);
     run::<256, 16>("8 MiB", big, 16);
+    run::<256, 20>("8 MiB", big, 10);
+    run::<256, 20>("8 MiB", big, 16);
 }

@@ -61,6 +61,11 @@ impl<
 {
     /// Collects for at most `budget` page copies (scrub and retirement candidates
     /// first). Call it when idle; writes also collect when they must.
+    ///
+    /// `Ok` with `more == false` when nothing is worth collecting.
+    /// `Err(WriteError::NoSpace)` when not even a checkpoint (which frees the blocks
+    /// already collected) leaves window room to copy pages into: the live data fills
+    /// the device; delete or truncate objects. Nothing is lost either way.
     pub fn gc_step(&mut self, budget: u32) -> Result<GcProgress, WriteError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
             self.check_usable()?;
