@@ -194,7 +194,7 @@ impl<
                 return Ok(s);
             }
         }
-        Err(Fault::NoSpace)
+        Err(Fault::Exhausted)
     }
 
     /// A slot holding index page `idx` (leaf number or [`ROOT_LPN`]) of `obj`.
@@ -296,6 +296,11 @@ impl<
     /// If the page is written again meanwhile (a nested write that updates the
     /// parent itself), this older write leaves the parent alone.
     pub(crate) fn write_slot(&mut self, v: usize) -> Result<(), FaultOf<F>> {
+        if self.inflight.is_full() {
+            // Checked before programming: a page written whose parent cannot learn its
+            // new address would be reloaded stale.
+            return Err(Fault::Exhausted);
+        }
         let k = self.key_of(v);
         let old = self.cache[v].addr;
         let kind = if k.table {
@@ -322,7 +327,7 @@ impl<
                 page,
                 superseded: false,
             })
-            .map_err(|_| Fault::NoSpace)?;
+            .map_err(|_| Fault::Exhausted)?;
         let r = self.set_parent_entry(k, page);
         if let Some(i) = self
             .inflight

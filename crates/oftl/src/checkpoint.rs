@@ -127,7 +127,15 @@ impl<
             }
         }
         let n = self.dev.geo.blocks() as usize;
-        while self.dev.window.len() < want {
+        // Leave as many free blocks as the window is long, plus the extra, for a
+        // recovery after a crash in this window (see `recovery_extra_blocks`).
+        let extra = self.recovery_extra_blocks() as usize;
+        let mut free = self.dev.blocks[..n]
+            .iter()
+            .filter(|b| b.state == BlockState::Free && !b.retire)
+            .count();
+        while self.dev.window.len() < want && free > self.dev.window.len() + 1 + extra {
+            free -= 1;
             match self.dev.policy.pick_free(&self.dev.blocks[..n]) {
                 Some(b)
                     if self

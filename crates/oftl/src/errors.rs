@@ -87,7 +87,7 @@ pub enum WriteError<E> {
     NotFound,
     /// Not enough free space.
     NoSpace,
-    /// The object table is full.
+    /// No object id is left (ids are never reused: 2^24 - 1 creations at most).
     TooManyObjects,
     /// The write or transaction is larger than one updating window can hold, or an
     /// offset is past the largest object size.
@@ -112,6 +112,9 @@ pub enum ReadError<E> {
     Poisoned,
     /// The operation does not apply to this kind of object.
     WrongKind,
+    /// Writing cached object-table or index pages back found no room; the handle is
+    /// poisoned (remount).
+    NoSpace,
     /// The buffer cannot hold the log record; the payload is the record's length.
     BufferTooSmall(usize),
 }
@@ -123,6 +126,9 @@ pub(crate) enum Fault<E> {
     Corrupted,
     NotFound,
     NoSpace,
+    /// Room ran out in the middle of an operation (the updating window, the cache's
+    /// load or in-flight bounds): RAM may be ahead of flash, so the handle is poisoned.
+    Exhausted,
     TooManyObjects,
     TooLarge,
     Poisoned,
@@ -142,7 +148,7 @@ impl<E> From<Fault<E>> for WriteError<E> {
             Fault::Flash(e) => WriteError::Flash(e),
             Fault::Corrupted => WriteError::Corrupted,
             Fault::NotFound => WriteError::NotFound,
-            Fault::NoSpace => WriteError::NoSpace,
+            Fault::NoSpace | Fault::Exhausted => WriteError::NoSpace,
             Fault::TooManyObjects => WriteError::TooManyObjects,
             Fault::TooLarge => WriteError::TooLarge,
             Fault::Poisoned => WriteError::Poisoned,
@@ -160,6 +166,9 @@ impl<E> From<Fault<E>> for ReadError<E> {
             Fault::Poisoned => ReadError::Poisoned,
             Fault::WrongKind => ReadError::WrongKind,
             Fault::BufferTooSmall(n) => ReadError::BufferTooSmall(n),
+            // Reads write only cache pages back; running out of room for that poisons
+            // the handle (see `Oftl::fail_read`).
+            Fault::NoSpace | Fault::Exhausted => ReadError::NoSpace,
             // Reads never allocate; any other internal failure means the flash content
             // did not match what the index promised.
             _ => ReadError::Corrupted,
@@ -171,7 +180,9 @@ impl<E> From<Fault<E>> for MountError<E> {
     fn from(f: Fault<E>) -> Self {
         match f {
             Fault::Flash(e) => MountError::Flash(e),
-            Fault::NoSpace | Fault::TooLarge | Fault::TooManyObjects => MountError::NoSpace,
+            Fault::NoSpace | Fault::Exhausted | Fault::TooLarge | Fault::TooManyObjects => {
+                MountError::NoSpace
+            }
             _ => MountError::Corrupted,
         }
     }
@@ -209,7 +220,7 @@ display_error!(WriteError {
     WriteError::Corrupted => "on-flash data corrupted",
     WriteError::NotFound => "no such object",
     WriteError::NoSpace => "no space left",
-    WriteError::TooManyObjects => "object table full",
+    WriteError::TooManyObjects => "no object id left",
     WriteError::TooLarge => "write too large",
     WriteError::Poisoned => "handle poisoned by an earlier failure; remount",
     WriteError::WrongKind => "operation does not apply to this kind of object",
@@ -219,5 +230,6 @@ display_error!(ReadError {
     ReadError::NotFound => "no such object",
     ReadError::Poisoned => "handle poisoned by an earlier failure; remount",
     ReadError::WrongKind => "operation does not apply to this kind of object",
+    ReadError::NoSpace => "no room to write cached pages back; remount",
     ReadError::BufferTooSmall(_) => "buffer too small for the log record",
 });

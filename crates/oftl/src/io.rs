@@ -266,8 +266,8 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             }
             let Some(&b) = self.window.get(self.window_next) else {
                 // The callers reserve window space before they start; running out is a
-                // sizing bug, reported as no space rather than a panic.
-                return Err(Fault::NoSpace);
+                // sizing bug, reported as no space (and poisoning) rather than a panic.
+                return Err(Fault::Exhausted);
             };
             self.window_next += 1;
             // A block retired after the last checkpoint (by an interrupted recovery, for

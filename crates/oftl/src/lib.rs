@@ -516,7 +516,10 @@ impl<
             .iter()
             .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
             .count() as u64;
-        let reserve = 2 * self.dev.sb.window_blocks as u64 + 2;
+        // Two windows' worth for GC slack, a third plus `recovery_extra_blocks` left
+        // free at every checkpoint for crash recovery.
+        let reserve =
+            3 * self.dev.sb.window_blocks as u64 + self.recovery_extra_blocks() as u64 + 2;
         usable.saturating_sub(reserve) * ppb
     }
 

@@ -106,7 +106,7 @@ impl<
             }
             Ok((o.log_start, o.size))
         })();
-        r.map_err(ReadError::from)
+        r.map_err(|e| self.fail_read(e))
     }
 
     /// Appends a record (at most [`Oftl::log_max_record`] bytes) and returns its LSN.
@@ -223,7 +223,7 @@ impl<
         buf: &mut [u8],
     ) -> Result<Option<LogRecord>, ReadError<F::Error>> {
         self.log_read_inner(stream, lsn, buf)
-            .map_err(ReadError::from)
+            .map_err(|e| self.fail_read(e))
     }
 
     fn log_read_inner(

@@ -258,7 +258,12 @@ impl<
         if clean {
             self.need_marker = true;
         } else {
-            self.recover().map_err(MountError::from)?;
+            self.recover().map_err(|e| match e {
+                // Replay reaches these only through damaged pages whose checks passed
+                // (a logical page past the index, an object id out of range).
+                Fault::TooLarge | Fault::TooManyObjects => MountError::Corrupted,
+                e => MountError::from(e),
+            })?;
         }
         Ok(())
     }

@@ -114,7 +114,7 @@ impl<
         &mut self,
         after: Option<ObjectId>,
     ) -> Result<Option<ObjectId>, ReadError<F::Error>> {
-        self.next_object_inner(after).map_err(ReadError::from)
+        self.next_object_inner(after).map_err(|e| self.fail_read(e))
     }
 
     fn next_object_inner(

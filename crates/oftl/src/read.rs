@@ -32,7 +32,8 @@ impl<
         offset: u64,
         buf: &mut [u8],
     ) -> Result<usize, ReadError<F::Error>> {
-        self.read_inner(obj, offset, buf).map_err(ReadError::from)
+        self.read_inner(obj, offset, buf)
+            .map_err(|e| self.fail_read(e))
     }
 
     fn read_inner(
@@ -92,7 +93,7 @@ impl<
             let o = self.obj(obj)?;
             Ok(self.pending_size(&o))
         })();
-        r.map_err(ReadError::from)
+        r.map_err(|e| self.fail_read(e))
     }
 
     /// Whether the object exists.
@@ -101,7 +102,7 @@ impl<
             self.check_usable()?;
             Ok(self.obj_get(obj)?.is_some())
         })();
-        r.map_err(ReadError::from)
+        r.map_err(|e| self.fail_read(e))
     }
 
     /// Kind, size and user attributes.
@@ -116,6 +117,6 @@ impl<
                 user: m.attrs,
             })
         })();
-        r.map_err(ReadError::from)
+        r.map_err(|e| self.fail_read(e))
     }
 }

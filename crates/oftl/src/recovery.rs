@@ -348,7 +348,9 @@ impl<
                     // Copies made before this page was programmed come first.
                     replayed += self.replay_cold(&walk, &mut cold, limit)?;
                     if !frozen && bp.seq == limit {
-                        if bound[DATA_HEAD].replays(bp.seq) || bp.kind == PageKind::Index {
+                        if bound[DATA_HEAD].replays(bp.seq)
+                            || matches!(bp.kind, PageKind::Index | PageKind::Table)
+                        {
                             limit = bp.seq.wrapping_add(1);
                         } else {
                             frozen = true;

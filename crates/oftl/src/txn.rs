@@ -14,7 +14,7 @@
 
 use nand_hal::NandFlash;
 
-use crate::errors::{Fault, WriteError};
+use crate::errors::{Fault, ReadError, WriteError};
 use crate::format::backpointer::MAX_TX_DELTA;
 use crate::format::checkpoint::ObjKind;
 use crate::io::FaultOf;
@@ -61,7 +61,16 @@ impl<
 
     /// Marks the handle poisoned after a failure that may have left RAM ahead of flash.
     pub(crate) fn fail(&mut self, e: FaultOf<F>) -> WriteError<F::Error> {
-        if matches!(e, Fault::Flash(_) | Fault::Corrupted) {
+        if matches!(e, Fault::Flash(_) | Fault::Corrupted | Fault::Exhausted) {
+            self.poisoned = true;
+        }
+        e.into()
+    }
+
+    /// [`Oftl::fail`] for reads: they change flash only by writing cached pages back,
+    /// so only running out of room for that poisons the handle.
+    pub(crate) fn fail_read(&mut self, e: FaultOf<F>) -> ReadError<F::Error> {
+        if matches!(e, Fault::Exhausted) {
             self.poisoned = true;
         }
         e.into()

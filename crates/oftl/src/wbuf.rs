@@ -122,14 +122,36 @@ impl<
         }
         let lpn = lpn as u32;
         let col = (offset % p) as usize;
+        let fresh = self.wbuf_find(obj, lpn).is_none();
         let s = self.wbuf_load(obj, lpn, col == 0 && data.len() as u64 == p)?;
+        if end % p == 0 {
+            // The write completes the page, which is then programmed with the object's
+            // other dirty pages: make room first, so a `NoSpace` leaves the buffer (and
+            // the object) as it was rather than holding a write reported as failed.
+            let have = self.obj(obj)?.size.div_ceil(p);
+            let (mut n, mut growth) = (1u32, (lpn as u64 >= have) as u64);
+            for w in self.wbuf.iter() {
+                if w.used && w.dirty && w.obj == obj && w.lpn != lpn {
+                    n += 1;
+                    growth += (w.lpn as u64 >= have) as u64;
+                }
+            }
+            if let Err(e) = self.prepare(n, 1, growth) {
+                if fresh {
+                    // Loaded for this write only (for a whole-page write, not even
+                    // filled): it must not stand for the page.
+                    self.wbuf[s].used = false;
+                }
+                return Err(e);
+            }
+        }
         let w = &mut self.wbuf[s];
         w.data[col..col + data.len()].copy_from_slice(data);
         w.dirty = true;
         w.end = w.end.max(end);
         if end % p == 0 {
-            // The page is complete: program it now.
-            self.flush_obj(obj, false)?;
+            // The page is complete: program it now (room was made above).
+            self.flush_obj_with(obj, false, true)?;
         }
         Ok(())
     }
@@ -220,6 +242,12 @@ impl<
     /// Programs all of `obj`'s dirty pages as one transaction; with `drop`, forgets
     /// its buffers afterwards (before an operation that changes committed pages).
     pub(crate) fn flush_obj(&mut self, obj: u32, drop: bool) -> Result<(), FaultOf<F>> {
+        self.flush_obj_with(obj, drop, false)
+    }
+
+    /// [`Oftl::flush_obj`]; `prepared` when the caller has just made room for exactly
+    /// these pages with `prepare` (nothing programmed since).
+    fn flush_obj_with(&mut self, obj: u32, drop: bool, prepared: bool) -> Result<(), FaultOf<F>> {
         let mut dirty: heapless::Vec<(u32, u8), 64> = heapless::Vec::new();
         for (i, w) in self.wbuf.iter().enumerate() {
             if w.used && w.dirty && w.obj == obj {
@@ -234,7 +262,9 @@ impl<
             let have = o.size.div_ceil(p);
             let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
             let total = dirty.len() as u32;
-            self.prepare(total, 1, growth as u64)?;
+            if !prepared {
+                self.prepare(total, 1, growth as u64)?;
+            }
             let first = self.dev.heads[DATA_HEAD].next_seq;
             for (k, &(lpn, s)) in dirty.iter().enumerate() {
                 let s = s as usize;

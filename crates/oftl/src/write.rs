@@ -12,7 +12,7 @@ use nand_hal::NandFlash;
 
 use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
-use crate::format::checkpoint::{BlockState, ObjKind, NONE};
+use crate::format::checkpoint::{BlockState, ObjKind, HEADS, NONE};
 use crate::format::index::UNMAPPED;
 use crate::format::meta::{MetaRecord, ATTR_LEN};
 use crate::format::table::{ObjRecord, TABLE_OBJ};
@@ -386,6 +386,18 @@ impl<
         }
     }
 
+    /// Free blocks every checkpoint leaves outside its window, beyond the window's own
+    /// size, for a crash recovery to write into (recovery may use only blocks the last
+    /// checkpoint calls free): one block per head for relocating the blocks being
+    /// programmed, the closing checkpoint's cache flush (`2·CACHE` pages) and one spare.
+    /// Together with one block per window block (cache write-backs while the window's
+    /// pages are replayed, at most about one per replayed page) that is the recovery
+    /// reserve; without it a crash on a nearly full device could leave it unmountable.
+    pub(crate) fn recovery_extra_blocks(&self) -> u32 {
+        let ppb = self.dev.ppb().max(1);
+        HEADS as u32 + (2 * CACHE as u32).div_ceil(ppb) + 1
+    }
+
     /// Blocks that are free now or become free at the next checkpoint.
     pub(crate) fn reclaimable_blocks(&self) -> u32 {
         self.blocks()
@@ -396,11 +408,14 @@ impl<
             .count() as u32
     }
 
-    /// Ensures `need` window pages and enough reclaimable blocks for the next window.
+    /// Ensures `need` window pages and enough reclaimable blocks for the next window
+    /// and the recovery reserve after it.
     pub(crate) fn make_room(&mut self, need: u64) -> Result<(), FaultOf<F>> {
-        let w = self.dev.sb.window_blocks as u32;
+        let w = 2 * self.dev.sb.window_blocks as u32 + self.recovery_extra_blocks();
         let ppb = self.dev.ppb() as u64;
         let mut fresh = false;
+        let mut stalled = 0;
+        let mut collections = 0;
         for _ in 0..4 * BLOCKS + 8 {
             if self.dev.window_free_pages(DATA_HEAD) < need {
                 self.checkpoint(false)?;
@@ -426,7 +441,24 @@ impl<
                     Err(Fault::NoSpace)
                 };
             }
+            let before = self.free_room();
             if !self.gc_collect_one()? {
+                return if self.reclaimable_blocks() > 0 {
+                    Ok(())
+                } else {
+                    Err(Fault::NoSpace)
+                };
+            }
+            // Near capacity a collection can cost more (copies and the cache pages they
+            // write back) than it frees: after a few such in a row, stop collecting for
+            // this operation instead of spinning through the device's wear.
+            collections += 1;
+            if self.free_room() <= before {
+                stalled += 1;
+            } else {
+                stalled = 0;
+            }
+            if stalled >= STALLED_COLLECTIONS || collections >= MAX_COLLECTIONS {
                 return if self.reclaimable_blocks() > 0 {
                     Ok(())
                 } else {
@@ -437,7 +469,22 @@ impl<
         }
         Err(Fault::NoSpace)
     }
+
+    /// Pages free now or at the next checkpoint: reclaimable blocks plus what is left
+    /// of the window (a checkpoint moves blocks from the one to the other).
+    fn free_room(&self) -> u64 {
+        self.reclaimable_blocks() as u64 * self.dev.ppb() as u64
+            + self.dev.window_free_pages(DATA_HEAD)
+    }
 }
+
+/// Foreground collections in a row that gain no room before `make_room` stops
+/// collecting for the operation.
+const STALLED_COLLECTIONS: u32 = 3;
+/// Most foreground collections one operation runs (near capacity each may gain little;
+/// the operation goes ahead if the window holds it, and the space reserve is kept by
+/// the checkpoints' window allocation).
+const MAX_COLLECTIONS: u32 = 16;
 
 /// Window pages an operation of `pages` pages in `ops` operations may consume, with
 /// `epp` entries per index page, `ppb` pages per block and `cache` cached index pages.

@@ -276,8 +276,10 @@ fn log_stream_append_read_trim_and_crash() {
 
 #[test]
 fn large_object_uses_several_leaf_index_pages() {
-    // 512 entries per leaf: past 1 MiB the object needs a second leaf.
-    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(9));
+    // 512 entries per leaf: past 1 MiB the object needs a second leaf. A 4 MiB part: the
+    // 2 MiB one keeps too much for GC slack and the recovery reserve to hold 1.3 MB.
+    type Fs<'a> = Oftl<&'a mut Sim, 2048, 128, 4>;
+    let mut sim = SimNand::heap(profile::TINY.with_blocks_per_die(128), FaultPlan::seeded(9));
     let len = 1_300_000usize;
     let data = pattern(77, len);
     let o;
@@ -314,8 +316,15 @@ fn every_built_in_profile() {
     for p in nand_hal::sim::profile::ALL {
         let mut sim = SimNand::heap(p, FaultPlan::seeded(10));
         let (o, l);
+        // The default 16-block window on large parts; 8 on the 64-block one (three
+        // windows plus the recovery reserve would leave it almost no capacity).
+        let window = if p.geometry.blocks() >= 512 { 16 } else { 8 };
+        let config = Config {
+            window_blocks: window,
+            ..Config::default()
+        };
         {
-            let mut fs = Big::format(&mut sim, Config::default()).unwrap();
+            let mut fs = Big::format(&mut sim, config).unwrap();
             o = fs.create(ObjKind::Object).unwrap();
             l = fs.create(ObjKind::Log).unwrap();
             fs.write(o, 0, &pattern(1, 300_000)).unwrap();

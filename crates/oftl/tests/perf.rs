@@ -174,21 +174,21 @@ fn random_overwrites<const CACHE: usize>(window: u16) -> (u64, u64, u32, u64, u6
 /// every 64 writes is all the collection there is, so these figures are the same
 /// whether GC copies go to the cold head or back into the data head. With 4 cached
 /// pages every page GC moves evicts a dirty index or table page, which feeds GC in
-/// turn: WA 4.49 with an 8-block window, GC copies going to the cold head (11.7 when
+/// turn: WA 4.22 with an 8-block window, GC copies going to the cold head (11.7 when
 /// they were mixed into the data head with fresh writes).
 #[test]
 fn random_overwrites_at_40_percent_fill() {
     let (programs, erases, checkpoints, evictions, copied) = random_overwrites::<20>(10);
     assert_eq!(
         (programs, erases, checkpoints, evictions, copied),
-        (30_452, 1_903, 273, 0, 4_992)
+        (30_488, 1_906, 274, 0, 5_017)
     );
     assert!(programs as f64 / 20_000.0 <= 1.55);
     let (programs, _, _, evictions, copied) = random_overwrites::<4>(8);
-    assert_eq!((programs, evictions, copied), (89_881, 51_680, 11_893));
+    assert_eq!((programs, evictions, copied), (84_389, 48_404, 10_044));
     // The smallest window this cache allows: bounded idle steps leave victims half
     // collected across checkpoints that free them (a regression test: resuming such a
     // victim after a head had reused its block erased live pages).
     let (programs, _, _, evictions, copied) = random_overwrites::<4>(6);
-    assert_eq!((programs, evictions, copied), (95_901, 51_492, 13_273));
+    assert_eq!((programs, evictions, copied), (92_647, 49_931, 12_072));
 }
