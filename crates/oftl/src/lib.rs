@@ -73,7 +73,7 @@
 //! `size_of::<W25n01gv<_>>()` = 48,496 bytes (47.4 KiB, of which 24,864 B are the cache
 //! and 4,144 B the write buffers; a test keeps it <= 48 KiB).
 //! Nothing allocates; stack use is a few frames plus cache write-back recursion (bounded
-//! by the number of dirty cached pages): 4,720 B painted peak on a Cortex-M4 including
+//! by the number of dirty cached pages): 4,920 B painted peak on a Cortex-M4 including
 //! the firmware's own `main` (see README) when the store lives in a `static`
 //! built by [`Oftl::new_const`] and is formatted/mounted in place
 //! ([`Oftl::format_in_place`], [`Oftl::mount_in_place`], [`Oftl::unmount_in_place`]).
@@ -507,8 +507,13 @@ impl<
         self.dev.payload
     }
 
-    /// Pages the user may fill (valid data, metadata and index pages) before writes fail
-    /// with `NoSpace`.
+    /// Pages the user may fill (valid data, metadata, index and object-table pages)
+    /// before writes fail with `NoSpace`: the good blocks less three windows and the
+    /// recovery reserve's extra blocks (one window for the window itself, one plus the
+    /// extra left free for crash recovery, one for GC slack). Close to it, foreground
+    /// collection per operation is bounded, so a layout that GC cannot compact cheaply
+    /// (e.g. a leaf index page per data page with a tiny cache) may see `NoSpace` a
+    /// little earlier; nothing is lost, and deleting data makes room.
     pub fn capacity_pages(&self) -> u64 {
         let ppb = self.dev.geo.pages_per_block() as u64;
         let usable = self
