@@ -463,7 +463,8 @@ impl<
         Ok(())
     }
 
-    /// Unmaps object-table page `t` (its slot and valid count are the caller's).
+    /// Unmaps object-table page `t` (its slot and valid count are the caller's); a table
+    /// leaf left empty is dropped.
     pub(crate) fn index_unmap_table_page(&mut self, t: u32) -> Result<(), FaultOf<F>> {
         let epp = self.entries_per_index() as u32;
         let l = self.slot_for_key(Key::index(TABLE_OBJ, t / epp))?;
@@ -471,6 +472,9 @@ impl<
         if index::entry(&self.cache[l].data, e) != UNMAPPED {
             index::set_entry(&mut self.cache[l].data, e, UNMAPPED);
             self.cache[l].dirty = true;
+        }
+        if (0..epp as usize).all(|i| index::entry(&self.cache[l].data, i) == UNMAPPED) {
+            self.drop_leaf(l)?;
         }
         Ok(())
     }

@@ -174,8 +174,9 @@ fn random_overwrites<const CACHE: usize>(window: u16) -> (u64, u64, u32, u64, u6
 /// every 64 writes is all the collection there is, so these figures are the same
 /// whether GC copies go to the cold head or back into the data head. With 4 cached
 /// pages every page GC moves evicts a dirty index or table page, which feeds GC in
-/// turn: WA 4.22 with an 8-block window, GC copies going to the cold head (11.7 when
-/// they were mixed into the data head with fresh writes).
+/// turn: WA 4.22 with an 8-block window, GC copies going to the cold head (11.7, at
+/// the larger capacity before the recovery reserve, when they were mixed into the data
+/// head with fresh writes).
 #[test]
 fn random_overwrites_at_40_percent_fill() {
     let (programs, erases, checkpoints, evictions, copied) = random_overwrites::<20>(10);

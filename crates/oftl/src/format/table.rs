@@ -10,8 +10,9 @@
 //! they leave the page cache and at checkpoints): after a crash, recovery rebuilds
 //! the records from the metadata and data pages in the updating window.
 //!
-//! A table page that holds no live record is unmapped (reads as all free), so the
-//! table costs flash pages only for ranges of ids with live objects.
+//! A table page that holds no live record is unmapped (reads as all free), and a table
+//! leaf left empty is dropped, so the table costs flash pages only for ranges of ids
+//! with live objects.
 //!
 //! Record (32 bytes; all `0xFF` = free):
 //! ```text
