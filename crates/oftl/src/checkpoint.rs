@@ -99,6 +99,10 @@ impl<
             }
             match bi.state {
                 BlockState::Window | BlockState::Full if bi.valid == 0 => {
+                    if self.gc_victim.is_some_and(|(v, _, _)| v == b) {
+                        // Nothing left to collect in it; it is free from now on.
+                        self.gc_victim = None;
+                    }
                     bi.state = if bi.retire {
                         BlockState::Bad
                     } else {
@@ -128,12 +132,21 @@ impl<
         }
         let n = self.dev.geo.blocks() as usize;
         // Leave as many free blocks as the window is long, plus the extra, for a
-        // recovery after a crash in this window (see `recovery_extra_blocks`).
+        // recovery after a crash in this window (see `recovery_extra_blocks`): carried
+        // blocks go back first if the reserve is short (recovery, for one, grows its
+        // window from the free blocks).
         let extra = self.recovery_extra_blocks() as usize;
         let mut free = self.dev.blocks[..n]
             .iter()
             .filter(|b| b.state == BlockState::Free && !b.retire)
             .count();
+        while free < self.dev.window.len() + extra {
+            let Some(b) = self.dev.window.pop() else {
+                break;
+            };
+            self.dev.blocks[b as usize].state = BlockState::Free;
+            free += 1;
+        }
         while self.dev.window.len() < want && free > self.dev.window.len() + 1 + extra {
             free -= 1;
             match self.dev.policy.pick_free(&self.dev.blocks[..n]) {
@@ -228,6 +241,11 @@ impl<
             let i = (self.ckpt.cur + step) % n;
             let b = self.dev.sb.ckpt_blocks[i];
             if self.dev.blocks[b as usize].state == BlockState::Bad {
+                continue;
+            }
+            // Retired by an earlier (failed) mount after the checkpoint we loaded.
+            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+                self.dev.blocks[b as usize].state = BlockState::Bad;
                 continue;
             }
             match self.dev.flash.erase(BlockAddr(b)) {

@@ -121,7 +121,7 @@ impl<
                     .get(v as usize)
                     .is_some_and(|b| b.state == BlockState::Full && b.valid > 0) =>
             {
-                self.gc_victim = Some((v, 0));
+                self.gc_victim = Some((v, 0, self.dev.blocks[v as usize].erases));
                 self.gc_head = match self.dev.policy.relocation(&self.dev.blocks[..n], v, ppb) {
                     Relocation::Cold => COLD_HEAD,
                     Relocation::Data => DATA_HEAD,
@@ -156,12 +156,15 @@ impl<
 
     /// Moves up to `budget` valid pages of the current victim; returns pages copied.
     fn gc_advance(&mut self, budget: u32) -> Result<u32, FaultOf<F>> {
-        let Some((b, mut next)) = self.gc_victim else {
+        let Some((b, mut next, erases)) = self.gc_victim else {
             return Ok(0);
         };
-        if self.dev.blocks[b as usize].state != BlockState::Full {
+        let bi = self.dev.blocks[b as usize];
+        if bi.state != BlockState::Full || bi.erases != erases {
             // A checkpoint since the last step freed the victim (its remaining pages
-            // were overwritten meanwhile) and it may be a head's block by now.
+            // were overwritten meanwhile): it may be a head's block by now, or even
+            // full again with other pages (resuming it half-way would skip those and
+            // then take the count for wrong).
             self.gc_victim = None;
             return Ok(0);
         }
@@ -194,7 +197,7 @@ impl<
                 self.dev.valid_total = self.dev.valid_total.saturating_sub(v);
             }
         } else {
-            self.gc_victim = Some((b, next));
+            self.gc_victim = Some((b, next, erases));
         }
         Ok(copied)
     }

@@ -333,7 +333,9 @@ pub struct Oftl<
     pub(crate) next_obj_id: u32,
     pub(crate) need_marker: bool,
     pub(crate) poisoned: bool,
-    pub(crate) gc_victim: Option<(u32, u32)>,
+    /// The block being collected, the next page to look at and its erase count
+    /// when it was picked.
+    pub(crate) gc_victim: Option<(u32, u32, u32)>,
     /// Head the current victim's pages are copied to (the policy's choice).
     pub(crate) gc_head: usize,
     /// Window size the next checkpoint allocates.

@@ -323,12 +323,14 @@ impl<
         if self.need_marker {
             self.write_marker()?;
         }
+        // Operations that add no pages (delete, truncate, attributes, rewrites in place)
+        // are never refused for capacity: on a full device they are how room is made.
         let index_slack = 2 * (growth / self.entries_per_index() as u64 + ops as u64 + 1);
-        if self.dev.valid_total + growth + index_slack > self.capacity_pages() {
+        if growth > 0 && self.dev.valid_total + growth + index_slack > self.capacity_pages() {
             return Err(Fault::NoSpace);
         }
-        let need = self.window_need(pages, ops);
         let ppb = self.dev.ppb() as u64;
+        let need = self.window_need(pages, ops);
         let blocks = (need + self.window_need(0, 0)).div_ceil(ppb) + 1;
         if blocks > crate::MAX_WINDOW as u64 {
             return Err(Fault::TooLarge);
