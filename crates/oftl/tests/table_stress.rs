@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, Greedy, ObjKind, Oftl, SpacePolicy, ATTR_LEN};
 
+mod common;
+use common::Rng;
+
 type Sim = SimNand<HeapStorage>;
 type Fs<'a, P> = Oftl<&'a mut Sim, 2048, 64, 4, 2, P>;
 
@@ -25,19 +28,6 @@ fn cfg() -> Config {
     Config {
         window_blocks: 6,
         format_id: 1,
-    }
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
