@@ -490,14 +490,8 @@ fn tiny_cache_many_objects() {
 fn gc_heavy_overwrite_cuts() {
     for seed in 41..44 {
         let o = Opts {
-            steps: 1500,
-            live_target: 12,
-            max_pages: 40,
             cut_every: 4,
-            recovery_cuts: 3,
-            bad_every: 0,
-            delete_pct: 2,
-            delete_all: false,
+            ..gc_opts()
         };
         run::<_, 4>(oftl::ParaGc::<64>::DEFAULT, seed, o);
         run::<_, 4>(Greedy::DEFAULT, seed + 100, o);
@@ -727,14 +721,8 @@ fn sweep() {
             run::<_, 4>(oftl::ParaGc::<64>::DEFAULT, seed, bad);
         }
         let gc = Opts {
-            steps: 1500,
-            live_target: 12,
-            max_pages: 40,
             cut_every: 3,
-            recovery_cuts: 3,
-            bad_every: 0,
-            delete_pct: 2,
-            delete_all: false,
+            ..gc_opts()
         };
         if modes.contains('g') {
             run::<_, 4>(oftl::ParaGc::<64>::DEFAULT, seed, gc);
@@ -799,14 +787,8 @@ fn big_overwrite_cut_keeps_other_objects_greedy() {
 #[test]
 fn stale_gc_victim_is_not_resumed() {
     let o = Opts {
-        steps: 1500,
-        live_target: 12,
-        max_pages: 40,
         cut_every: 4,
-        recovery_cuts: 3,
-        bad_every: 0,
-        delete_pct: 2,
-        delete_all: false,
+        ..gc_opts()
     };
     run::<_, 4>(Greedy::DEFAULT, 143, o);
 }

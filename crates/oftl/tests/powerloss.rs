@@ -416,90 +416,67 @@ fn raw(mut s: Objects, name: &'static str) -> Objects {
     s
 }
 
+/// The cut kinds that matter most: clean cuts and fully random tears.
+fn clean_and_random(mut s: Sweep) -> Sweep {
+    s.kinds = vec![
+        CutKind::Clean,
+        CutKind::Torn(nand_hal::sim::TornMode::Random),
+    ];
+    s
+}
+
+/// Sweeps `scenario`, prints what it covered and checks that every cut held and that
+/// there were more than `min_cuts` of them.
+fn sweep_ok(scenario: &Objects, sweep: &Sweep, min_cuts: u64) {
+    let r = powerloss::sweep(scenario, sweep);
+    println!(
+        "{}: {} ops, {} runs, {} cuts, {} recovery cuts",
+        scenario.name, r.workload_ops, r.runs, r.cuts, r.recovery_cuts
+    );
+    r.assert_ok();
+    assert!(r.cuts > min_cuts, "{}: {} cuts", scenario.name, r.cuts);
+}
+
 #[test]
 fn exhaustive_raw_part() {
     for s in [raw(logs(), "logs-raw"), raw(basic(), "objects-raw")] {
-        let r = powerloss::sweep(&s, &Sweep::exhaustive(6));
-        println!(
-            "{}: {} ops, {} runs, {} cuts",
-            s.name, r.workload_ops, r.runs, r.cuts
-        );
-        r.assert_ok();
-        assert!(r.cuts > 40, "{} cuts", r.cuts);
+        sweep_ok(&s, &Sweep::exhaustive(6), 40);
     }
 }
 
 #[test]
 fn exhaustive_many_objects() {
-    let mut s = Sweep::exhaustive(9);
-    s.kinds = vec![
-        CutKind::Clean,
-        CutKind::Torn(nand_hal::sim::TornMode::Random),
-    ];
+    let mut s = clean_and_random(Sweep::exhaustive(9));
     s.recovery_cuts = RecoveryCuts::Sample;
-    let r = powerloss::sweep(&many_objects(), &s);
-    println!(
-        "many objects: {} ops, {} runs, {} cuts, {} recovery cuts",
-        r.workload_ops, r.runs, r.cuts, r.recovery_cuts
-    );
-    r.assert_ok();
-    assert!(r.cuts > 100, "{} cuts", r.cuts);
+    sweep_ok(&many_objects(), &s, 100);
 }
 
 #[test]
 fn exhaustive_logs() {
-    let r = powerloss::sweep(&logs(), &Sweep::exhaustive(5));
-    println!(
-        "logs: {} ops, {} runs, {} cuts",
-        r.workload_ops, r.runs, r.cuts
-    );
-    r.assert_ok();
-    assert!(r.cuts > 40, "{} cuts", r.cuts);
+    sweep_ok(&logs(), &Sweep::exhaustive(5), 40);
 }
 
 #[test]
 fn exhaustive_buffered() {
     for s in [buffered(), raw(buffered(), "buffered-raw")] {
-        let r = powerloss::sweep(&s, &Sweep::exhaustive(8));
-        println!(
-            "{}: {} ops, {} runs, {} cuts",
-            s.name, r.workload_ops, r.runs, r.cuts
-        );
-        r.assert_ok();
-        assert!(r.cuts > 20, "{} cuts", r.cuts);
+        sweep_ok(&s, &Sweep::exhaustive(8), 20);
     }
 }
 
 #[test]
 fn exhaustive_basic() {
-    let r = powerloss::sweep(&basic(), &Sweep::exhaustive(1));
-    println!(
-        "basic: {} ops, {} runs, {} cuts",
-        r.workload_ops, r.runs, r.cuts
-    );
-    r.assert_ok();
-    assert!(r.cuts > 50, "{} cuts", r.cuts);
+    sweep_ok(&basic(), &Sweep::exhaustive(1), 50);
 }
 
 #[test]
 fn exhaustive_transactions() {
-    let r = powerloss::sweep(&transactions(), &Sweep::exhaustive(2));
-    println!(
-        "tx: {} ops, {} runs, {} cuts",
-        r.workload_ops, r.runs, r.cuts
-    );
-    r.assert_ok();
-    assert!(r.cuts > 20);
+    sweep_ok(&transactions(), &Sweep::exhaustive(2), 20);
 }
 
 #[test]
 fn recovery_cuts_basic() {
-    let mut s = Sweep::exhaustive(3);
+    let mut s = clean_and_random(Sweep::exhaustive(3));
     s.schedule = Schedule::Log;
-    s.kinds = vec![
-        CutKind::Clean,
-        CutKind::Torn(nand_hal::sim::TornMode::Random),
-    ];
     s.recovery_cuts = RecoveryCuts::Sample;
     let r = powerloss::sweep(&basic(), &s);
     println!(
@@ -514,18 +491,7 @@ fn recovery_cuts_basic() {
 fn exhaustive_gc_heavy() {
     // Every program/erase of a run that checkpoints and collects repeatedly, with the
     // cut kinds that matter most (clean and fully random tears).
-    let mut s = Sweep::exhaustive(7);
-    s.kinds = vec![
-        CutKind::Clean,
-        CutKind::Torn(nand_hal::sim::TornMode::Random),
-    ];
-    let r = powerloss::sweep(&gc_heavy(), &s);
-    println!(
-        "gc-heavy: {} ops, {} runs, {} cuts",
-        r.workload_ops, r.runs, r.cuts
-    );
-    r.assert_ok();
-    assert!(r.cuts > 500);
+    sweep_ok(&gc_heavy(), &clean_and_random(Sweep::exhaustive(7)), 500);
 }
 
 /// Cold-head copies swept exhaustively (every program and erase, clean and random
@@ -536,25 +502,10 @@ fn exhaustive_cold_copies() {
         cold_copies(),
         with_paragc(cold_copies(), "objects-cold-paragc"),
     ] {
-        let mut sw = Sweep::exhaustive(9);
-        sw.kinds = vec![
-            CutKind::Clean,
-            CutKind::Torn(nand_hal::sim::TornMode::Random),
-        ];
-        let r = powerloss::sweep(&s, &sw);
-        println!(
-            "{}: {} ops, {} runs, {} cuts",
-            s.name, r.workload_ops, r.runs, r.cuts
-        );
-        r.assert_ok();
-        assert!(r.cuts > 100, "{} cuts", r.cuts);
+        sweep_ok(&s, &clean_and_random(Sweep::exhaustive(9)), 100);
     }
-    let mut sw = Sweep::exhaustive(10);
+    let mut sw = clean_and_random(Sweep::exhaustive(10));
     sw.schedule = Schedule::Log;
-    sw.kinds = vec![
-        CutKind::Clean,
-        CutKind::Torn(nand_hal::sim::TornMode::Random),
-    ];
     sw.recovery_cuts = RecoveryCuts::Sample;
     let r = powerloss::sweep(&cold_copies(), &sw);
     println!(
@@ -630,18 +581,8 @@ fn gc_heavy_log_and_random() {
 /// random schedules with factory bad blocks, with `paragc`'s space policy.
 #[test]
 fn paragc_policy_gc_heavy() {
-    let mut s = Sweep::exhaustive(7);
-    s.kinds = vec![
-        CutKind::Clean,
-        CutKind::Torn(nand_hal::sim::TornMode::Random),
-    ];
-    let r = powerloss::sweep(&with_paragc(gc_heavy(), "objects-gc-paragc"), &s);
-    println!(
-        "gc-heavy with paragc: {} ops, {} runs, {} cuts",
-        r.workload_ops, r.runs, r.cuts
-    );
-    r.assert_ok();
-    assert!(r.cuts > 500);
+    let gc = with_paragc(gc_heavy(), "objects-gc-paragc");
+    sweep_ok(&gc, &clean_and_random(Sweep::exhaustive(7)), 500);
     let mut s = Sweep::exhaustive(4);
     s.schedule = Schedule::Random { runs: 12 };
     s.faults = FaultConfig {
@@ -649,8 +590,7 @@ fn paragc_policy_gc_heavy() {
         factory_bad: 2,
         ..FaultConfig::default()
     };
-    let r = powerloss::sweep(&with_paragc(gc_heavy(), "objects-gc-paragc"), &s);
-    r.assert_ok();
+    powerloss::sweep(&gc, &s).assert_ok();
 }
 
 /// Objects, transactions, logs and buffered writes with `paragc`'s space policy.
@@ -662,10 +602,7 @@ fn paragc_policy_scenarios() {
         with_paragc(logs(), "logs-paragc"),
         with_paragc(buffered(), "buffered-paragc"),
     ] {
-        let r = powerloss::sweep(&s, &Sweep::exhaustive(8));
-        println!("{}: {} cuts", s.name, r.cuts);
-        r.assert_ok();
-        assert!(r.cuts > 100);
+        sweep_ok(&s, &Sweep::exhaustive(8), 100);
     }
 }
 
