@@ -34,17 +34,37 @@
 //! If power fails during an operation:
 //!
 //! - an interrupted **program** may leave any mix of old and new bits in the programmed
-//!   units of that page (and nothing outside them); the page may read back correctly at
-//!   first and then fail later ("unstable bits"), so it must not be trusted or
-//!   programmed further;
+//!   units of that page (and nothing outside them). With on-die ECC such a page may read
+//!   back correctly, fail as [`ErrorKind::Uncorrectable`], or, when only a few of its
+//!   bits landed, read back **erased with corrected bits** (the decoder "corrects" a
+//!   nearly erased codeword to all `0xFF`). Its cells may be **unstable**: later reads
+//!   of it may succeed and fail in any order (well, badly, well again); nothing may
+//!   assume "good first, bad later". It must not be trusted, nor programmed again;
 //! - an interrupted **erase** may leave the block with any content, including content
 //!   that looks like the old data or like an erased block with a few flipped bits; the
 //!   block must be erased again before use;
 //! - no other page or block changes.
 //!
+//! A program that reports [`ErrorKind::ProgramFailed`] leaves its page in the same
+//! undefined state as an interrupted one (it may even read back right).
+//!
 //! A layer above therefore records which blocks it may be programming or erasing, and
 //! after an unclean shutdown treats exactly those as suspect (see the OFTL updating
 //! window).
+//!
+//! ## Reads that fail
+//!
+//! [`ErrorKind::Uncorrectable`] may be transient: the same page can read well on the
+//! next attempt (marginal cells, noise). A layer that must decide from a read whether
+//! data exists retries a bounded number of times before it concludes anything, and
+//! never takes one failed read for the end of its history.
+//!
+//! ## "Erased"
+//!
+//! A page counts as erased, and may be programmed, only if it has not been programmed
+//! since its block's last erase. Reading all `0xFF` is evidence of that only with
+//! [`ReadReport::corrected_bits`] == 0 ([`ReadReport::is_clean`]): an erased-looking
+//! page with corrected bits may be a torn program whose few landed bits ECC hid.
 
 use crate::capabilities::Capabilities;
 #[allow(unused_imports)]
@@ -69,6 +89,12 @@ impl ReadReport {
             corrected_bits: 0,
             threshold,
         }
+    }
+
+    /// Whether ECC corrected nothing: the only reads that may count as "erased" evidence
+    /// (see the module docs).
+    pub const fn is_clean(&self) -> bool {
+        self.corrected_bits == 0
     }
 
     /// Whether the data should be moved before it degrades further.

@@ -218,11 +218,13 @@ impl Scenario for RecordLog {
         // Mount: append a MOUNT record after the last page past the valid log that is not
         // erased (torn pages, earlier MOUNT records). Going by the last such page, not the
         // first erased one, keeps appends in page order even when an erased page reads
-        // with a transient bit flip once and clean the next time.
+        // with a transient bit flip once and clean the next time. A page that reads
+        // erased only with corrected bits is a torn program whose few landed bits ECC
+        // "corrected" away: it has been programmed and must not be programmed again.
         let mut at = end;
         for (i, &page) in pages.iter().enumerate().skip(end) {
             match nand.read_page(page, &mut buf, &mut []) {
-                Ok(_) if buf.iter().all(|&b| b == 0xFF) => {}
+                Ok(r) if r.corrected_bits == 0 && buf.iter().all(|&b| b == 0xFF) => {}
                 Err(e) if e.kind() == ErrorKind::PowerLoss => return Err(CheckError::PowerLoss),
                 _ => at = i + 1,
             }

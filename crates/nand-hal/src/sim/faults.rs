@@ -12,7 +12,7 @@
 //! | F5 erased pages with bit flips | [`FaultConfig::erased_flips_ppm`] |
 //! | F6 out-of-order completion across dies | [`FaultConfig::out_of_order`] |
 //! | F7 correctable read errors | [`FaultConfig::read_correctable_ppm`] |
-//! | F8 uncorrectable read errors | [`FaultConfig::read_uncorrectable_ppm`] |
+//! | F8 uncorrectable read errors | [`FaultConfig::read_uncorrectable_ppm`]; aimed at one read: [`FaultConfig::read_fail_at`] |
 //! | F9 program failure, F10 erase failure | `program_fail_ppm`, `erase_fail_ppm` |
 //! | F11 silent failures | `program_noop_ppm`, `erase_noop_ppm`, `program_flip_ppm` |
 //! | F12 factory bad blocks | [`FaultConfig::factory_bad`] |
@@ -29,7 +29,9 @@ use core::str::FromStr;
 /// How much of an interrupted program or erase landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TornMode {
-    /// One bit of the operation landed.
+    /// One to three bits of the operation landed. On a part with on-die ECC a step that
+    /// holds no more landed bits than the ECC strength decodes as erased with those bits
+    /// "corrected": the page looks erased, but its steps have been programmed.
     SomeBits,
     /// All bits but one landed.
     MostBits,
@@ -92,7 +94,10 @@ pub struct FaultConfig {
     pub read_correctable_ppm: u32,
     /// F8: a read fails as uncorrectable (transient).
     pub read_uncorrectable_ppm: u32,
-    /// F9: a program reports failure and leaves the page undefined.
+    /// F9: a program reports failure and leaves the page undefined, in one of four shapes
+    /// drawn per failure: garbage; everything but one to three bits landed; everything
+    /// landed but the page is unstable (F4); a prefix landed. The layer above sees only
+    /// the failure status and must not trust (or program) the page again.
     pub program_fail_ppm: u32,
     /// F10: an erase reports failure and leaves the block undefined.
     pub erase_fail_ppm: u32,
@@ -115,7 +120,15 @@ pub struct FaultConfig {
     pub endurance: u32,
     /// F12: factory bad blocks placed at creation (never block 0).
     pub factory_bad: u32,
-    /// F4: pages (and blocks) hit by a torn cut become unstable.
+    /// F8, aimed: the `read_fail_at`-th read (1-based, counted from the moment the plan
+    /// is armed, spare-only reads included) and the `read_fail_len - 1` reads after it
+    /// fail as uncorrectable, whatever the page holds (0 = off). A transient error: the
+    /// cells are untouched and later reads of the same page succeed.
+    pub read_fail_at: u32,
+    /// How many consecutive reads `read_fail_at` fails (0 counts as 1).
+    pub read_fail_len: u32,
+    /// F4: pages (and blocks) hit by a torn cut become unstable: every read of them draws
+    /// its own outcome (clean, corrected bits, or uncorrectable), in any order.
     pub unstable_after_cut: bool,
     /// F6: on a cut, operations still running on other dies are torn as well.
     pub out_of_order: bool,
@@ -138,6 +151,8 @@ impl FaultConfig {
             read_disturb_ppm: 1_000,
             endurance: 0,
             factory_bad: 2,
+            read_fail_at: 0,
+            read_fail_len: 0,
             unstable_after_cut: true,
             out_of_order: true,
         }
@@ -196,6 +211,8 @@ impl FaultConfig {
             read_disturb_ppm: 0,
             endurance: 0,
             factory_bad: 0,
+            read_fail_at: 0,
+            read_fail_len: 0,
             unstable_after_cut: false,
             out_of_order: false,
         }
@@ -219,6 +236,8 @@ macro_rules! numeric_knobs {
         $m!(read_disturb_ppm, "rd");
         $m!(endurance, "endur");
         $m!(factory_bad, "fbad");
+        $m!(read_fail_at, "rfail");
+        $m!(read_fail_len, "rfaillen");
     };
 }
 
@@ -329,6 +348,11 @@ mod tests {
             FaultPlan::seeded(7)
                 .with_cut(1, CutKind::Clean)
                 .with_faults(FaultConfig::noisy()),
+            FaultPlan::seeded(8).with_faults(FaultConfig {
+                read_fail_at: 17,
+                read_fail_len: 3,
+                ..FaultConfig::default()
+            }),
         ];
         for p in plans {
             let token = p.to_string();

@@ -154,9 +154,6 @@ struct Pending {
     op: InFlight,
 }
 
-/// Reads of an unstable page that still come back clean.
-const UNSTABLE_GRACE_READS: u8 = 2;
-
 const SALT_FAULT: u64 = 0x6661_756c_7473_0001;
 const SALT_TIMING: u64 = 0x7469_6d69_6e67_0002;
 const SALT_FACTORY: u64 = 0x6661_6374_6f72_0003;
@@ -184,6 +181,7 @@ pub struct SimNand<S> {
     fault_rng: Xoshiro256PlusPlus,
     timing_rng: Xoshiro256PlusPlus,
     ops_since_arm: u64,
+    reads_since_arm: u64,
     powered: bool,
     last_misuse: Option<(Misuse, u32)>,
 }
@@ -218,6 +216,7 @@ impl<S: SimStorage> SimNand<S> {
             fault_rng: Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ SALT_FAULT),
             timing_rng: Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ SALT_TIMING),
             ops_since_arm: 0,
+            reads_since_arm: 0,
             powered: true,
             last_misuse: None,
         };
@@ -271,6 +270,7 @@ impl<S: SimStorage> SimNand<S> {
         self.plan = plan;
         self.fault_rng = Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ SALT_FAULT);
         self.ops_since_arm = 0;
+        self.reads_since_arm = 0;
     }
 
     /// The armed plan (its `Display` form is the replay token).
@@ -295,6 +295,12 @@ impl<S: SimStorage> SimNand<S> {
     /// Program/erase operations since the plan was armed (what `PowerCut::at_op` counts).
     pub fn ops_since_arm(&self) -> u64 {
         self.ops_since_arm
+    }
+
+    /// Reads (data or spare) since the plan was armed (what
+    /// [`FaultConfig::read_fail_at`] counts).
+    pub fn reads_since_arm(&self) -> u64 {
+        self.reads_since_arm
     }
 
     /// Cuts the power now, between operations. Pipelined operations still running are
@@ -417,7 +423,8 @@ impl<S: SimStorage> SimNand<S> {
         ps.flips[step as usize] = ps.flips[step as usize].saturating_add(n);
     }
 
-    /// Makes `page` unstable: it reads fine a couple of times, then degrades.
+    /// Makes `page` unstable: each read draws its own outcome (clean, corrected bits or
+    /// uncorrectable), in any order.
     pub fn make_unstable(&mut self, page: PageAddr) {
         self.storage.pages_mut()[page.0 as usize].flags |= PageState::UNSTABLE;
     }

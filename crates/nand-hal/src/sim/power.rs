@@ -63,6 +63,7 @@ impl<S: SimStorage> SimNand<S> {
                 }
                 let unstable = self.plan.faults.unstable_after_cut;
                 let st = &mut self.storage.pages_mut()[page as usize];
+                st.flags |= PageState::TORN;
                 if ecc {
                     for s in 0..MAX_STEPS {
                         if steps & (1 << s) != 0 {
@@ -113,38 +114,42 @@ impl<S: SimStorage> SimNand<S> {
             .sum();
         let mut ecc_broken = false;
         match mode {
+            TornMode::MostBits if clearing > 0 && ecc && mask != 0 => {
+                // All but one bit landed: within ECC reach, read back as corrected.
+                self.land(page, column, data, oob, mask, |_, v| v);
+                let s = (0..MAX_STEPS).find(|s| mask & (1 << s) != 0).unwrap_or(0);
+                let st = &mut self.storage.pages_mut()[page.0 as usize];
+                st.flips[s] = st.flips[s].saturating_add(1);
+            }
             TornMode::SomeBits | TornMode::MostBits if clearing > 0 => {
-                let chosen = self.fault_rng.next_u64() % clearing;
+                // SomeBits: one to three of the bits to clear landed; MostBits: all but one.
                 let most = mode == TornMode::MostBits;
-                if most && ecc && mask != 0 {
-                    // All but one bit landed: within ECC reach, read back as corrected.
-                    self.land(page, column, data, oob, mask, |_, v| v);
-                    let s = (0..MAX_STEPS).find(|s| mask & (1 << s) != 0).unwrap_or(0);
-                    let st = &mut self.storage.pages_mut()[page.0 as usize];
-                    st.flips[s] = st.flips[s].saturating_add(1);
-                } else {
-                    let mut seen = 0u64;
-                    let cells = self.storage.block_mut(b);
-                    for i in 0..total {
-                        let at = if i < data.len() {
-                            base + column as usize + i
-                        } else {
-                            base + ps + i - data.len()
-                        };
-                        let clear = cells[at] & !new_at(i);
-                        for bit in 0..8 {
-                            if clear & (1 << bit) == 0 {
-                                continue;
-                            }
-                            let is_chosen = seen == chosen;
-                            seen += 1;
-                            if is_chosen != most {
-                                cells[at] &= !(1 << bit);
-                            }
+                let picks = if most { 1 } else { 1 + self.below(3) as u64 };
+                let mut chosen = [u64::MAX; 3];
+                for c in chosen.iter_mut().take(picks as usize) {
+                    *c = self.fault_rng.next_u64() % clearing;
+                }
+                let mut seen = 0u64;
+                let cells = self.storage.block_mut(b);
+                for i in 0..total {
+                    let at = if i < data.len() {
+                        base + column as usize + i
+                    } else {
+                        base + ps + i - data.len()
+                    };
+                    let clear = cells[at] & !new_at(i);
+                    for bit in 0..8 {
+                        if clear & (1 << bit) == 0 {
+                            continue;
+                        }
+                        let is_chosen = chosen.contains(&seen);
+                        seen += 1;
+                        if is_chosen != most {
+                            cells[at] &= !(1 << bit);
                         }
                     }
-                    self.record_program(page, mask);
                 }
+                self.record_program(page, mask);
             }
             TornMode::SomeBits | TornMode::MostBits => self.record_program(page, mask),
             TornMode::Prefix => {
@@ -173,6 +178,7 @@ impl<S: SimStorage> SimNand<S> {
         let unstable = self.plan.faults.unstable_after_cut;
         let st = &mut self.storage.pages_mut()[page.0 as usize];
         st.written |= mask;
+        st.flags |= PageState::TORN;
         if ecc && ecc_broken {
             for s in 0..MAX_STEPS {
                 if mask & (1 << s) != 0 {

@@ -168,22 +168,9 @@ impl<S: SimStorage> SimNand<S> {
         let forced = bs.flags & BlockState::FAIL_NEXT_PROGRAM != 0;
         if forced || self.hit(f.program_fail_ppm) || (worn && self.hit(50_000)) {
             self.counters.program_failures += 1;
-            let beyond = self.beyond_ecc();
-            let all = self.all_steps();
-            let mut garbage = [0u8; 32];
-            self.fault_rng.fill_bytes(&mut garbage);
-            self.land(page, column, data, oob, mask, |i, v| {
-                v & (garbage[i % 32] | 0x0F)
-            });
+            self.fail_program(page, column, data, oob, mask);
             let bs = &mut self.storage.blocks_mut()[b];
             bs.flags = (bs.flags & !BlockState::FAIL_NEXT_PROGRAM) | BlockState::FAIL_NEXT_ERASE;
-            let ps = &mut self.storage.pages_mut()[page.0 as usize];
-            ps.written |= mask;
-            for s in 0..MAX_STEPS {
-                if (mask | all) & (1 << s) != 0 && mask & (1 << s) != 0 {
-                    ps.flips[s] = beyond;
-                }
-            }
             return Err(SimError::of(ErrorKind::ProgramFailed));
         }
         if self.hit(f.program_noop_ppm) {
@@ -215,6 +202,77 @@ impl<S: SimStorage> SimNand<S> {
             }
         }
         Ok(())
+    }
+
+    /// Leaves a failed program's page in one of the shapes of
+    /// [`FaultConfig::program_fail_ppm`](super::FaultConfig::program_fail_ppm).
+    fn fail_program(&mut self, page: PageAddr, column: u32, data: &[u8], oob: &[u8], mask: u8) {
+        let beyond = self.beyond_ecc();
+        let ecc = self.has_ecc();
+        let shape = self.below(4);
+        let mut noise = [0u8; 32];
+        self.fault_rng.fill_bytes(&mut noise);
+        let total = data.len() + oob.len();
+        let mut broken = true;
+        match shape {
+            // Garbage: some of the bits landed, others not.
+            0 => self.land(page, column, data, oob, mask, |i, v| {
+                v & (noise[i % 32] | 0x0F)
+            }),
+            // All but one to three bits landed (within ECC reach or not).
+            1 => {
+                let missing = 1 + self.below(3) as usize;
+                let mut at = [usize::MAX; 3];
+                for a in at.iter_mut().take(missing) {
+                    *a = self.below(total.max(1) as u32) as usize;
+                }
+                if ecc {
+                    self.land(page, column, data, oob, mask, |_, v| v);
+                    let st = self.storage.pages_mut()[page.0 as usize];
+                    let s = (0..MAX_STEPS).find(|s| mask & (1 << s) != 0).unwrap_or(0);
+                    let mut st = st;
+                    st.flips[s] = st.flips[s].saturating_add(missing as u8);
+                    self.storage.pages_mut()[page.0 as usize] = st;
+                    broken = false;
+                } else {
+                    // Each chosen byte keeps one of the bits it should have cleared.
+                    self.land(page, column, data, oob, mask, |i, v| {
+                        if at.contains(&i) && v != 0xFF {
+                            v | (1 << v.trailing_ones().min(7))
+                        } else {
+                            v
+                        }
+                    });
+                    broken = false;
+                }
+            }
+            // Everything landed, but the cells are marginal.
+            2 => {
+                self.land(page, column, data, oob, mask, |_, v| v);
+                self.storage.pages_mut()[page.0 as usize].flags |= PageState::UNSTABLE;
+                broken = false;
+            }
+            // A prefix landed.
+            _ => {
+                let cut_at = self.below(total.max(1) as u32) as usize;
+                self.land(page, column, data, oob, mask, |i, v| {
+                    if i < cut_at {
+                        v
+                    } else {
+                        0xFF
+                    }
+                });
+            }
+        }
+        let ps = &mut self.storage.pages_mut()[page.0 as usize];
+        ps.flags |= PageState::TORN;
+        if ecc && broken {
+            for s in 0..MAX_STEPS {
+                if mask & (1 << s) != 0 {
+                    ps.flips[s] = beyond;
+                }
+            }
+        }
     }
 
     /// ANDs `f(i, byte)` of the programmed bytes into the cells and records the program

@@ -1,7 +1,7 @@
-//! The read path: timing, read disturb and unstable-page drift, then the ECC model over
-//! the page's virtual bit errors.
+//! The read path: timing and read disturb, then the ECC model over the page's virtual
+//! bit errors, this read's transient ones and the few landed bits of torn steps.
 
-use super::{mix64, PageState, SimError, SimNand, SimStorage, MAX_STEPS, UNSTABLE_GRACE_READS};
+use super::{mix64, PageState, SimError, SimNand, SimStorage, MAX_STEPS};
 use crate::blocking::ReadReport;
 use crate::capabilities::Capabilities;
 use crate::error::ErrorKind;
@@ -37,6 +37,7 @@ impl<S: SimStorage> SimNand<S> {
         self.bus_free[ch] = end;
         self.now = end;
         self.counters.reads += 1;
+        self.reads_since_arm += 1;
         if data.is_empty() {
             self.counters.oob_reads += 1;
         }
@@ -61,36 +62,27 @@ impl<S: SimStorage> SimNand<S> {
             }
         }
 
-        // ECC model.
+        // ECC model: an outcome per step, applied to the bytes read.
         let caps = self.profile.capabilities;
         let steps = self.steps() as usize;
-        let st = self.storage.pages()[page.0 as usize];
-        // Persistent errors sit at fixed positions; a transient one (F7) adds its own
-        // flips at positions drawn for this read only.
-        let f = self.plan.faults;
-        let mut transient = [0u8; MAX_STEPS];
-        if self.hit(f.read_correctable_ppm) {
-            let s = self.below(steps as u32) as usize;
-            transient[s] = 1 + self.below(caps.ecc.strength.max(1) as u32) as u8;
-        }
-        let mut uncorrectable = self.hit(f.read_uncorrectable_ppm) && self.has_ecc();
-        let mut worst = 0u8;
+        let outcome = self.step_outcomes(page);
         let salt = self.counters.reads;
-        for (s, (&fixed, &extra)) in st.flips.iter().zip(&transient).enumerate().take(steps) {
-            let n = fixed.saturating_add(extra);
-            if n == 0 {
-                continue;
-            }
-            let written = st.written & (1 << s) != 0;
-            if self.has_ecc() && written {
-                if n <= caps.ecc.strength {
+        let mut worst = 0u8;
+        let mut uncorrectable = false;
+        for (s, o) in outcome.iter().enumerate().take(steps) {
+            match *o {
+                StepOutcome::Clean => {}
+                StepOutcome::Corrected(n) => worst = worst.max(n),
+                StepOutcome::Uncorrectable => uncorrectable = true,
+                StepOutcome::NearErased(n) => {
                     worst = worst.max(n);
-                    continue;
+                    fill_step(&caps, s as u32, column, data, oob, 0xFF);
                 }
-                uncorrectable = true;
+                StepOutcome::Raw { fixed, extra } => {
+                    apply_flips(&caps, page.0, s as u32, fixed, 0, column, data);
+                    apply_flips(&caps, page.0, s as u32, extra, salt, column, data);
+                }
             }
-            apply_flips(&caps, page.0, s as u32, fixed, 0, column, data);
-            apply_flips(&caps, page.0, s as u32, extra, salt, column, data);
         }
         if uncorrectable {
             self.counters.uncorrectable_reads += 1;
@@ -103,6 +95,103 @@ impl<S: SimStorage> SimNand<S> {
             corrected_bits: worst,
             threshold: caps.ecc.scrub_threshold,
         })
+    }
+
+    /// What ECC makes of each step of `page` on this read: the page's persistent bit
+    /// errors, this read's transient ones (F7, F8 random and aimed, unstable pages), and
+    /// steps of a torn page that hold only a few programmed bits.
+    fn step_outcomes(&mut self, page: PageAddr) -> [StepOutcome; MAX_STEPS] {
+        let caps = self.profile.capabilities;
+        let steps = self.steps() as usize;
+        let st = self.storage.pages()[page.0 as usize];
+        let f = self.plan.faults;
+        let ecc = self.has_ecc();
+        let mut transient = [0u8; MAX_STEPS];
+        let mut fail_all = false;
+        if self.hit(f.read_correctable_ppm) {
+            let s = self.below(steps as u32) as usize;
+            transient[s] = 1 + self.below(caps.ecc.strength.max(1) as u32) as u8;
+        }
+        if self.hit(f.read_uncorrectable_ppm) {
+            fail_all = true;
+        }
+        if f.read_fail_at != 0 {
+            let first = f.read_fail_at as u64;
+            let len = f.read_fail_len.max(1) as u64;
+            fail_all |= self.reads_since_arm >= first && self.reads_since_arm < first + len;
+        }
+        if st.flags & PageState::UNSTABLE != 0 {
+            // Marginal cells read differently every time: clean, a few bits off, or
+            // beyond ECC, in any order.
+            let s = self.below(steps as u32) as usize;
+            match self.below(3) {
+                0 => {}
+                1 => transient[s] = transient[s].max(1),
+                _ => transient[s] = self.beyond_ecc().max(2),
+            }
+        }
+        let mut out = [StepOutcome::Clean; MAX_STEPS];
+        let written_steps = st.written;
+        for s in 0..steps {
+            let written = written_steps & (1 << s) != 0;
+            let fixed = st.flips[s];
+            let mut extra = transient[s];
+            if fail_all {
+                if ecc {
+                    out[s] = StepOutcome::Uncorrectable;
+                    continue;
+                }
+                extra = extra.max(4);
+            }
+            let n = fixed.saturating_add(extra);
+            if ecc && written {
+                if n > caps.ecc.strength {
+                    out[s] = StepOutcome::Uncorrectable;
+                    continue;
+                }
+                if fixed == 0 && st.flags & PageState::TORN != 0 {
+                    let zeros = self.step_zero_bits(page, s as u32);
+                    if zeros > 0 && zeros <= caps.ecc.strength as u32 {
+                        // A nearly erased codeword: the decoder "corrects" it to erased.
+                        out[s] = StepOutcome::NearErased((zeros as u8).max(n));
+                        continue;
+                    }
+                }
+                out[s] = if n > 0 {
+                    StepOutcome::Corrected(n)
+                } else {
+                    StepOutcome::Clean
+                };
+            } else if n > 0 {
+                out[s] = StepOutcome::Raw { fixed, extra };
+            }
+        }
+        out
+    }
+
+    /// Programmed (zero) bits in step `step` of `page`: its program unit of the data
+    /// area and the spare bytes its ECC protects.
+    fn step_zero_bits(&self, page: PageAddr, step: u32) -> u32 {
+        let g = self.profile.geometry;
+        let caps = self.profile.capabilities;
+        let (b, base) = self.locate(page);
+        let Some(cells) = self.storage.block(b) else {
+            return 0;
+        };
+        let pu = caps.program_unit as usize;
+        let at = base + step as usize * pu;
+        let mut zeros: u32 = cells[at..at + pu].iter().map(|x| x.count_zeros()).sum();
+        let spare = base + g.page_size() as usize;
+        for r in caps.oob.regions() {
+            if r.ecc_step == Some(step as u8) {
+                let o = spare + r.offset as usize;
+                zeros += cells[o..o + r.len as usize]
+                    .iter()
+                    .map(|x| x.count_zeros())
+                    .sum::<u32>();
+            }
+        }
+        zeros
     }
 
     pub(super) fn read_side_effects(&mut self, page: PageAddr) {
@@ -126,15 +215,9 @@ impl<S: SimStorage> SimNand<S> {
             let ps = &mut self.storage.pages_mut()[victim];
             ps.flips[s] = ps.flips[s].saturating_add(1);
         }
-        let st = self.storage.pages()[page.0 as usize];
-        if st.flags & PageState::UNSTABLE != 0 {
-            let degrade = st.unstable_reads >= UNSTABLE_GRACE_READS && self.below(2) == 0;
-            let s = self.below(steps) as usize;
-            let ps = &mut self.storage.pages_mut()[page.0 as usize];
+        let ps = &mut self.storage.pages_mut()[page.0 as usize];
+        if ps.flags & PageState::UNSTABLE != 0 {
             ps.unstable_reads = ps.unstable_reads.saturating_add(1);
-            if degrade {
-                ps.flips[s] = ps.flips[s].saturating_add(1);
-            }
         }
     }
 }
@@ -159,6 +242,48 @@ fn apply_flips(
         let col = column as u64;
         if byte >= col && byte < col + data.len() as u64 {
             data[(byte - col) as usize] ^= 1 << (bit % 8);
+        }
+    }
+}
+
+/// What the ECC model makes of one step on one read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StepOutcome {
+    /// No bit errors.
+    Clean,
+    /// Corrected this many bits.
+    Corrected(u8),
+    /// Beyond the ECC's strength.
+    Uncorrectable,
+    /// A written step holding only this many programmed bits: decoded as erased, the
+    /// bits reported as corrected.
+    NearErased(u8),
+    /// Not covered by ECC (no ECC, or an unwritten step): bit errors returned as they
+    /// are, `fixed` persistent ones at fixed positions and `extra` of this read only.
+    Raw {
+        /// Persistent flips.
+        fixed: u8,
+        /// This read's flips.
+        extra: u8,
+    },
+}
+
+/// Sets the bytes of ECC step `step` within `data` (which starts at `column`) and its
+/// protected spare bytes within `oob` to `v`.
+fn fill_step(caps: &Capabilities, step: u32, column: u32, data: &mut [u8], oob: &mut [u8], v: u8) {
+    let pu = caps.program_unit as usize;
+    let (from, to) = (step as usize * pu, (step as usize + 1) * pu);
+    let col = column as usize;
+    let lo = from.max(col);
+    let hi = to.min(col + data.len());
+    if lo < hi {
+        data[lo - col..hi - col].fill(v);
+    }
+    for r in caps.oob.regions() {
+        if r.ecc_step == Some(step as u8) {
+            let a = (r.offset as usize).min(oob.len());
+            let b = (r.offset as usize + r.len as usize).min(oob.len());
+            oob[a..b].fill(v);
         }
     }
 }

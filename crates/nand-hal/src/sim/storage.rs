@@ -31,6 +31,9 @@ impl PageState {
     pub const UNSTABLE: u8 = 1;
     /// An erase reported success without erasing (F11): the cells still hold old data.
     pub const STALE: u8 = 2;
+    /// A program of this page was interrupted or failed: on a part with ECC, a written
+    /// step holding only a few programmed bits decodes as erased with corrected bits.
+    pub const TORN: u8 = 4;
 }
 
 /// Per-block simulator state.
