@@ -222,29 +222,38 @@ impl<S: SimStorage> SimNand<S> {
             // All but one to three bits landed (within ECC reach or not).
             1 => {
                 let missing = 1 + self.below(3) as usize;
-                let mut at = [usize::MAX; 3];
-                for a in at.iter_mut().take(missing) {
-                    *a = self.below(total.max(1) as u32) as usize;
-                }
                 if ecc {
                     self.land(page, column, data, oob, mask, |_, v| v);
-                    let st = self.storage.pages_mut()[page.0 as usize];
                     let s = (0..MAX_STEPS).find(|s| mask & (1 << s) != 0).unwrap_or(0);
-                    let mut st = st;
+                    let st = &mut self.storage.pages_mut()[page.0 as usize];
                     st.flips[s] = st.flips[s].saturating_add(missing as u8);
-                    self.storage.pages_mut()[page.0 as usize] = st;
-                    broken = false;
                 } else {
-                    // Each chosen byte keeps one of the bits it should have cleared.
+                    // One bit of each of `missing` programmed bytes stays erased.
+                    let byte = |i: usize| {
+                        if i < data.len() {
+                            data[i]
+                        } else {
+                            oob[i - data.len()]
+                        }
+                    };
+                    let programmed = (0..total).filter(|&i| byte(i) != 0xFF).count();
+                    let mut at = [usize::MAX; 3];
+                    for a in at.iter_mut().take(missing) {
+                        let k = self.below(programmed.max(1) as u32) as usize;
+                        *a = (0..total)
+                            .filter(|&i| byte(i) != 0xFF)
+                            .nth(k)
+                            .unwrap_or(usize::MAX);
+                    }
                     self.land(page, column, data, oob, mask, |i, v| {
-                        if at.contains(&i) && v != 0xFF {
-                            v | (1 << v.trailing_ones().min(7))
+                        if at.contains(&i) {
+                            v | (1 << (!v).trailing_zeros().min(7))
                         } else {
                             v
                         }
                     });
-                    broken = false;
                 }
+                broken = false;
             }
             // Everything landed, but the cells are marginal.
             2 => {
