@@ -44,13 +44,22 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// Writes a checkpoint. `clean` marks it as written by unmount.
+    ///
+    /// Where the checkpoint goes is settled first (a fresh checkpoint block is erased if
+    /// needed), before any in-RAM state changes: if no checkpoint block is left, nothing
+    /// changed and the store turns read-only ([`Fault::ReadOnly`]). Once the block
+    /// states are settled for the next window, a failure poisons the handle (RAM is
+    /// then ahead of flash).
     pub(crate) fn checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
+        if self.read_only {
+            return Err(Fault::ReadOnly);
+        }
+        let most = CkptHeader::stream_len(self.dev.geo.blocks(), crate::MAX_WINDOW as u16)
+            .div_ceil(self.dev.payload);
+        self.place_checkpoint(most)?;
         self.flush_index()?;
         self.dev.seal_watermark();
         self.settle_window();
-        if self.dev.window.is_empty() && self.dev.heads.iter().all(|h| h.block == NONE) && !clean {
-            return Err(Fault::NoSpace);
-        }
         let mut attempt = 0;
         loop {
             match self.write_checkpoint(clean) {
@@ -61,6 +70,11 @@ impl<
                 {
                     self.ckpt.switch = true;
                     attempt += 1;
+                    if let Err(e) = self.place_checkpoint(most) {
+                        // Block states are settled for a window no checkpoint records.
+                        self.poisoned = true;
+                        return Err(e);
+                    }
                 }
                 Err(e) => return Err(e),
             }
@@ -72,6 +86,25 @@ impl<
             if bi.state == BlockState::Bad && bi.retire {
                 self.dev.retire_now(b)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Makes sure the next `pages` checkpoint pages can go to the current checkpoint
+    /// block from `ckpt.next_page` on: otherwise (full, unclean mount, the next page not
+    /// reliably erased) moves to the next usable checkpoint block, erasing it.
+    fn place_checkpoint(&mut self, pages: u32) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb();
+        if self.ckpt.verify && !self.ckpt.switch {
+            self.ckpt.verify = false;
+            if self.ckpt.next_page < ppb
+                && !self.page_erased(self.ckpt_page(self.ckpt.next_page))?
+            {
+                self.ckpt.switch = true;
+            }
+        }
+        if self.ckpt.switch || self.ckpt.next_page + pages.min(ppb) > ppb {
+            self.switch_ckpt_block()?;
         }
         Ok(())
     }
@@ -183,16 +216,9 @@ impl<
         if total > ppb {
             return Err(Fault::TooLarge);
         }
-        if self.ckpt.verify && !self.ckpt.switch {
-            self.ckpt.verify = false;
-            if self.ckpt.next_page < ppb
-                && !self.page_erased(self.ckpt_page(self.ckpt.next_page))?
-            {
-                self.ckpt.switch = true;
-            }
-        }
-        if self.ckpt.switch || self.ckpt.next_page + total > ppb {
-            self.switch_ckpt_block()?;
+        if self.ckpt.next_page + total > ppb {
+            // `place_checkpoint` reserved room for the largest checkpoint.
+            return Err(Fault::Exhausted);
         }
         let mut sink = Sink {
             block: self.dev.sb.ckpt_blocks[self.ckpt.cur],
@@ -261,8 +287,10 @@ impl<
                 Err(e) => return Err(Fault::Flash(e)),
             }
         }
-        // Every other checkpoint block is bad: nothing can be checkpointed any more.
-        Err(Fault::NoSpace)
+        // Every other checkpoint block is bad: nothing can be checkpointed any more, so
+        // nothing can be written safely.
+        self.read_only = true;
+        Err(Fault::ReadOnly)
     }
 
     fn put(&mut self, sink: &mut Sink, mut bytes: &[u8]) -> Result<(), FaultOf<F>> {

@@ -63,6 +63,15 @@ pub enum MountError<E> {
     Corrupted,
     /// Recovery needed more free blocks than the device has.
     NoSpace,
+    /// A page that later pages prove was written after the last checkpoint (or a newer
+    /// checkpoint whose use a marker proves) stays unreadable after retries, and what it
+    /// held cannot be told: mounting normally would pass an older state off as current.
+    /// [`crate::Oftl::mount_salvage_in_place`] mounts read-only past it, so the intact
+    /// objects can be copied out. `page` is the device page number.
+    MediaLoss {
+        /// The unreadable page.
+        page: u32,
+    },
     /// The image's updating window is too small for this build's index cache (the
     /// image was formatted by a build with a smaller `CACHE`, or by one that did not
     /// check): see [`FormatError::WindowTooSmall`]. Mount with a build whose
@@ -97,6 +106,15 @@ pub enum WriteError<E> {
     /// The operation does not apply to this kind of object (byte writes to a log
     /// stream, appends to an object).
     WrongKind,
+    /// Room ran out part-way through an operation (the updating window, the cache's
+    /// in-flight list): RAM may be ahead of flash, so the handle is poisoned; remount
+    /// (recovery restores the last consistent state). The sizing rules in the crate
+    /// README keep this from happening; seeing it is a bug to report.
+    Exhausted,
+    /// The store is read-only: mounted by [`crate::Oftl::mount_salvage_in_place`], or
+    /// too few good blocks are left to write safely (see [`crate::Oftl::health`]).
+    /// Nothing changed; reads still work.
+    ReadOnly,
 }
 
 /// Why a read failed.
@@ -112,9 +130,9 @@ pub enum ReadError<E> {
     Poisoned,
     /// The operation does not apply to this kind of object.
     WrongKind,
-    /// Writing cached object-table or index pages back found no room; the handle is
-    /// poisoned (remount).
-    NoSpace,
+    /// Writing cached object-table or index pages back found no room part-way: the
+    /// handle is poisoned (remount). See [`WriteError::Exhausted`].
+    Exhausted,
     /// The buffer cannot hold the log record; the payload is the record's length.
     BufferTooSmall(usize),
 }
@@ -129,6 +147,10 @@ pub(crate) enum Fault<E> {
     /// Room ran out in the middle of an operation (the updating window, the cache's
     /// load or in-flight bounds): RAM may be ahead of flash, so the handle is poisoned.
     Exhausted,
+    /// Writes are refused: read-only (salvage) mount or too few good blocks.
+    ReadOnly,
+    /// Recovery met an unreadable page it cannot go past (see [`MountError::MediaLoss`]).
+    MediaLoss(u32),
     TooManyObjects,
     TooLarge,
     Poisoned,
@@ -148,7 +170,10 @@ impl<E> From<Fault<E>> for WriteError<E> {
             Fault::Flash(e) => WriteError::Flash(e),
             Fault::Corrupted => WriteError::Corrupted,
             Fault::NotFound => WriteError::NotFound,
-            Fault::NoSpace | Fault::Exhausted => WriteError::NoSpace,
+            Fault::NoSpace => WriteError::NoSpace,
+            Fault::Exhausted => WriteError::Exhausted,
+            Fault::ReadOnly => WriteError::ReadOnly,
+            Fault::MediaLoss(_) => WriteError::Corrupted,
             Fault::TooManyObjects => WriteError::TooManyObjects,
             Fault::TooLarge => WriteError::TooLarge,
             Fault::Poisoned => WriteError::Poisoned,
@@ -168,7 +193,7 @@ impl<E> From<Fault<E>> for ReadError<E> {
             Fault::BufferTooSmall(n) => ReadError::BufferTooSmall(n),
             // Reads write only cache pages back; running out of room for that poisons
             // the handle (see `Oftl::fail_read`).
-            Fault::NoSpace | Fault::Exhausted => ReadError::NoSpace,
+            Fault::NoSpace | Fault::Exhausted => ReadError::Exhausted,
             // Reads never allocate; any other internal failure means the flash content
             // did not match what the index promised.
             _ => ReadError::Corrupted,
@@ -183,6 +208,7 @@ impl<E> From<Fault<E>> for MountError<E> {
             Fault::NoSpace | Fault::Exhausted | Fault::TooLarge | Fault::TooManyObjects => {
                 MountError::NoSpace
             }
+            Fault::MediaLoss(page) => MountError::MediaLoss { page },
             _ => MountError::Corrupted,
         }
     }
@@ -213,6 +239,8 @@ display_error!(MountError {
     MountError::Mismatch(_) => "superblock does not match this device or build",
     MountError::Corrupted => "superblock or checkpoint corrupted",
     MountError::NoSpace => "not enough free blocks to recover",
+    MountError::MediaLoss { .. } =>
+        "a page written since the last checkpoint is unreadable; salvage mount to copy out",
     MountError::WindowTooSmall { .. } =>
         "image's updating window too small for this build's index cache",
 });
@@ -224,12 +252,14 @@ display_error!(WriteError {
     WriteError::TooLarge => "write too large",
     WriteError::Poisoned => "handle poisoned by an earlier failure; remount",
     WriteError::WrongKind => "operation does not apply to this kind of object",
+    WriteError::Exhausted => "room ran out part-way (a sizing bug); handle poisoned, remount",
+    WriteError::ReadOnly => "store is read-only",
 });
 display_error!(ReadError {
     ReadError::Corrupted => "on-flash data corrupted",
     ReadError::NotFound => "no such object",
     ReadError::Poisoned => "handle poisoned by an earlier failure; remount",
     ReadError::WrongKind => "operation does not apply to this kind of object",
-    ReadError::NoSpace => "no room to write cached pages back; remount",
+    ReadError::Exhausted => "no room to write cached pages back (a sizing bug); remount",
     ReadError::BufferTooSmall(_) => "buffer too small for the log record",
 });

@@ -69,6 +69,9 @@ impl<
     pub fn gc_step(&mut self, budget: u32) -> Result<GcProgress, WriteError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
             self.check_usable()?;
+            if self.read_only {
+                return Err(Fault::ReadOnly);
+            }
             if self.need_marker {
                 self.write_marker()?;
             }

@@ -333,6 +333,9 @@ pub struct Oftl<
     pub(crate) next_obj_id: u32,
     pub(crate) need_marker: bool,
     pub(crate) poisoned: bool,
+    /// Writes are refused ([`WriteError::ReadOnly`]): a salvage mount, or too few good
+    /// blocks left to write safely.
+    pub(crate) read_only: bool,
     /// The block being collected, the next page to look at and its erase count
     /// when it was picked.
     pub(crate) gc_victim: Option<(u32, u32, u32)>,
@@ -435,6 +438,7 @@ impl<
             next_obj_id: 1,
             need_marker: false,
             poisoned: true,
+            read_only: false,
             gc_victim: None,
             gc_head: DATA_HEAD,
             window_target: 0,
@@ -478,6 +482,7 @@ impl<
         self.next_obj_id = 1;
         self.need_marker = false;
         self.poisoned = true;
+        self.read_only = false;
         self.gc_victim = None;
         self.gc_head = DATA_HEAD;
         self.window_target = sb.window_blocks;

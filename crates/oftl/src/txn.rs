@@ -79,10 +79,17 @@ impl<
     pub(crate) fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
         self.check_usable()?;
         // Each touched object's buffered writes commit first (their own transaction),
-        // and its buffers are forgotten: this transaction rewrites committed pages.
+        // and its buffers are forgotten: this transaction rewrites committed pages. An
+        // object this transaction truncates to 0 loses them anyway: they are not
+        // programmed, and forgotten only once the transaction is durable (an error
+        // before that leaves them buffered).
+        let cleared = |obj: ObjectId| {
+            ops.iter()
+                .any(|op| matches!(*op, TxOp::Truncate { obj: o, size: 0 } if o == obj))
+        };
         for op in ops {
             let (TxOp::Write { obj, .. } | TxOp::Truncate { obj, .. }) = *op;
-            if self.obj_get(obj)?.is_some() {
+            if !cleared(obj) && self.obj_get(obj)?.is_some() {
                 self.flush_obj(obj, true)?;
             }
         }
@@ -94,6 +101,11 @@ impl<
             growth += g as u64;
         }
         if total == 0 {
+            for op in ops {
+                if let TxOp::Truncate { obj, size: 0 } = *op {
+                    self.wbuf_drop(obj);
+                }
+            }
             return Ok(());
         }
         if total > MAX_TX_DELTA / 2 {
@@ -113,6 +125,11 @@ impl<
             }
         }
         debug_assert_eq!(remaining, 0);
+        for op in ops {
+            if let TxOp::Truncate { obj, size: 0 } = *op {
+                self.wbuf_drop(obj);
+            }
+        }
         Ok(())
     }
 

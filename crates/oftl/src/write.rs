@@ -53,22 +53,28 @@ impl<
     }
 
     /// Sets the object's size (atomically).
-    /// Buffered writes to the object are committed first (or, for `size` 0, dropped:
-    /// nothing of them would remain), so it is durable on return.
+    /// Buffered writes to the object are committed first (or, for `size` 0, dropped
+    /// once the truncate is durable: nothing of them would remain), so it is durable on
+    /// return. On error nothing changed, buffered writes included.
     pub fn truncate(&mut self, obj: ObjectId, size: u64) -> Result<(), WriteError<F::Error>> {
-        if size == 0 && self.check_usable::<F::Error>().is_ok() {
-            self.wbuf_drop(obj);
-        }
         self.transact(&[TxOp::Truncate { obj, size }])
     }
 
-    /// Deletes an object and frees its pages.
-    /// Its buffered writes are dropped.
+    /// Deletes an object and frees its pages. Its buffered writes are dropped once the
+    /// delete is durable (they are never programmed); on error nothing changed, buffered
+    /// writes included.
     pub fn delete(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
-        if self.check_usable::<F::Error>().is_ok() {
+        let r = (|| -> Result<_, FaultOf<F>> {
+            self.check_usable()?;
+            let o = self.obj(obj)?;
+            let mut rec = self.load_meta(&o)?;
+            rec.deleted = true;
+            self.prepare(1, 1, 0)?;
+            self.write_meta(&rec, None)?;
             self.wbuf_drop(obj);
-        }
-        self.meta_update(obj, |m| m.deleted = true)
+            Ok(())
+        })();
+        r.map_err(|e| self.fail(e))
     }
 
     /// Replaces the object's user attributes.
@@ -320,6 +326,9 @@ impl<
     /// Gets ready to program `pages` pages in `ops` operations that grow the valid set
     /// by up to `growth` pages: dirty marker, capacity check, window room, GC.
     pub(crate) fn prepare(&mut self, pages: u32, ops: u32, growth: u64) -> Result<(), FaultOf<F>> {
+        if self.read_only {
+            return Err(Fault::ReadOnly);
+        }
         if self.need_marker {
             self.write_marker()?;
         }

@@ -161,6 +161,7 @@ fn corrupted_images_never_panic() {
                 | MountError::Mismatch(_)
                 | MountError::NoSpace
                 | MountError::WindowTooSmall { .. }
+                | MountError::MediaLoss { .. }
                 | MountError::Flash(_),
             ) => {}
         }
