@@ -10,7 +10,7 @@
 //! A page's address comes from its parent, which must be cached to read it:
 //! object leaf <- object root <- the table page holding the object's record <- table
 //! leaf <- table root <- RAM. A missing parent is loaded first (at most four levels).
-//! A dirty page is written out (a new page in the data head) when it must leave the
+//! A dirty page is written out (a new page in the index head) when it must leave the
 //! cache and at every checkpoint; writing a page updates its parent (which becomes
 //! dirty), so checkpoints flush in parent order: object leaves, object roots, table
 //! pages, table leaves, the table root. When the eviction victim is an object root
@@ -28,7 +28,7 @@ use crate::format::index::{self, ROOT_LPN, UNMAPPED};
 use crate::format::table::{self, ObjRecord, REC_LEN, TABLE_OBJ};
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
-use crate::{Oftl, DATA_HEAD};
+use crate::{Oftl, INDEX_HEAD};
 
 /// A cached page's identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -313,7 +313,7 @@ impl<
         bp.commit = false;
         let (page, _) = self
             .dev
-            .program(DATA_HEAD, &mut self.cache[v].data, bp, false, None)?;
+            .program(INDEX_HEAD, &mut self.cache[v].data, bp, false, None)?;
         self.dev.mark_invalid(old);
         self.dev.mark_valid(page);
         self.cache[v].addr = page;

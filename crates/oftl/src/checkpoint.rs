@@ -80,6 +80,7 @@ impl<
             }
         }
         self.dev.stats.checkpoints += 1;
+        self.dev.index_pages = 0;
         self.need_marker = clean;
         for b in 0..self.dev.geo.blocks() {
             let bi = self.dev.blocks[b as usize];

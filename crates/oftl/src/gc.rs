@@ -76,12 +76,18 @@ impl<
                 self.write_marker()?;
             }
             let mut copied = 0;
+            let mut idle = 0;
             while copied < budget {
                 if self.gc_victim.is_none() && !self.pick_gc_victim(Urgency::Background) {
                     break;
                 }
-                let room = self.gc_room()?;
+                let at = self.gc_victim;
+                let room = self.gc_room(idle > 0)?;
                 copied += self.gc_advance((budget - copied).min(room))?;
+                idle = if self.gc_victim == at { idle + 1 } else { 0 };
+                if idle > 2 {
+                    return Err(Fault::NoSpace);
+                }
             }
             let more = self.gc_victim.is_some() || {
                 let n = self.dev.geo.blocks() as usize;
@@ -101,9 +107,16 @@ impl<
         if self.gc_victim.is_none() && !self.pick_gc_victim(Urgency::Foreground) {
             return Ok(false);
         }
+        let mut idle = 0;
         while self.gc_victim.is_some() {
-            let room = self.gc_room()?;
+            let at = self.gc_victim;
+            let room = self.gc_room(idle > 0)?;
             self.gc_advance(room)?;
+            idle = if self.gc_victim == at { idle + 1 } else { 0 };
+            if idle > 2 {
+                // Neither a checkpoint nor the pool gives room to copy into.
+                return Err(Fault::NoSpace);
+            }
         }
         Ok(true)
     }
@@ -136,12 +149,17 @@ impl<
     }
 
     /// Pages GC may copy now through the victim's head while the data head keeps its
-    /// reserve, checkpointing first if there are none.
-    fn gc_room(&mut self) -> Result<u32, FaultOf<F>> {
-        let reserve = self.window_need(0, 0);
-        if self.dev.copy_room(self.gc_head, reserve) == 0 {
+    /// reserve, checkpointing first if there are none or the index head is short of
+    /// room for the copies' write-backs (or when `stuck`: the last step made none).
+    fn gc_room(&mut self, stuck: bool) -> Result<u32, FaultOf<F>> {
+        let reserve = self.window_need(0) + self.dev.index_pages as u64;
+        if stuck
+            || self.dev.copy_room(self.gc_head, reserve) == 0
+            || self.index_room() < self.index_need(1, 1)
+        {
             self.checkpoint(false)?;
         }
+        let reserve = self.window_need(0) + self.dev.index_pages as u64;
         let room = self.dev.copy_room(self.gc_head, reserve);
         if room == 0 {
             return Err(Fault::NoSpace);
@@ -175,6 +193,11 @@ impl<
         let mut copied = 0;
         while next < ppb && copied < budget {
             if self.dev.blocks[b as usize].valid == 0 {
+                break;
+            }
+            if self.index_room() < self.index_need(1, 1) {
+                // Keep the index head room for this copy's write-backs and the next
+                // checkpoint: stop here, the caller checkpoints and comes back.
                 break;
             }
             let page = self.dev.geo.page(BlockAddr(b), next).0;

@@ -8,9 +8,11 @@
 //! one is flagged for retirement); the sequence number of a failed program is reused
 //! for its retry, so a head's pages carry consecutive numbers. The cold head is the
 //! exception: its pages carry the data head's next number as a watermark (see
-//! `format::backpointer`). All heads draw blocks from one window; GC may use for the
-//! cold head only what the data head does not need for its reserve
-//! ([`Dev::copy_room`]).
+//! `format::backpointer`). The data, log and cold heads draw blocks from one window;
+//! GC may use for the cold head only what the data head does not need for its reserve
+//! ([`Dev::copy_room`]). The index head (index and object-table pages, which recovery
+//! never reads back when written after the last checkpoint) takes its blocks straight
+//! from the free pool, so cache write-backs never eat into the window.
 
 use nand_hal::{BlockAddr, EccKind, Error, ErrorKind, NandFlash, PageAddr};
 
@@ -22,7 +24,7 @@ use crate::format::checkpoint::{BlockState, NONE};
 use crate::gc::COLD_HEAD;
 use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
-use crate::{Dev, DATA_HEAD};
+use crate::{Dev, DATA_HEAD, INDEX_HEAD};
 
 /// What a scan read found in a page's backpointer slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,6 +224,13 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         (self.window.len() - self.window_next) as u64
     }
 
+    /// Window pages the data head has for operations: its free window pages less the
+    /// pages the index head wrote since the last checkpoint (see [`Dev::index_pages`]).
+    pub fn window_budget(&self) -> u64 {
+        self.window_free_pages(DATA_HEAD)
+            .saturating_sub(self.index_pages as u64)
+    }
+
     /// Pages GC may copy through `head` now while the data head keeps `reserve` window
     /// pages: the data head's own block and whole unused window blocks make up the
     /// reserve; the cold head may use the rest of its block and the blocks beyond it.
@@ -259,6 +268,16 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             if h.block != NONE && h.next_page < self.ppb() {
                 return Ok(());
             }
+            if head == INDEX_HEAD {
+                // Index and object-table pages need no window: recovery never reads
+                // one written after the last checkpoint, so they may go to any block
+                // that checkpoint calls free.
+                let Some(b) = self.take_free() else {
+                    return Err(Fault::Exhausted);
+                };
+                self.start_block(head, b)?;
+                continue;
+            }
             if self.window_next == self.window.len() && self.recovering {
                 // Recovery records its window only in its closing checkpoint, so it
                 // may take more free blocks when replay needs them.
@@ -270,25 +289,50 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 return Err(Fault::Exhausted);
             };
             self.window_next += 1;
-            // A block retired after the last checkpoint (by an interrupted recovery, for
-            // one) still looks free there: check the marker before touching it.
-            if self.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-                self.blocks[b as usize].state = BlockState::Bad;
-                continue;
+            self.start_block(head, b)?;
+        }
+    }
+
+    /// Erases `b` (a window block, or a free block for the index head) and gives it to
+    /// `head`; a block whose erase fails is retired instead (the caller takes another).
+    fn start_block(&mut self, head: usize, b: u32) -> Result<(), FaultOf<F>> {
+        // A block retired after the last checkpoint (by an interrupted recovery, for
+        // one) still looks free there: check the marker before touching it.
+        if self.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+            self.blocks[b as usize].state = BlockState::Bad;
+            return Ok(());
+        }
+        match self.flash.erase(BlockAddr(b)) {
+            Ok(()) => {
+                let bi = &mut self.blocks[b as usize];
+                bi.erases = bi.erases.saturating_add(1);
+                self.heads[head].block = b;
+                self.heads[head].next_page = 0;
+                Ok(())
             }
-            match self.flash.erase(BlockAddr(b)) {
-                Ok(()) => {
-                    let bi = &mut self.blocks[b as usize];
-                    bi.erases = bi.erases.saturating_add(1);
-                    self.heads[head].block = b;
-                    self.heads[head].next_page = 0;
-                }
-                Err(e) if e.kind() == ErrorKind::EraseFailed => {
-                    // Nothing the index references lives here: retire it now.
-                    self.retire_now(b)?;
-                }
-                Err(e) => return Err(Fault::Flash(e)),
+            Err(e) if e.kind() == ErrorKind::EraseFailed => {
+                // Nothing the index references lives here: retire it now.
+                self.retire_now(b)
             }
+            Err(e) => Err(Fault::Flash(e)),
+        }
+    }
+
+    /// Takes the policy's free block out of the free pool (into the window state, so
+    /// nothing collects it while a head fills it) without adding it to the window list.
+    pub fn take_free(&mut self) -> Option<u32> {
+        let blocks = self.geo.blocks() as usize;
+        match self.policy.pick_free(&self.blocks[..blocks]) {
+            Some(b)
+                if self
+                    .blocks
+                    .get(b as usize)
+                    .is_some_and(|x| x.state == BlockState::Free && !x.retire) =>
+            {
+                self.blocks[b as usize].state = BlockState::Window;
+                Some(b)
+            }
+            _ => None,
         }
     }
 
@@ -358,6 +402,9 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     // The cold head's counter mirrors one past its last watermark, so a
                     // checkpoint can move the data head past it (see `seal_watermark`).
                     self.heads[head].next_seq = bp.seq.wrapping_add(1);
+                    if head == INDEX_HEAD {
+                        self.index_pages = self.index_pages.saturating_add(1);
+                    }
                     return Ok((page, bp));
                 }
                 Err(e) if e.kind() == ErrorKind::ProgramFailed => {

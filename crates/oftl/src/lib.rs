@@ -107,6 +107,7 @@ pub(crate) mod objtab;
 mod para;
 mod read;
 mod recovery;
+mod space;
 mod txn;
 mod wbuf;
 mod write;
@@ -132,9 +133,13 @@ pub const DEFAULT_WBUF: usize = 2;
 /// Most blocks an updating window can hold.
 pub const MAX_WINDOW: usize = 32;
 
-/// Write head of object data, metadata, index pages (and GC copies when the policy
-/// does not send them to the cold head).
+/// Write head of object data and metadata (and GC copies when the policy does not send
+/// them to the cold head).
 pub(crate) const DATA_HEAD: usize = 0;
+
+/// Write head of index and object-table pages (cache write-backs); its blocks come from
+/// the free pool, not the window.
+pub(crate) const INDEX_HEAD: usize = 3;
 
 /// Object id.
 pub type ObjectId = u32;
@@ -276,6 +281,11 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     pub policy: P,
     pub stats: Stats,
     pub recovering: bool,
+    /// Pages the index head programmed since the last checkpoint. They count against
+    /// the window budget although they sit outside it: a crash recovery replaying the
+    /// window writes about as many cache pages back, into the recovery reserve, which
+    /// is sized by the window.
+    pub index_pages: u32,
 }
 
 /// Where checkpoints go next.
@@ -424,6 +434,7 @@ impl<
                 policy,
                 stats: Stats::ZERO,
                 recovering: false,
+                index_pages: 0,
             },
             table_root: NONE,
             live_objects: 0,
@@ -465,6 +476,7 @@ impl<
         d.window_next = 0;
         d.stats = Stats::default();
         d.recovering = false;
+        d.index_pages = 0;
         self.table_root = NONE;
         self.live_objects = 0;
         for s in self.cache.iter_mut() {
@@ -512,27 +524,6 @@ impl<
     /// Object payload bytes per page.
     pub fn payload(&self) -> u32 {
         self.dev.payload
-    }
-
-    /// Pages the user may fill (valid data, metadata, index and object-table pages)
-    /// before writes fail with `NoSpace`: the good blocks less three windows and the
-    /// recovery reserve's extra blocks (one window for the window itself, one plus the
-    /// extra left free for crash recovery, one for GC slack). Close to it, foreground
-    /// collection per operation is bounded, so a layout that GC cannot compact cheaply
-    /// (e.g. a leaf index page per data page with a tiny cache) may see `NoSpace` a
-    /// little earlier; nothing is lost, and deleting data makes room.
-    pub fn capacity_pages(&self) -> u64 {
-        let ppb = self.dev.geo.pages_per_block() as u64;
-        let usable = self
-            .blocks()
-            .iter()
-            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
-            .count() as u64;
-        // Two windows' worth for GC slack, a third plus `recovery_extra_blocks` left
-        // free at every checkpoint for crash recovery.
-        let reserve =
-            3 * self.dev.sb.window_blocks as u64 + self.recovery_extra_blocks() as u64 + 2;
-        usable.saturating_sub(reserve) * ppb
     }
 
     /// Pages currently valid (data, metadata and index).

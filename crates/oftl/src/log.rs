@@ -36,6 +36,7 @@ use crate::format::index::UNMAPPED;
 use crate::format::table::ObjRecord;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
+use crate::space::Room;
 use crate::{ObjectId, Oftl};
 
 /// Write head of log-stream pages.
@@ -128,7 +129,7 @@ impl<
         if data.len() > self.log_max_record() {
             return Err(Fault::TooLarge);
         }
-        self.prepare(1, 1, 1)?;
+        self.prepare(1, 1, 1, Room::Grow)?;
         let spp = self.sectors_per_page();
         let sp = self.sector_payload();
         let pu = self.dev.pu();
@@ -322,7 +323,7 @@ impl<
             }
             let mut rec = self.load_meta(&o)?;
             rec.size = lsn;
-            self.prepare(1, 1, 0)?;
+            self.prepare(1, 1, 0, Room::Shrink)?;
             self.write_meta(&rec, None)
         })();
         r.map_err(|e| self.fail(e))

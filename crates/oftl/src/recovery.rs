@@ -14,6 +14,8 @@
 //!    once.
 //! 2. **Fresh window.** Recovery writes (index evictions, relocations) go only to blocks
 //!    the checkpoint calls free, never to the old window; the old window is only read.
+//!    (Index and object-table pages written after the checkpoint, on the index head,
+//!    are a cache: the scan skips the index head's block and ignores them.)
 //! 3. **Replay** the accepted data-head pages up to the last commit in sequence order,
 //!    with the cold copies merged in, then the log sectors: metadata pages create,
 //!    resize or delete objects; data pages remap and extend sizes.
@@ -47,8 +49,7 @@
 //! that three times:
 //!
 //! - copies whose watermark is past the data head's replayed prefix reflect pages the
-//!   replay drops (a torn transaction, a lost page): dropped, like those pages. The
-//!   prefix extends over trailing index pages, which change no object;
+//!   replay drops (a torn transaction, a lost page): dropped, like those pages;
 //! - the last run of copies of one page at one watermark is dropped: its last page is
 //!   the last the cold head programmed, possibly torn by the cut, and the copies
 //!   before it in the run are failed programs it retried. No copy needs a commit page;
@@ -70,7 +71,7 @@ use crate::io::{FaultOf, Scan};
 use crate::log::LOG_HEAD;
 use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
-use crate::{Oftl, DATA_HEAD, MAX_WINDOW};
+use crate::{Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
 
 type Walk = heapless::Vec<(u32, u32), { MAX_WINDOW + HEADS }>;
 
@@ -129,9 +130,11 @@ fn is_cold_copy(bp: &Backpointer, start: u32) -> bool {
         && !seq_cmp(bp.seq, start).is_lt()
 }
 
+/// The replayed head a page kind belongs to (index and object-table pages, on the
+/// index head, are never replayed).
 fn head_of(kind: PageKind) -> Option<usize> {
     match kind {
-        PageKind::Data | PageKind::Meta | PageKind::Index | PageKind::Table => Some(DATA_HEAD),
+        PageKind::Data | PageKind::Meta => Some(DATA_HEAD),
         PageKind::Log => Some(LOG_HEAD),
         _ => None,
     }
@@ -148,7 +151,7 @@ struct Bound {
 impl Bound {
     fn accept(&mut self, page: u32, bp: Backpointer) {
         self.last_acc = Some((page, bp));
-        if bp.commit && !matches!(bp.kind, PageKind::Index | PageKind::Table) {
+        if bp.commit {
             if self.last_commit != Some(bp.seq) {
                 self.prev_commit = self.last_commit;
             }
@@ -173,8 +176,9 @@ impl<
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let mut walk = Walk::new();
-        for h in self.dev.heads {
-            if h.block != NONE {
+        for (i, h) in self.dev.heads.iter().enumerate() {
+            // The index head's pages are a cache recovery rebuilds: not scanned.
+            if h.block != NONE && i != INDEX_HEAD {
                 walk.push((h.block, h.next_page))
                     .map_err(|_| Fault::Corrupted)?;
             }
@@ -348,9 +352,7 @@ impl<
                     // Copies made before this page was programmed come first.
                     replayed += self.replay_cold(&walk, &mut cold, limit)?;
                     if !frozen && bp.seq == limit {
-                        if bound[DATA_HEAD].replays(bp.seq)
-                            || matches!(bp.kind, PageKind::Index | PageKind::Table)
-                        {
+                        if bound[DATA_HEAD].replays(bp.seq) {
                             limit = bp.seq.wrapping_add(1);
                         } else {
                             frozen = true;
@@ -433,6 +435,9 @@ impl<
         }
         for (h, lb) in last_block.iter().enumerate() {
             let Some(b) = *lb else { continue };
+            if h == INDEX_HEAD {
+                continue;
+            }
             // A cold block's pages stay cold; the data head's go back to it.
             let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
             for i in 0..ppb {

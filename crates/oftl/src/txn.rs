@@ -19,6 +19,7 @@ use crate::format::backpointer::MAX_TX_DELTA;
 use crate::format::checkpoint::ObjKind;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
+use crate::space::Room;
 use crate::{ObjectId, Oftl, DATA_HEAD};
 
 /// One update inside a transaction.
@@ -111,7 +112,16 @@ impl<
         if total > MAX_TX_DELTA / 2 {
             return Err(Fault::TooLarge);
         }
-        self.prepare(total, ops.len() as u32, growth)?;
+        // Only truncates that shrink may use the delete reserve.
+        let mut shrink = growth == 0;
+        for (i, op) in ops.iter().enumerate() {
+            shrink &= match *op {
+                TxOp::Truncate { obj, size } => size <= self.size_after(obj, &ops[..i])?,
+                TxOp::Write { .. } => false,
+            };
+        }
+        let room = if shrink { Room::Shrink } else { Room::Grow };
+        self.prepare(total, ops.len() as u32, growth, room)?;
         let first = self.dev.heads[DATA_HEAD].next_seq;
         let mut remaining = total;
         for op in ops {

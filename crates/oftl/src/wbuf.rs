@@ -37,6 +37,7 @@ use crate::format::index::UNMAPPED;
 use crate::format::table::ObjRecord;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
+use crate::space::Room;
 use crate::txn::TxOp;
 use crate::{ObjectId, Oftl, DATA_HEAD};
 
@@ -136,7 +137,7 @@ impl<
                     growth += (w.lpn as u64 >= have) as u64;
                 }
             }
-            if let Err(e) = self.prepare(n, 1, growth) {
+            if let Err(e) = self.prepare(n, 1, growth, Room::Grow) {
                 if fresh {
                     // Loaded for this write only (for a whole-page write, not even
                     // filled): it must not stand for the page.
@@ -263,7 +264,7 @@ impl<
             let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
             let total = dirty.len() as u32;
             if !prepared {
-                self.prepare(total, 1, growth as u64)?;
+                self.prepare(total, 1, growth as u64, Room::Grow)?;
             }
             let first = self.dev.heads[DATA_HEAD].next_seq;
             for (k, &(lpn, s)) in dirty.iter().enumerate() {

@@ -12,12 +12,13 @@ use nand_hal::NandFlash;
 
 use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
-use crate::format::checkpoint::{BlockState, ObjKind, HEADS, NONE};
+use crate::format::checkpoint::{ObjKind, NONE};
 use crate::format::index::UNMAPPED;
 use crate::format::meta::{MetaRecord, ATTR_LEN};
 use crate::format::table::{ObjRecord, TABLE_OBJ};
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
+use crate::space::Room;
 use crate::txn::TxOp;
 use crate::{ObjectId, Oftl, DATA_HEAD};
 
@@ -40,7 +41,7 @@ impl<
         if self.next_obj_id > self.max_object_id().min(MAX_U24) {
             return Err(Fault::TooManyObjects);
         }
-        self.prepare(1, 1, 1)?;
+        self.prepare(1, 1, 1, Room::Grow)?;
         let rec = MetaRecord {
             id: self.next_obj_id,
             kind,
@@ -69,7 +70,7 @@ impl<
             let o = self.obj(obj)?;
             let mut rec = self.load_meta(&o)?;
             rec.deleted = true;
-            self.prepare(1, 1, 0)?;
+            self.prepare(1, 1, 0, Room::Shrink)?;
             self.write_meta(&rec, None)?;
             self.wbuf_drop(obj);
             Ok(())
@@ -114,7 +115,7 @@ impl<
             let o = self.obj(obj)?;
             let mut rec = self.load_meta(&o)?;
             f(&mut rec);
-            self.prepare(1, 1, 0)?;
+            self.prepare(1, 1, 0, Room::Grow)?;
             self.write_meta(&rec, None)
         })();
         r.map_err(|e| self.fail(e))
@@ -322,192 +323,4 @@ impl<
         }
         Ok(())
     }
-
-    /// Gets ready to program `pages` pages in `ops` operations that grow the valid set
-    /// by up to `growth` pages: dirty marker, capacity check, window room, GC.
-    pub(crate) fn prepare(&mut self, pages: u32, ops: u32, growth: u64) -> Result<(), FaultOf<F>> {
-        if self.read_only {
-            return Err(Fault::ReadOnly);
-        }
-        if self.need_marker {
-            self.write_marker()?;
-        }
-        // Operations that add no pages (delete, truncate, attributes, rewrites in place)
-        // are never refused for capacity: on a full device they are how room is made.
-        let index_slack = 2 * (growth / self.entries_per_index() as u64 + ops as u64 + 1);
-        if growth > 0 && self.dev.valid_total + growth + index_slack > self.capacity_pages() {
-            return Err(Fault::NoSpace);
-        }
-        let ppb = self.dev.ppb() as u64;
-        let need = self.window_need(pages, ops);
-        let blocks = (need + self.window_need(0, 0)).div_ceil(ppb) + 1;
-        if blocks > crate::MAX_WINDOW as u64 {
-            return Err(Fault::TooLarge);
-        }
-        // A transaction larger than the configured window gets a larger one at the
-        // checkpoint before it (never a checkpoint inside it).
-        self.window_target = (blocks as u16).max(self.dev.sb.window_blocks);
-        let r = self.make_room(need);
-        self.window_target = self.dev.sb.window_blocks;
-        r
-    }
-
-    /// Window pages an operation may consume: index evictions, the final checkpoint
-    /// flush and one block lost to a program failure included.
-    pub(crate) fn window_need(&self, pages: u32, ops: u32) -> u64 {
-        window_need_for(
-            pages as u64,
-            ops as u64,
-            self.entries_per_index() as u64,
-            self.dev.ppb() as u64,
-            CACHE as u64,
-        )
-    }
-
-    /// The smallest updating window ([`crate::Config::window_blocks`]) this build can
-    /// work with on a part with `pages_per_block` pages per block.
-    ///
-    /// Every operation keeps `window_need(0, 0) = 2·CACHE + 2 + pages_per_block`
-    /// window pages in reserve, and `make_room` runs a foreground collection only when
-    /// the window holds the operation (a one-page write: `window_need(1, 1)`, which is
-    /// `window_need(0, 0) + 5`), a whole victim block and the reserve that `gc_room`
-    /// keeps while copying. When it does not, it checkpoints for a fresh window; a
-    /// fresh window may carry the data head's block with as little as one free page,
-    /// so it is only guaranteed `(window_blocks - 1)·pages_per_block + 1` pages. The
-    /// minimum is therefore the smallest `w` with
-    /// `(w - 1)·pages_per_block + 1 >= window_need(1, 1) + pages_per_block + window_need(0, 0)`,
-    /// i.e. `ceil((4·CACHE + 8 + 2·pages_per_block) / pages_per_block) + 2`. Below it,
-    /// `gc_step` fails with `NoSpace` or collections stop running and writes fail once
-    /// the free blocks run out. The result may exceed [`crate::MAX_WINDOW`]: such a build
-    /// cannot be formatted on that part at all.
-    pub const fn min_window_blocks(pages_per_block: u32) -> u32 {
-        let ppb = pages_per_block as u64;
-        if ppb == 0 {
-            return u32::MAX;
-        }
-        // One page per op never reaches an index page's worth of entries: `epp` only
-        // matters through `pages / epp`, which is 0 here for any `epp >= 2`.
-        let reserve = window_need_for(0, 0, u64::MAX, ppb, CACHE as u64);
-        let op = window_need_for(1, 1, u64::MAX, ppb, CACHE as u64);
-        let blocks = (op + reserve - 1).div_ceil(ppb) + 2;
-        if blocks > u32::MAX as u64 {
-            u32::MAX
-        } else {
-            blocks as u32
-        }
-    }
-
-    /// Free blocks every checkpoint leaves outside its window, beyond the window's own
-    /// size, for a crash recovery to write into (recovery may use only blocks the last
-    /// checkpoint calls free): one block per head for relocating the blocks being
-    /// programmed, the closing checkpoint's cache flush (`2·CACHE` pages) and one spare.
-    /// Together with one block per window block (cache write-backs while the window's
-    /// pages are replayed, at most about one per replayed page) that is the recovery
-    /// reserve; without it a crash on a nearly full device could leave it unmountable.
-    pub(crate) fn recovery_extra_blocks(&self) -> u32 {
-        let ppb = self.dev.ppb().max(1);
-        HEADS as u32 + (2 * CACHE as u32).div_ceil(ppb) + 1
-    }
-
-    /// Blocks that are free now or become free at the next checkpoint.
-    pub(crate) fn reclaimable_blocks(&self) -> u32 {
-        self.blocks()
-            .iter()
-            .filter(|b| {
-                b.state == BlockState::Free || (b.state == BlockState::Full && b.valid == 0)
-            })
-            .count() as u32
-    }
-
-    /// Ensures `need` window pages and enough reclaimable blocks for the next window
-    /// and the recovery reserve after it.
-    pub(crate) fn make_room(&mut self, need: u64) -> Result<(), FaultOf<F>> {
-        let w = 2 * self.dev.sb.window_blocks as u32 + self.recovery_extra_blocks();
-        let ppb = self.dev.ppb() as u64;
-        let mut fresh = false;
-        let mut stalled = 0;
-        let mut collections = 0;
-        for _ in 0..4 * BLOCKS + 8 {
-            if self.dev.window_free_pages(DATA_HEAD) < need {
-                self.checkpoint(false)?;
-                fresh = true;
-                if self.dev.window_free_pages(DATA_HEAD) < need {
-                    return Err(Fault::NoSpace);
-                }
-            }
-            if self.reclaimable_blocks() > w && !self.urgent_victim() {
-                return Ok(());
-            }
-            if self.dev.window_free_pages(DATA_HEAD) < need + ppb + self.window_need(0, 0) {
-                if !fresh {
-                    self.checkpoint(false)?;
-                    fresh = true;
-                    continue;
-                }
-                // A fresh window cannot hold a whole victim on top of this operation:
-                // go ahead if the next window can still be allocated.
-                return if self.reclaimable_blocks() > 0 {
-                    Ok(())
-                } else {
-                    Err(Fault::NoSpace)
-                };
-            }
-            let before = self.free_room();
-            if !self.gc_collect_one()? {
-                return if self.reclaimable_blocks() > 0 {
-                    Ok(())
-                } else {
-                    Err(Fault::NoSpace)
-                };
-            }
-            // Near capacity a collection can cost more (copies and the cache pages they
-            // write back) than it frees: after a few such in a row, stop collecting for
-            // this operation instead of spinning through the device's wear.
-            collections += 1;
-            if self.free_room() <= before {
-                stalled += 1;
-            } else {
-                stalled = 0;
-            }
-            if stalled >= STALLED_COLLECTIONS || collections >= MAX_COLLECTIONS {
-                return if self.reclaimable_blocks() > 0 {
-                    Ok(())
-                } else {
-                    Err(Fault::NoSpace)
-                };
-            }
-            fresh = false;
-        }
-        Err(Fault::NoSpace)
-    }
-
-    /// Pages free now or at the next checkpoint: reclaimable blocks plus what is left
-    /// of the window (a checkpoint moves blocks from the one to the other).
-    fn free_room(&self) -> u64 {
-        self.reclaimable_blocks() as u64 * self.dev.ppb() as u64
-            + self.dev.window_free_pages(DATA_HEAD)
-    }
-}
-
-/// Foreground collections in a row that gain no room before `make_room` stops
-/// collecting for the operation.
-const STALLED_COLLECTIONS: u32 = 3;
-/// Most foreground collections one operation runs (near capacity each may gain little;
-/// the operation goes ahead if the window holds it, and the space reserve is kept by
-/// the checkpoints' window allocation).
-const MAX_COLLECTIONS: u32 = 16;
-
-/// Window pages an operation of `pages` pages in `ops` operations may consume, with
-/// `epp` entries per index page, `ppb` pages per block and `cache` cached index pages.
-const fn window_need_for(pages: u64, ops: u64, epp: u64, ppb: u64, cache: u64) -> u64 {
-    pages
-        // Cache write-backs during the operation (index leaves its pages fill, and
-        // the pages each operation loads: object leaf and root, the table page with
-        // its record and the table's index). The block kept for a program failure
-        // (`ppb` below) absorbs the rare operation that writes back more.
-        + 2 * (pages / epp + 2 * ops)
-        + 2 * cache
-        + 2
-        // A program failure abandons the rest of a block.
-        + ppb
 }

@@ -612,23 +612,26 @@ fn sparse_objects_deep_chains() {
 /// capacity.
 #[test]
 fn gc_with_a_leaf_per_page() {
-    gc_leaf_per_page(30, 6, false);
+    gc_leaf_per_page(60, 6, false);
 }
 
-/// The same at 85 % of `capacity_pages` (45 objects x 4 leaves, with the 4-page cache
+/// The same at 85 % of `capacity_pages` (objects x 4 leaves, with the 4-page cache
 /// the worst layout: every copy GC makes writes an index page back). Each overwrite's
 /// foreground collection is bounded (it used to spin through the whole device, 2,800
 /// programs and 175 erases for one write, then fail). Writes may fail with `NoSpace`
 /// here; nothing is lost, and deleting an object makes room again.
 #[test]
 fn gc_with_a_leaf_per_page_near_capacity() {
-    gc_leaf_per_page(45, 4, true);
+    gc_leaf_per_page(85, 4, true);
 }
 
-fn gc_leaf_per_page(n_objs: u32, leaves: u32, near_capacity: bool) {
+/// Objects of `leaves` one-page leaves (each object costs a metadata page, a root and
+/// a leaf plus a data page per leaf) filling `pct` % of the capacity.
+fn gc_leaf_per_page(pct: u64, leaves: u32, near_capacity: bool) {
     for seed in 0..2u64 {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(300 + seed));
         let mut fs = Fs::<Greedy>::format(&mut sim, cfg()).unwrap();
+        let n_objs = (fs.capacity_pages() * pct / 100 / (2 * leaves as u64 + 2)) as u32;
         let mut rng = Rng(seed + 99);
         let ids: Vec<u32> = (0..n_objs)
             .map(|_| fs.create(ObjKind::Object).unwrap())

@@ -8,7 +8,7 @@
 //! ```text
 //! stream offset      size            field
 //!  0                    4            magic "OCKP"
-//!  4                    2            version (2)
+//!  4                    2            version (3)
 //!  6                    2            flags: bit 0 = clean (written by unmount)
 //!  8                    4            checkpoint sequence
 //! 12                    4            stream length in bytes, CRC included
@@ -18,10 +18,10 @@
 //! 28                    2            window length (blocks)
 //! 30                    4            object table root index page (0xFFFFFFFF = none)
 //! 34                    6            reserved (0xFF)
-//! 40                   36            3 x head record (data, log, cold): block u32
-//!                                    (0xFFFFFFFF = none), next page u32, next
+//! 40                   48            4 x head record (data, log, cold, index): block
+//!                                    u32 (0xFFFFFFFF = none), next page u32, next
 //!                                    sequence u32 (cold: one past its last watermark)
-//! 76          4*window_len           window blocks, in allocation order (u32)
+//! 88          4*window_len           window blocks, in allocation order (u32)
 //! ..          4*n_blocks             block state table entries (see BstEntry)
 //! len-4                 4            CRC-32/ISO-HDLC over bytes 0..len-4
 //! ```
@@ -41,12 +41,12 @@ use crate::errors::Corrupted;
 pub const HEADER_LEN: usize = 40;
 /// Head records size.
 pub const HEADS_LEN: usize = 12 * HEADS;
-/// Number of write heads recorded (data, log, cold).
-pub const HEADS: usize = 3;
+/// Number of write heads recorded (data, log, cold, index).
+pub const HEADS: usize = 4;
 /// Encoded "no page / no block".
 pub const NONE: u32 = u32::MAX;
 const MAGIC: [u8; 4] = *b"OCKP";
-const VERSION: u16 = 2;
+const VERSION: u16 = 3;
 
 /// The fixed checkpoint header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -45,7 +45,7 @@ pub const SB_LEN: usize = 512;
 /// Blocks searched for superblock copies.
 pub const SB_SEARCH: u32 = 8;
 /// Current format version.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// Checkpoint blocks reserved at format.
 pub const CKPT_BLOCKS: usize = 4;
 const MAGIC: [u8; 4] = *b"OFTL";

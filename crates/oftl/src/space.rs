@@ -1,0 +1,307 @@
+//! Space: the room an operation is given before it programs anything.
+//!
+//! Room comes from three places:
+//!
+//! - the **window**: pages the data, log and cold heads may program until the next
+//!   checkpoint (blocks listed in the last checkpoint, see `io`);
+//! - the **pool**: free blocks, plus collected blocks (full, no valid page) that the
+//!   next checkpoint frees. The next window and the recovery reserve come out of it,
+//!   and the index head takes its blocks from its free part directly;
+//! - the **recovery reserve**: every checkpoint leaves `window + recovery_extra` free
+//!   blocks for a crash recovery to write into (see `checkpoint::settle_window`).
+//!
+//! # Floors (the "no dead ends" rule)
+//!
+//! Every operation that adds or rewrites data keeps the pool at or above the
+//! **growth floor**, collecting garbage in the foreground first; if collection cannot
+//! get there it fails with `NoSpace` before anything changes. Operations that only
+//! remove data (deletes, truncates, log trims) need only the lower **shrink floor**:
+//! the difference, [`DELETE_RESERVE`] blocks, is room only they may use, so on a device
+//! that writes refuse as full, deletes still work (and make room). The shrink floor is
+//! what every collection needs to run at all: a smallest window
+//! ([`Oftl::min_window_blocks`], room for an operation, a whole victim and the
+//! program-failure reserve), the recovery reserve behind it, and the index head's room
+//! for the write-backs of a collection and a checkpoint. So while the pool is at the
+//! shrink floor a collection can always run, and garbage (invalid pages) is always
+//! collectable; the capacity ([`Oftl::capacity_pages`]) leaves a window's worth above
+//! the floors so that collecting at capacity gains room.
+
+use nand_hal::NandFlash;
+
+use crate::errors::Fault;
+use crate::format::checkpoint::BlockState;
+use crate::io::FaultOf;
+use crate::policy::SpacePolicy;
+use crate::{Oftl, INDEX_HEAD};
+
+/// Blocks of the pool only deletes, truncates and trims may use (see the module docs).
+pub(crate) const DELETE_RESERVE: u32 = 2;
+
+/// Foreground collections in a row that gain no room before `make_room` gives up.
+const STALLED_COLLECTIONS: u32 = 3;
+/// Most foreground collections one operation runs while the pool is above the growth
+/// floor (collection then only keeps the pool comfortable; below the floor it runs
+/// until the floor is back or collections stop gaining).
+const MAX_COLLECTIONS: u32 = 16;
+
+/// What an operation does to the amount of live data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// Adds or rewrites data: must keep the growth floor.
+    Grow,
+    /// Only removes data (delete, truncate, log trim): may use the delete reserve.
+    Shrink,
+}
+
+/// Window pages an operation programming `pages` data or metadata pages may consume on
+/// a part with `ppb` pages per block: the pages, and the rest of a block abandoned after
+/// a program failure.
+const fn window_need_for(pages: u64, ppb: u64) -> u64 {
+    pages + ppb
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    /// Gets ready to program `pages` pages in `ops` operations that grow the valid set
+    /// by up to `growth` pages: dirty marker, capacity check, window room, pool floor.
+    /// Nothing has changed when it fails.
+    pub(crate) fn prepare(
+        &mut self,
+        pages: u32,
+        ops: u32,
+        growth: u64,
+        room: Room,
+    ) -> Result<(), FaultOf<F>> {
+        if self.read_only {
+            return Err(Fault::ReadOnly);
+        }
+        if self.need_marker {
+            self.write_marker()?;
+        }
+        // Operations that add no pages (delete, truncate, attributes, rewrites in place)
+        // are never refused for capacity: on a full device they are how room is made.
+        let index_slack = 2 * (growth / self.entries_per_index() as u64 + ops as u64 + 1);
+        if growth > 0 && self.dev.valid_total + growth + index_slack > self.capacity_pages() {
+            return Err(Fault::NoSpace);
+        }
+        let ppb = self.dev.ppb() as u64;
+        let need = self.window_need(pages);
+        let blocks = (need + self.window_need(0)).div_ceil(ppb) + 1;
+        if blocks > crate::MAX_WINDOW as u64 {
+            return Err(Fault::TooLarge);
+        }
+        // A transaction larger than the configured window gets a larger one at the
+        // checkpoint before it (never a checkpoint inside it).
+        self.window_target = (blocks as u16).max(self.dev.sb.window_blocks);
+        let r = self.make_room(need, room);
+        self.window_target = self.dev.sb.window_blocks;
+        r
+    }
+
+    /// Window pages an operation of `pages` data and metadata pages may consume: the
+    /// pages and one block lost to a program failure. Cache write-backs need no window
+    /// room (they go to the index head, see `io`).
+    pub(crate) fn window_need(&self, pages: u32) -> u64 {
+        window_need_for(pages as u64, self.dev.ppb() as u64)
+    }
+
+    /// The smallest updating window ([`crate::Config::window_blocks`]) this build can
+    /// work with on a part with `pages_per_block` pages per block.
+    ///
+    /// Every operation keeps `window_need(0) = pages_per_block` window pages in
+    /// reserve (a program failure abandons the rest of a block), and `make_room` runs a
+    /// foreground collection only when the window holds the operation (a one-page write:
+    /// `window_need(1)`), a whole victim block and that reserve. When it does not, it
+    /// checkpoints for a fresh window; a fresh window may carry the data head's block
+    /// with as little as one free page, so it is only guaranteed
+    /// `(window_blocks - 1)·pages_per_block + 1` pages. The minimum is therefore the
+    /// smallest `w` with
+    /// `(w - 1)·pages_per_block + 1 >= window_need(1) + pages_per_block + window_need(0)`,
+    /// i.e. 4 blocks whatever the block size or the cache (cache write-backs take no
+    /// window room). `format` refuses smaller windows.
+    pub const fn min_window_blocks(pages_per_block: u32) -> u32 {
+        let ppb = pages_per_block as u64;
+        if ppb == 0 {
+            return u32::MAX;
+        }
+        let reserve = window_need_for(0, ppb);
+        let op = window_need_for(1, ppb);
+        let blocks = (op + reserve - 1).div_ceil(ppb) + 2;
+        if blocks > u32::MAX as u64 {
+            u32::MAX
+        } else {
+            blocks as u32
+        }
+    }
+
+    /// Free blocks every checkpoint leaves outside its window, beyond the window's own
+    /// size, for a crash recovery to write into (recovery may use only blocks the last
+    /// checkpoint calls free): one block per replayed head for relocating the blocks
+    /// being programmed, the closing checkpoint's cache flush (`2·CACHE` pages) and one
+    /// spare. Together with one block per window block (cache write-backs while the
+    /// window's pages are replayed, at most about one per replayed page) that is the
+    /// recovery reserve; without it a crash on a nearly full device could leave it
+    /// unmountable.
+    pub(crate) fn recovery_extra_blocks(&self) -> u32 {
+        let ppb = self.dev.ppb().max(1);
+        3 + (2 * CACHE as u32).div_ceil(ppb) + 1
+    }
+
+    /// Index-head pages an operation or a collection step keeps free for the cache
+    /// write-backs it may cause and for the next checkpoint's cache flush.
+    pub(crate) fn index_need(&self, pages: u32, ops: u32) -> u64 {
+        let epp = self.entries_per_index() as u64;
+        (4 * CACHE as u64 + 24) + 2 * (pages as u64 / epp + 2 * ops as u64)
+    }
+
+    /// Blocks of the pool kept for the index head (see [`Oftl::index_need`]).
+    fn index_reserve_blocks(&self) -> u32 {
+        (self.index_need(0, 0).div_ceil(self.dev.ppb().max(1) as u64) + 1) as u32
+    }
+
+    /// Pages the index head can still program: the rest of its block and the free
+    /// blocks.
+    pub(crate) fn index_room(&self) -> u64 {
+        self.dev.head_room(INDEX_HEAD) + self.free_blocks() as u64 * self.dev.ppb() as u64
+    }
+
+    /// The pool floor for `room` (see the module docs), in blocks.
+    pub(crate) fn pool_floor(&self, room: Room) -> u32 {
+        let wm = Self::min_window_blocks(self.dev.ppb());
+        let shrink = 2 * wm + self.recovery_extra_blocks() + self.index_reserve_blocks();
+        match room {
+            Room::Shrink => shrink,
+            Room::Grow => shrink + DELETE_RESERVE,
+        }
+    }
+
+    /// Pool size above which no foreground collection is needed: the configured
+    /// window, its recovery reserve, the index head's room and the delete reserve.
+    fn pool_comfortable(&self) -> u32 {
+        2 * self.dev.sb.window_blocks as u32
+            + self.recovery_extra_blocks()
+            + self.index_reserve_blocks()
+            + DELETE_RESERVE
+    }
+
+    /// Pages the user may fill (valid data, metadata, index and object-table pages)
+    /// before writes fail with `NoSpace`: the good blocks less the window, its recovery
+    /// reserve, a window's worth of collection slack, the index head's room and the
+    /// delete reserve (see the `space` module docs). Near it, garbage collection gains
+    /// little per victim; nothing is lost, and deleting data makes room.
+    pub fn capacity_pages(&self) -> u64 {
+        let ppb = self.dev.geo.pages_per_block() as u64;
+        let usable = self
+            .blocks()
+            .iter()
+            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
+            .count() as u64;
+        let reserve = 3 * self.dev.sb.window_blocks as u64
+            + self.recovery_extra_blocks() as u64
+            + self.index_reserve_blocks() as u64
+            + DELETE_RESERVE as u64
+            + 2;
+        usable.saturating_sub(reserve) * ppb
+    }
+
+    /// Blocks that are free now or become free at the next checkpoint.
+    pub(crate) fn reclaimable_blocks(&self) -> u32 {
+        self.blocks()
+            .iter()
+            .filter(|b| {
+                !b.retire
+                    && (b.state == BlockState::Free
+                        || (b.state == BlockState::Full && b.valid == 0))
+            })
+            .count() as u32
+    }
+
+    /// Blocks that are free now.
+    pub(crate) fn free_blocks(&self) -> u32 {
+        self.blocks()
+            .iter()
+            .filter(|b| b.state == BlockState::Free && !b.retire)
+            .count() as u32
+    }
+
+    /// Ensures `need` window pages, the index head's room, and a pool at the floor for
+    /// `room` (collecting in the foreground when it is not). Fails with `NoSpace`, having
+    /// changed nothing the user can see, when that cannot be had.
+    pub(crate) fn make_room(&mut self, need: u64, room: Room) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb() as u64;
+        let floor = self.pool_floor(room);
+        let comfortable = self.pool_comfortable();
+        let index = self.index_need(0, 1);
+        let mut fresh = false;
+        let mut stalled = 0;
+        let mut collections = 0;
+        for _ in 0..4 * BLOCKS + 8 {
+            let short = self.dev.window_budget() < need || self.index_room() < index;
+            if short {
+                if fresh {
+                    // Even a fresh window (and the blocks it freed) is too small: the
+                    // pool is below every floor.
+                    return Err(Fault::NoSpace);
+                }
+                self.checkpoint(false)?;
+                fresh = true;
+                continue;
+            }
+            let pool = self.reclaimable_blocks();
+            if pool >= comfortable && !self.urgent_victim() {
+                return Ok(());
+            }
+            if pool >= floor && (collections >= MAX_COLLECTIONS || stalled >= STALLED_COLLECTIONS) {
+                return Ok(());
+            }
+            if self.dev.window_budget() < need + ppb + self.window_need(0) {
+                // The window cannot hold a whole victim on top of this operation.
+                if !fresh {
+                    self.checkpoint(false)?;
+                    fresh = true;
+                    continue;
+                }
+                return if pool >= floor {
+                    Ok(())
+                } else {
+                    Err(Fault::NoSpace)
+                };
+            }
+            let before = self.free_room();
+            if !self.gc_collect_one()? {
+                return if pool >= floor {
+                    Ok(())
+                } else {
+                    Err(Fault::NoSpace)
+                };
+            }
+            // Near capacity a collection can cost more (copies and the cache pages they
+            // write back) than it frees: after a few such in a row, stop collecting for
+            // this operation instead of spinning through the device's wear.
+            collections += 1;
+            if self.free_room() <= before {
+                stalled += 1;
+            } else {
+                stalled = 0;
+            }
+            if stalled >= STALLED_COLLECTIONS && self.reclaimable_blocks() < floor {
+                return Err(Fault::NoSpace);
+            }
+            fresh = false;
+        }
+        Err(Fault::NoSpace)
+    }
+
+    /// Pages free now or at the next checkpoint: reclaimable blocks plus what is left
+    /// of the window (a checkpoint moves blocks from the one to the other).
+    fn free_room(&self) -> u64 {
+        self.reclaimable_blocks() as u64 * self.dev.ppb() as u64 + self.dev.window_budget()
+    }
+}
