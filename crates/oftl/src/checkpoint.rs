@@ -54,16 +54,30 @@ impl<
         if self.read_only {
             return Err(Fault::ReadOnly);
         }
+        // The largest checkpoint, and the marker after it.
         let most = CkptHeader::stream_len(self.dev.geo.blocks(), crate::MAX_WINDOW as u16)
-            .div_ceil(self.dev.payload);
+            .div_ceil(self.dev.payload)
+            + 1;
         self.place_checkpoint(most)?;
         self.flush_index()?;
         self.dev.seal_watermark();
         self.settle_window();
         let mut attempt = 0;
         loop {
-            match self.write_checkpoint(clean) {
+            let r = self
+                .write_checkpoint(clean)
+                .and_then(|(first, total, seq)| self.verify_checkpoint(first, total, seq));
+            match r {
                 Ok(()) => break,
+                Err(Fault::Corrupted) if attempt == 0 => {
+                    // It does not read back: write it again, elsewhere.
+                    self.ckpt.switch = true;
+                    attempt += 1;
+                    if let Err(e) = self.place_checkpoint(most) {
+                        self.poisoned = true;
+                        return Err(e);
+                    }
+                }
                 Err(Fault::Flash(e))
                     if attempt == 0
                         && nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed =>
@@ -82,6 +96,10 @@ impl<
         self.dev.stats.checkpoints += 1;
         self.dev.index_pages = 0;
         self.need_marker = clean;
+        if !clean {
+            // Its window is about to be used: say so (see `mark_checkpoint_used`).
+            self.mark_checkpoint_used()?;
+        }
         for b in 0..self.dev.geo.blocks() {
             let bi = self.dev.blocks[b as usize];
             if bi.state == BlockState::Bad && bi.retire {
@@ -199,7 +217,60 @@ impl<
         }
     }
 
-    fn write_checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
+    /// Reads back the `total` pages of checkpoint `seq` written from page `first` of the
+    /// current checkpoint block; `Corrupted` if one does not read back as written.
+    fn verify_checkpoint(&mut self, first: u32, total: u32, seq: u32) -> Result<(), FaultOf<F>> {
+        let payload = self.dev.payload as usize;
+        for i in 0..total {
+            let page = self.ckpt_page(first + i);
+            match self.dev.read_payload(
+                page,
+                0,
+                &mut self.pbuf[..payload],
+                Some((PageKind::Checkpoint, seq & MAX_U24, i)),
+            ) {
+                Ok(_) => {}
+                Err(Fault::Flash(e))
+                    if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
+                {
+                    return Err(Fault::Corrupted)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.pbuf.fill(0xFF);
+        Ok(())
+    }
+
+    /// Programs the marker of the checkpoint just written (its sequence number, in the
+    /// next page of its block): from now on that checkpoint's window may hold data, so
+    /// a mount must never fall back past it (see `mount::load_newest_checkpoint`).
+    /// A marker that fails to program is left as it is; the next checkpoint goes to a
+    /// fresh block.
+    fn mark_checkpoint_used(&mut self) -> Result<(), FaultOf<F>> {
+        if self.ckpt.next_page >= self.dev.ppb() {
+            self.ckpt.switch = true;
+            return Ok(());
+        }
+        let page = self.ckpt_page(self.ckpt.next_page);
+        self.ckpt.next_page += 1;
+        let bp = Backpointer {
+            seq: self.ckpt.seq,
+            ..Backpointer::single(PageKind::Marker, 0, 0, 0)
+        };
+        self.pbuf.fill(0xFF);
+        match self.dev.program_at(page, &mut self.pbuf, &bp, true) {
+            Ok(()) => Ok(()),
+            Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed => {
+                self.ckpt.switch = true;
+                Ok(())
+            }
+            Err(e) => Err(Fault::Flash(e)),
+        }
+    }
+
+    /// Writes the checkpoint stream; returns its first page, page count and sequence.
+    fn write_checkpoint(&mut self, clean: bool) -> Result<(u32, u32, u32), FaultOf<F>> {
         let payload = self.dev.payload as usize;
         let ppb = self.dev.ppb();
         let n_blocks = self.dev.geo.blocks();
@@ -255,9 +326,10 @@ impl<
             self.emit(&mut sink)?;
         }
         debug_assert_eq!(sink.idx, total);
+        let first = self.ckpt.next_page;
         self.ckpt.next_page += total;
         self.ckpt.seq = hdr.seq;
-        Ok(())
+        Ok((first, total, hdr.seq))
     }
 
     /// Moves checkpointing to the next usable checkpoint block (never the one holding
@@ -351,11 +423,14 @@ impl<
             .flash
             .read(PageAddr(page), 0, &mut self.rbuf, &mut oob[..span])
         {
-            Ok(_) => Ok(self
-                .rbuf
-                .iter()
-                .chain(oob[..span].iter())
-                .all(|&x| x == 0xFF)),
+            // A torn program whose few landed bits ECC "corrected" reads all 0xFF too:
+            // only a read that corrected nothing counts.
+            Ok(rep) => Ok(rep.is_clean()
+                && self
+                    .rbuf
+                    .iter()
+                    .chain(oob[..span].iter())
+                    .all(|&x| x == 0xFF)),
             Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable => Ok(false),
             Err(e) => Err(Fault::Flash(e)),
         }

@@ -14,7 +14,7 @@
 //! never reads back when written after the last checkpoint) takes its blocks straight
 //! from the free pool, so cache write-backs never eat into the window.
 
-use nand_hal::{BlockAddr, EccKind, Error, ErrorKind, NandFlash, PageAddr};
+use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 
 use crate::errors::Fault;
 use crate::format::backpointer::{
@@ -37,8 +37,10 @@ pub(crate) enum Scan {
     Bp(Backpointer),
 }
 
-/// Extra reads of a page whose check failed, on parts without ECC (transient flips).
-const READ_RETRIES: usize = 2;
+/// Extra reads of a page whose read failed or whose check failed: a read error may be
+/// transient (noise, marginal cells that read well the next time), and one failed read
+/// must never be taken for the end of a history.
+pub(crate) const READ_RETRIES: usize = 3;
 
 pub(crate) type FaultOf<F> = Fault<<F as nand_hal::ErrorType>::Error>;
 
@@ -56,10 +58,10 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// operation on parts with OOB placement.
     pub fn scan_read(&mut self, page: u32) -> Result<Scan, FaultOf<F>> {
         let mut r = self.scan_read_once(page)?;
-        // Without ECC a read can return flipped bits: before calling a page garbage
-        // (which can end a recovery scan), read it again.
+        // A read can fail or return flipped bits once and read well the next time:
+        // before calling a page garbage (which can end a recovery scan), read it again.
         for _ in 0..READ_RETRIES {
-            if r != Scan::Garbage || self.caps.ecc.kind != EccKind::None {
+            if r != Scan::Garbage {
                 break;
             }
             r = self.scan_read_once(page)?;
@@ -72,6 +74,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         let mut unit_tail = [0u8; BP_LEN];
         let mut oob = [0xFFu8; 64];
         let span = self.oob_span.min(64);
+        let mut clean = true;
         let primary = match self.placement {
             Placement::Oob => {
                 let r = self.flash.read(
@@ -80,8 +83,9 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     &mut unit_tail,
                     &mut oob[..span],
                 );
-                if let Err(e) = r {
-                    return read_fault(e);
+                match r {
+                    Ok(rep) => clean &= rep.is_clean(),
+                    Err(e) => return read_fault(e),
                 }
                 let mut g = [0u8; BP_LEN];
                 self.caps.oob.gather_protected(&oob[..span], &mut g);
@@ -90,32 +94,37 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             Placement::InBand => {
                 let mut t = [0u8; BP_LEN];
                 let ps = self.geo.page_size();
-                if let Err(e) = self
+                match self
                     .flash
                     .read(PageAddr(page), ps - BP_LEN as u32, &mut t, &mut [])
                 {
-                    return read_fault(e);
+                    Ok(rep) => clean &= rep.is_clean(),
+                    Err(e) => return read_fault(e),
                 }
-                if let Err(e) = self.flash.read(
+                match self.flash.read(
                     PageAddr(page),
                     (pu - BP_LEN) as u32,
                     &mut unit_tail,
                     &mut [],
                 ) {
-                    return read_fault(e);
+                    Ok(rep) => clean &= rep.is_clean(),
+                    Err(e) => return read_fault(e),
                 }
                 t
             }
         };
         // A data-like page always has its primary backpointer written; only pages
         // whose primary slot is erased (metadata, markers) carry one in the first unit.
+        // Erased slots count as erased only on a read ECC corrected nothing: a torn
+        // program whose few landed bits ECC "corrected" reads all 0xFF too, and such a
+        // page has been programmed (it must never be programmed again).
         Ok(match Backpointer::parse(&primary) {
             Ok(Some(bp)) => Scan::Bp(bp),
             Err(_) => Scan::Garbage,
             Ok(None) => match Backpointer::parse(&unit_tail) {
                 Ok(Some(bp)) => Scan::Bp(bp),
-                Ok(None) => Scan::Erased,
-                Err(_) => Scan::Garbage,
+                Ok(None) if clean => Scan::Erased,
+                Ok(None) | Err(_) => Scan::Garbage,
             },
         })
     }
@@ -131,7 +140,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     ) -> Result<nand_hal::ReadReport, FaultOf<F>> {
         let mut r = self.read_payload_once(page, column, data, expect);
         for _ in 0..READ_RETRIES {
-            if !matches!(r, Err(Fault::Corrupted)) || self.caps.ecc.kind != EccKind::None {
+            let again = match &r {
+                Err(Fault::Corrupted) => true,
+                Err(Fault::Flash(e)) => e.kind() == ErrorKind::Uncorrectable,
+                _ => false,
+            };
+            if !again {
                 break;
             }
             r = self.read_payload_once(page, column, data, expect);
@@ -197,7 +211,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             self.read_payload(page, 0, &mut buf[..pu], None)?;
             match crate::format::meta::MetaRecord::parse(&buf[..pu]) {
                 Ok(rec) => return Ok(rec),
-                Err(_) if self.caps.ecc.kind == EccKind::None && tries < READ_RETRIES => tries += 1,
+                Err(_) if tries < READ_RETRIES => tries += 1,
                 Err(c) => return Err(c.into()),
             }
         }

@@ -364,13 +364,17 @@ impl<
     pub(crate) fn read_whole_page(&mut self, page: u32) -> Result<bool, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
-        for attempt in 0..3 {
+        let attempts = crate::io::READ_RETRIES + 1;
+        for attempt in 0..attempts {
             match self
                 .dev
                 .flash
                 .read(PageAddr(page), 0, &mut self.pbuf, &mut [])
             {
                 Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Uncorrectable && attempt + 1 < attempts => {
+                    continue
+                }
                 Err(e) if matches!(e.kind(), ErrorKind::Uncorrectable | ErrorKind::BadBlock) => {
                     return Ok(false)
                 }
@@ -384,7 +388,7 @@ impl<
                     !matches!(Backpointer::parse(&self.pbuf[at..at + BP_LEN]), Ok(None))
                         && sector_trailer(&self.pbuf, pu, s).is_none()
                 });
-            if !suspicious || attempt == 2 {
+            if !suspicious || attempt + 1 == attempts {
                 break;
             }
         }

@@ -289,12 +289,35 @@ impl<
 
     /// Finds and loads the newest complete checkpoint; returns whether the device was
     /// shut down cleanly after it.
+    ///
+    /// Rules (docs/SPEC.md 3.7):
+    ///
+    /// - Every page of the checkpoint blocks is read with retries; only a clean read of
+    ///   an erased slot counts as erased.
+    /// - The next checkpoint's sequence number is past every number that may be on
+    ///   flash: the newest readable checkpoint or marker page, plus one for every page
+    ///   above a block's newest readable page that does not read (a torn or unstable
+    ///   page could be a checkpoint one number newer each).
+    /// - Two complete checkpoints with one number (never written by this format) are
+    ///   told apart by rotation: the one whose block follows the other's in the
+    ///   superblock's list (or, in one block, the later one) is newer.
+    /// - A marker proves its checkpoint was committed, read back and possibly used:
+    ///   falling back past a checkpoint that has a marker (it no longer loads, or it is
+    ///   unreadable) would pass an older state off as current, so mount fails with
+    ///   [`MountError::MediaLoss`] naming the page instead. Falling back past a
+    ///   checkpoint without a marker is safe: its window was never programmed.
+    /// - The loaded checkpoint counts as clean only if it is the newest, was written
+    ///   by unmount, has no marker, and no unreadable page sits above it.
     fn load_newest_checkpoint(&mut self) -> Result<bool, MountError<F::Error>> {
         let ppb = self.dev.ppb();
         let mut cands: heapless::Vec<Candidate, 8> = heapless::Vec::new();
-        let mut marker_max: Option<u32> = None;
+        // Newest marker: (seq, page).
+        let mut marker: Option<(u32, u32)> = None;
+        let mut max_seq: Option<u32> = None;
+        let mut unknown = 0u32;
         let mut last_used = [None::<u32>; CKPT_BLOCKS];
-        for (cur, used) in last_used.iter_mut().enumerate() {
+        let mut top_ok = [false; CKPT_BLOCKS];
+        for cur in 0..CKPT_BLOCKS {
             let b = self.dev.sb.ckpt_blocks[cur];
             if self
                 .dev
@@ -305,8 +328,9 @@ impl<
                 continue;
             }
             // Pages are written in order from 0: binary-search the first erased page,
-            // then walk back from the last used one. Two complete checkpoints per block
-            // are enough (the newest and a fallback).
+            // then walk back from the last used one. A page that does not read counts
+            // as used (so the search may stop above the real end; the walk back then
+            // passes the erased pages, and the next checkpoint goes to a fresh block).
             let (mut lo, mut hi) = (0, ppb);
             while lo < hi {
                 let mid = (lo + hi) / 2;
@@ -317,18 +341,35 @@ impl<
                     lo = mid + 1;
                 }
             }
-            *used = lo.checked_sub(1);
+            last_used[cur] = lo.checked_sub(1);
             let mut found = 0;
+            let mut readable_seen = false;
             for i in (0..lo).rev() {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
-                let Scan::Bp(bp) = self.dev.scan_read(page).map_err(MountError::from)? else {
-                    continue;
+                let bp = match self.dev.scan_read(page).map_err(MountError::from)? {
+                    Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
+                        bp
+                    }
+                    Scan::Erased => continue,
+                    _ => {
+                        if !readable_seen {
+                            unknown += 1;
+                        }
+                        continue;
+                    }
                 };
+                if i + 1 == lo {
+                    top_ok[cur] = true;
+                }
+                readable_seen = true;
+                max_seq = Some(max_seq.map_or(bp.seq, |m| newer(m, bp.seq)));
                 match bp.kind {
                     PageKind::Marker => {
-                        marker_max = Some(marker_max.map_or(bp.seq, |m| newer(m, bp.seq)));
+                        if marker.is_none_or(|(m, _)| seq_cmp(bp.seq, m).is_gt()) {
+                            marker = Some((bp.seq, page));
+                        }
                     }
-                    PageKind::Checkpoint if bp.commit && bp.lpn <= i => {
+                    _ if bp.commit && bp.lpn <= i => {
                         let c = Candidate {
                             seq: bp.seq,
                             cur,
@@ -339,9 +380,9 @@ impl<
                             let (oi, _) = cands
                                 .iter()
                                 .enumerate()
-                                .min_by(|a, b| seq_cmp(a.1.seq, b.1.seq))
+                                .min_by(|a, b| cand_cmp(a.1, b.1))
                                 .unwrap_or((0, &c));
-                            if seq_cmp(cands[oi].seq, c.seq).is_lt() {
+                            if cand_cmp(&cands[oi], &c).is_lt() {
                                 cands[oi] = c;
                             }
                         } else {
@@ -356,29 +397,53 @@ impl<
                 }
             }
         }
-        cands.sort_unstable_by(|a, b| seq_cmp(b.seq, a.seq));
+        // Newest first, ties by the documented rotation rule.
+        cands.sort_unstable_by(|a, b| cand_cmp(b, a));
         let mut loaded = None;
         for c in cands.iter() {
+            if let Some((m, page)) = marker {
+                if seq_cmp(m, c.seq).is_gt() {
+                    // A newer checkpoint was committed and read back, and is gone.
+                    return Err(MountError::MediaLoss { page });
+                }
+            }
             match self.load_checkpoint(c) {
                 Ok(clean) => {
                     loaded = Some((c, clean));
                     break;
                 }
                 Err(Fault::Flash(e)) => return Err(MountError::Flash(e)),
-                Err(_) => continue,
+                Err(_) => {
+                    if marker.is_some_and(|(m, _)| m == c.seq) {
+                        // It has a marker: committed, read back, maybe used.
+                        let page = self
+                            .dev
+                            .geo
+                            .page(
+                                BlockAddr(self.dev.sb.ckpt_blocks[c.cur]),
+                                c.first + c.pages - 1,
+                            )
+                            .0;
+                        return Err(MountError::MediaLoss { page });
+                    }
+                    continue;
+                }
             }
         }
         let (c, clean) = loaded.ok_or(MountError::Corrupted)?;
         let newest_is_loaded = cands.first().is_some_and(|n| n.seq == c.seq);
-        let marked = marker_max.is_some_and(|m| !seq_cmp(m, c.seq).is_lt());
-        self.ckpt.seq = c.seq;
+        let marked = marker.is_some_and(|(m, _)| !seq_cmp(m, c.seq).is_lt());
+        // Past every number that may be on flash (see the rules above).
+        let top = max_seq.map_or(c.seq, |m| newer(m, c.seq));
+        self.ckpt.seq = top.wrapping_add(unknown);
         self.ckpt.cur = c.cur;
         self.ckpt.next_page = last_used[c.cur].map_or(0, |u| u + 1);
         self.ckpt.verify = true;
-        let clean = clean && !marked && newest_is_loaded;
-        if !clean {
-            // The block being programmed at the cut may hold unstable pages: the next
-            // checkpoint goes to the other, freshly erased block.
+        let clean = clean && !marked && newest_is_loaded && unknown == 0;
+        if !clean || !top_ok[c.cur] {
+            // The block being programmed at the cut may hold unstable pages, and a
+            // page that does not read is not something to append after: the next
+            // checkpoint goes to another, freshly erased block.
             self.ckpt.switch = true;
         }
         Ok(clean)
@@ -518,6 +583,19 @@ impl<
     }
 }
 
+/// Which of two checkpoint candidates is newer: the higher sequence number; between
+/// equal numbers (never written by this format's rules), the one whose block follows
+/// the other's in the checkpoint block rotation, or the later one in the same block.
+fn cand_cmp(a: &Candidate, b: &Candidate) -> core::cmp::Ordering {
+    use core::cmp::Ordering;
+    match seq_cmp(a.seq, b.seq) {
+        Ordering::Equal if a.cur == b.cur => a.first.cmp(&b.first),
+        Ordering::Equal if (a.cur + CKPT_BLOCKS - b.cur) % CKPT_BLOCKS == 1 => Ordering::Greater,
+        Ordering::Equal if (b.cur + CKPT_BLOCKS - a.cur) % CKPT_BLOCKS == 1 => Ordering::Less,
+        o => o,
+    }
+}
+
 /// Serial-number comparison of 32-bit sequence numbers.
 pub(crate) fn seq_cmp(a: u32, b: u32) -> core::cmp::Ordering {
     (a.wrapping_sub(b) as i32).cmp(&0)
@@ -542,13 +620,21 @@ fn find_superblock<F: NandFlash>(flash: &mut F) -> Result<Superblock, MountError
         if geo.page_size() < SB_LEN as u32 {
             return Err(MountError::Mismatch(Mismatch::Geometry));
         }
-        match flash.read(PageAddr(geo.page(BlockAddr(b), 0).0), 0, &mut buf, &mut []) {
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::Uncorrectable => {
-                seen.get_or_insert(MountError::Corrupted);
-                continue;
+        // A read error may be transient: retry before giving the copy up.
+        let mut read = false;
+        for _ in 0..=crate::io::READ_RETRIES {
+            match flash.read(PageAddr(geo.page(BlockAddr(b), 0).0), 0, &mut buf, &mut []) {
+                Ok(_) => {
+                    read = true;
+                    break;
+                }
+                Err(e) if e.kind() == ErrorKind::Uncorrectable => {}
+                Err(e) => return Err(MountError::Flash(e)),
             }
-            Err(e) => return Err(MountError::Flash(e)),
+        }
+        if !read {
+            seen.get_or_insert(MountError::Corrupted);
+            continue;
         }
         match Superblock::parse(&buf) {
             Ok(Some(sb)) => return Ok(sb),
