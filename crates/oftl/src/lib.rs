@@ -346,6 +346,8 @@ pub struct Oftl<
     /// Writes are refused ([`WriteError::ReadOnly`]): a salvage mount, or too few good
     /// blocks left to write safely.
     pub(crate) read_only: bool,
+    /// A salvage mount is running (see [`Oftl::mount_salvage_in_place`]).
+    pub(crate) salvage: bool,
     /// The block being collected, the next page to look at and its erase count
     /// when it was picked.
     pub(crate) gc_victim: Option<(u32, u32, u32)>,
@@ -450,6 +452,7 @@ impl<
             need_marker: false,
             poisoned: true,
             read_only: false,
+            salvage: false,
             gc_victim: None,
             gc_head: DATA_HEAD,
             window_target: 0,

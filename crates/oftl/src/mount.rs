@@ -233,6 +233,26 @@ impl<
         r
     }
 
+    /// Mounts read-only past unreadable pages, to copy out what is intact after a
+    /// mount failed with [`MountError::MediaLoss`].
+    ///
+    /// Recovery replays everything it can read: the transactions that an unreadable
+    /// page belonged to are left out (whole), everything else is applied in order. The
+    /// objects the lost pages held may therefore show an older state; every other
+    /// object reads exactly as acknowledged. Writes, deletes and collection fail with
+    /// [`WriteError::ReadOnly`] and nothing is written to flash, so a later normal
+    /// mount (once the media reads again, or after a copy) starts from the same image.
+    pub fn mount_salvage_in_place(&mut self) -> Result<(), MountError<F::Error>> {
+        self.salvage = true;
+        let r = self.mount_inner();
+        self.salvage = false;
+        self.poisoned = r.is_err();
+        if r.is_ok() {
+            self.read_only = true;
+        }
+        r
+    }
+
     fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
         let flash = &mut self.dev.flash;
         let geo = flash.geometry();
