@@ -384,11 +384,10 @@ impl<
                 readable_seen = true;
                 max_seq = Some(max_seq.map_or(bp.seq, |m| newer(m, bp.seq)));
                 match bp.kind {
-                    PageKind::Marker => {
-                        if marker.is_none_or(|(m, _)| seq_cmp(bp.seq, m).is_gt()) {
-                            marker = Some((bp.seq, page));
-                        }
+                    PageKind::Marker if marker.is_none_or(|(m, _)| seq_cmp(bp.seq, m).is_gt()) => {
+                        marker = Some((bp.seq, page));
                     }
+                    PageKind::Marker => {}
                     _ if bp.commit && bp.lpn <= i => {
                         let c = Candidate {
                             seq: bp.seq,

@@ -1,33 +1,48 @@
 //! Crash recovery: rebuild the state after an unclean shutdown from the last checkpoint
-//! plus a scan of the updating window only.
+//! plus a scan of the updating window only, in five steps (one function each):
 //!
-//! 1. **Scan** (OOB reads only): walk the heads' carried blocks from their recorded
-//!    positions, then the window's blocks in allocation order. A data- or log-head
-//!    page belongs to the replay when its backpointer is valid and its sequence number
-//!    is the head's next expected one (a repeat of the previous number is a retried
-//!    failed program and replaces it). A jump means a lost page: everything after it
-//!    is dropped. The last commit page seen bounds the replay; pages after it belong to
-//!    the transaction cut short and are dropped. The commit page itself (the only page
-//!    a cut can have torn) is read once, fully, and kept in RAM: unstable bits may read
-//!    well now and fail later. Pages with the relocated flag are **cold copies**
-//!    (see below); the walk blocks holding them are noted so pass 2 reads each page
-//!    once.
-//! 2. **Fresh window.** Recovery writes (index evictions, relocations) go only to blocks
-//!    the checkpoint calls free, never to the old window; the old window is only read.
-//!    (Index and object-table pages written after the checkpoint, on the index head,
-//!    are a cache: the scan skips the index head's block and ignores them.)
-//! 3. **Replay** the accepted data-head pages up to the last commit in sequence order,
-//!    with the cold copies merged in, then the log sectors: metadata pages create,
-//!    resize or delete objects; data pages remap and extend sizes.
-//! 4. **Relocate** the valid pages of the blocks that were being programmed (the data
-//!    head's suspect page from RAM; the cold head's block back to the cold head), so
-//!    they are erase-cycled before reuse.
-//! 5. **Checkpoint** to the other checkpoint block (erased first).
+//! 1. **Scan** ([`Oftl::scan_window`], spare-area reads): walk the heads' carried
+//!    blocks from their recorded positions, then the window's blocks in allocation
+//!    order. A data- or log-head page belongs to the replay when its backpointer is
+//!    valid and its sequence number is the head's next expected one; a repeat of the
+//!    previous number is a failed program's retry and replaces it. The last commit
+//!    page seen bounds the replay; pages after it belong to the transaction cut short
+//!    and are dropped. The commit page itself (the only page a cut can have torn) is
+//!    read once, fully, and kept in RAM: unstable bits may read well now and fail
+//!    later. Pages with the relocated flag are **cold copies** (see below).
+//! 2. **Fresh window** ([`Oftl::open_recovery_window`]): recovery writes (relocations,
+//!    and index write-backs on the index head) go only to blocks the checkpoint calls
+//!    free, never to the old window; the old window is only read. (Index and
+//!    object-table pages written after the checkpoint are a cache: never replayed.)
+//! 3. **Replay** ([`Oftl::replay_window`]) the accepted data-head pages up to the last
+//!    commit in sequence order, with the cold copies merged in, then the log sectors:
+//!    metadata pages create, resize or delete objects; data pages remap and extend
+//!    sizes. A page is applied only once the next accepted page shows it was not
+//!    retried (the retry of a failed program supersedes the failed copy, whatever the
+//!    failed copy reads like).
+//! 4. **Relocate** ([`Oftl::relocate_suspects`]) the valid pages of the blocks that
+//!    were being programmed (the data head's suspect page from RAM; the cold head's
+//!    block back to the cold head), so they are erase-cycled before reuse.
+//! 5. **Checkpoint** to another checkpoint block (erased first).
 //!
 //! Nothing the old checkpoint references is erased or programmed before step 5's
 //! commit page lands, so a cut anywhere in recovery leaves the device as it was and
 //! the next mount simply recovers again (recovery is deterministic: it redoes the same
 //! writes to the same blocks, so what an interrupted attempt wrote is rewritten).
+//!
+//! # Read errors never truncate history
+//!
+//! Every read is retried ([`crate::io::READ_RETRIES`]) before it counts. A page that
+//! stays unreadable can only be a torn tail (the program the cut interrupted, after
+//! which nothing was written) or media loss. The sequence numbers tell which: within a
+//! head they are consecutive, so a **gap** followed by a later page proves a page was
+//! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
+//! unreadable page (never replaying up to it and passing that older state off as
+//! current); [`Oftl::mount_salvage_in_place`] goes past it instead, leaving out whole
+//! the transactions the gap belongs to, and mounts read-only. A torn multi-sector log
+//! append leaves a gap inside its own page: that is a tail, unless a later log page
+//! follows. Pass 2 must see what pass 1 saw: if a page pass 1 accepted no longer reads
+//! (or the replay ends before pass 1's bound), that is media loss too.
 //!
 //! # Cold copies
 //!
@@ -75,34 +90,51 @@ use crate::{Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
 
 type Walk = heapless::Vec<(u32, u32), { MAX_WINDOW + HEADS }>;
 
+/// Transactions a salvage mount leaves out (by transaction id); beyond this many lost
+/// pages the salvage mount gives up.
+const MAX_BROKEN: usize = 16;
+type Broken = heapless::Vec<u32, MAX_BROKEN>;
+
+/// What [`Track::step`] makes of a page's sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The next expected number.
+    New,
+    /// A recent number again: a failed program's retry, which replaces it.
+    Repeat,
+    /// Older than the checkpoint, or older than the recent span: not part of the replay.
+    Skip,
+    /// Past the next expected number: the numbers from `missing` to this one minus one
+    /// were lost.
+    Gap { missing: u32 },
+}
+
 /// Per-head sequence tracking shared by both passes.
 #[derive(Clone, Copy, Debug)]
 struct Track {
     start: u32,
     expected: u32,
-    stopped: bool,
     /// How far back a number may repeat (a failed program's retry reuses its numbers:
     /// 1 for whole pages, a page's sectors for log appends).
     span: u32,
 }
 
 impl Track {
-    /// Classifies `bp`: `Some(true)` accept (new), `Some(false)` accept (repeat of a
-    /// recent number, which replaces it), `None` skip.
-    fn step(&mut self, bp: &Backpointer) -> Option<bool> {
-        if self.stopped || seq_cmp(bp.seq, self.start).is_lt() {
-            return None;
+    fn step(&mut self, seq: u32) -> Step {
+        if seq_cmp(seq, self.start).is_lt() {
+            return Step::Skip;
         }
-        if bp.seq == self.expected {
+        if seq == self.expected {
             self.expected = self.expected.wrapping_add(1);
-            Some(true)
-        } else if seq_cmp(bp.seq, self.expected).is_gt() {
-            self.stopped = true;
-            None
-        } else if self.expected.wrapping_sub(bp.seq) <= self.span {
-            Some(false)
+            Step::New
+        } else if seq_cmp(seq, self.expected).is_gt() {
+            let missing = self.expected;
+            self.expected = seq.wrapping_add(1);
+            Step::Gap { missing }
+        } else if self.expected.wrapping_sub(seq) <= self.span {
+            Step::Repeat
         } else {
-            None
+            Step::Skip
         }
     }
 }
@@ -128,6 +160,26 @@ fn is_cold_copy(bp: &Backpointer, start: u32) -> bool {
     bp.relocated
         && matches!(bp.kind, PageKind::Data | PageKind::Meta)
         && !seq_cmp(bp.seq, start).is_lt()
+}
+
+/// Whether the log sectors from `missing` up to `seq` (found in `slot` of the page in
+/// `pbuf`) were this page's own slots just before `slot`, none of which reads: a torn
+/// append, not a lost page.
+fn torn_gap<
+    F: NandFlash,
+    P: SpacePolicy,
+    const PAGE: usize,
+    const BLOCKS: usize,
+    const CACHE: usize,
+    const WBUF: usize,
+>(
+    fs: &Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>,
+    slot: u32,
+    seq: u32,
+    missing: u32,
+) -> bool {
+    let n = seq.wrapping_sub(missing);
+    n <= slot && (slot - n..slot).all(|s| fs.log_trailer(&fs.pbuf, s).is_none())
 }
 
 /// The replayed head a page kind belongs to (index and object-table pages, on the
@@ -163,6 +215,27 @@ impl Bound {
     }
 }
 
+/// What pass 1 found (step 1).
+struct Scanned {
+    walk: Walk,
+    fresh: [Track; HEADS],
+    bound: [Bound; HEADS],
+    /// One past the highest number seen per head (the heads continue from there).
+    next_seq: [u32; HEADS],
+    /// Walk entries with log pages, and with cold copies.
+    log_blocks: u64,
+    cold_blocks: u64,
+    /// The block of the last cold copy, and where the dropped run of copies starts.
+    last_cold: Option<u32>,
+    cold_cut: (usize, u32),
+    /// The last log page with accepted sectors (its content is in `lbuf`).
+    log_suspect: Option<u32>,
+    /// The data head's last commit page, read once into `rbuf`.
+    suspect: Option<(u32, Backpointer)>,
+    /// Transactions (data head) left out by a salvage mount.
+    broken: Broken,
+}
+
 impl<
         F: NandFlash,
         P: SpacePolicy,
@@ -173,6 +246,36 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
+        let mut sc = self.scan_window()?;
+        if !self.salvage {
+            self.open_recovery_window(&sc)?;
+        } else {
+            for (head, &seq) in self.dev.heads.iter_mut().zip(sc.next_seq.iter()) {
+                head.block = NONE;
+                head.next_page = 0;
+                head.next_seq = seq;
+            }
+            self.dev.window.clear();
+            self.dev.window_next = 0;
+        }
+        self.dev.recovering = true;
+        let last_block = self.replay_window(&mut sc);
+        let r = last_block.and_then(|lb| {
+            if self.salvage {
+                // Read-only: nothing relocated, no checkpoint (see the salvage docs).
+                return Ok(());
+            }
+            self.relocate_suspects(&sc, lb)?;
+            self.ckpt.switch = true;
+            // Still recovering: the checkpoint's index flush may need more blocks.
+            self.checkpoint(false)
+        });
+        self.dev.recovering = false;
+        r
+    }
+
+    /// Step 1: the pass over the window's spare areas (see the module docs).
+    fn scan_window(&mut self) -> Result<Scanned, FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let mut walk = Walk::new();
@@ -198,11 +301,8 @@ impl<
         let fresh: [Track; HEADS] = core::array::from_fn(|h| Track {
             start: self.dev.heads[h].next_seq,
             expected: self.dev.heads[h].next_seq,
-            stopped: false,
             span: if h == LOG_HEAD { spp } else { 1 },
         });
-
-        // Pass 1: find the replay bound of each head.
         let mut track = fresh;
         let mut bound = [Bound::default(); HEADS];
         let mut next_seq: [u32; HEADS] = core::array::from_fn(|h| fresh[h].start);
@@ -211,9 +311,17 @@ impl<
                 next_seq[h] = seq.wrapping_add(1);
             }
         };
+        let salvage = self.salvage;
         let mut scanned = 0u32;
         let mut log_blocks = 0u64;
         let mut log_suspect: Option<u32> = None;
+        // The first unreadable page of the walk not yet proven a tail, and a log gap
+        // inside a page (a torn append, unless a later log page follows).
+        let mut hole: Option<u32> = None;
+        let mut log_gap: Option<(u32, u32)> = None;
+        let mut broken = Broken::new();
+        // The open (uncommitted) transaction of the data head.
+        let mut open_tx: Option<u32> = None;
         // Cold copies: the walk blocks holding them, the block of the last one, and
         // where the last run of copies of one page at one watermark starts (the last
         // copy, which a cut may have torn, and the failed programs it retried: dropped,
@@ -229,28 +337,68 @@ impl<
             for i in start..ppb {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
                 scanned += 1;
-                let Scan::Bp(bp) = self.dev.scan_read(page)? else {
-                    continue;
+                let bp = match self.dev.scan_read(page)? {
+                    Scan::Bp(bp) => bp,
+                    Scan::Garbage => {
+                        hole.get_or_insert(page);
+                        continue;
+                    }
+                    Scan::Erased => continue,
                 };
                 if bp.kind == PageKind::Log {
                     log_blocks |= 1 << wi;
                     if !self.read_whole_page(page)? {
+                        hole.get_or_insert(page);
                         continue;
                     }
                     let mut any = false;
                     for slot in 0..spp {
-                        if let Some(t) = self.log_trailer(&self.pbuf, slot) {
-                            see(LOG_HEAD, t.seq);
-                            if track[LOG_HEAD].step(&t).is_some() {
-                                bound[LOG_HEAD].accept(page, t);
-                                any = true;
-                            }
+                        let Some(t) = self.log_trailer(&self.pbuf, slot) else {
+                            continue;
+                        };
+                        see(LOG_HEAD, t.seq);
+                        if log_gap.is_some_and(|(g, _)| g == page) {
+                            // Past a torn append's gap in its own page: the tail.
+                            continue;
                         }
+                        let step = track[LOG_HEAD].step(t.seq);
+                        match (step, log_gap) {
+                            (Step::Skip, _) => continue,
+                            // A page after a torn-looking one, starting where it broke
+                            // off (or repeating it): that page was a failed program
+                            // and this is its retry.
+                            (Step::New | Step::Repeat, Some((g, _))) if g != page => log_gap = None,
+                            (Step::Gap { missing }, _) => {
+                                if torn_gap(self, slot, t.seq, missing) {
+                                    // This page's own unreadable slots just before this
+                                    // one: a torn append, the tail unless a later log
+                                    // page follows. Its later sectors are not replayed.
+                                    track[LOG_HEAD].expected = missing;
+                                    match log_gap {
+                                        Some((g, _)) if g != page && !salvage => {
+                                            return Err(Fault::MediaLoss(g));
+                                        }
+                                        _ => log_gap = Some((page, missing)),
+                                    }
+                                    continue;
+                                }
+                                if !salvage {
+                                    return Err(Fault::MediaLoss(
+                                        log_gap.map_or(hole.unwrap_or(page), |(g, _)| g),
+                                    ));
+                                }
+                                log_gap = None;
+                            }
+                            _ => {}
+                        }
+                        bound[LOG_HEAD].accept(page, t);
+                        any = true;
                     }
                     if any {
                         // Read once: the page may hold unstable bits from the cut.
                         self.lbuf.copy_from_slice(&self.pbuf);
                         log_suspect = Some(page);
+                        hole = None;
                     }
                     continue;
                 }
@@ -273,9 +421,33 @@ impl<
                     continue;
                 }
                 see(h, bp.seq);
-                if track[h].step(&bp).is_some() {
-                    bound[h].accept(page, bp);
+                match track[h].step(bp.seq) {
+                    Step::Skip => continue,
+                    Step::Gap { missing } => {
+                        if !salvage {
+                            return Err(Fault::MediaLoss(hole.unwrap_or(page)));
+                        }
+                        // Leave out whole the transaction open at the gap and the one
+                        // this page belongs to if it began before the gap.
+                        let mut leave_out = |t: u32| {
+                            if !broken.contains(&t) {
+                                broken.push(t).map_err(|_| Fault::MediaLoss(page))
+                            } else {
+                                Ok(())
+                            }
+                        };
+                        if let Some(t) = open_tx {
+                            leave_out(t)?;
+                        }
+                        if !seq_cmp(bp.tx_id(), missing).is_gt() {
+                            leave_out(bp.tx_id())?;
+                        }
+                    }
+                    Step::New | Step::Repeat => {}
                 }
+                hole = None;
+                open_tx = (!bp.commit).then_some(bp.tx_id());
+                bound[h].accept(page, bp);
             }
         }
         self.dev.stats.recovery_scanned_pages = scanned;
@@ -294,42 +466,71 @@ impl<
                 }
             }
         }
+        Ok(Scanned {
+            walk,
+            fresh,
+            bound,
+            next_seq,
+            log_blocks,
+            cold_blocks,
+            last_cold,
+            cold_cut,
+            log_suspect,
+            suspect,
+            broken,
+        })
+    }
 
-        // A fresh window for everything recovery writes.
+    /// Step 2: heads continue past every number seen, in blocks the checkpoint calls
+    /// free.
+    fn open_recovery_window(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
         self.dev.window.clear();
         self.dev.window_next = 0;
-        for (head, &seq) in self.dev.heads.iter_mut().zip(next_seq.iter()) {
+        for (head, &seq) in self.dev.heads.iter_mut().zip(sc.next_seq.iter()) {
             head.block = NONE;
             head.next_page = 0;
             head.next_seq = seq;
         }
-        self.dev.recovering = true;
         self.dev.grow_window(self.dev.sb.window_blocks as usize);
         if self.dev.window.is_empty() {
             return Err(Fault::NoSpace);
         }
+        Ok(())
+    }
 
-        // Pass 2a: replay metadata and data (creations, trims and deletes first), the
-        // data head in sequence order with the cold copies merged in by watermark.
-        let mut track = fresh;
+    /// Step 3: pass 2, the replay. Returns the last walk block each head programmed.
+    fn replay_window(&mut self, sc: &mut Scanned) -> Result<[Option<u32>; HEADS], FaultOf<F>> {
+        let ppb = self.dev.ppb();
+        let spp = self.sectors_per_page();
+        let salvage = self.salvage;
+        let suspect = sc.suspect;
+        let walk = sc.walk.clone();
+        let bound = sc.bound;
+        // Pass 2a: metadata and data (creations, trims and deletes first), the data
+        // head in sequence order with the cold copies merged in by watermark.
+        let mut track = sc.fresh;
         let mut replayed = 0u32;
         let mut last_block: [Option<u32>; HEADS] = [None; HEADS];
-        last_block[COLD_HEAD] = last_cold;
+        last_block[COLD_HEAD] = sc.last_cold;
         let mut cold = ColdCursor {
             wi: 0,
             i: walk.first().map_or(0, |w| w.1),
-            blocks: cold_blocks,
-            cut: cold_cut,
-            start: fresh[DATA_HEAD].start,
+            blocks: sc.cold_blocks,
+            cut: sc.cold_cut,
+            start: sc.fresh[DATA_HEAD].start,
             peeked: None,
         };
         // One past the last data-head page whose effect is in the replayed state: cold
         // copies with watermarks up to it apply, later ones reflect pages recovery
         // drops and are dropped too.
-        let mut limit = fresh[DATA_HEAD].start;
+        let mut limit = sc.fresh[DATA_HEAD].start;
         let mut frozen = false;
+        // A page is applied once the next accepted page shows it was not retried.
+        let mut pending: Option<(u32, Backpointer)> = None;
+        let mut unread: Option<u32> = None;
         for (wi, &(b, start)) in walk.iter().enumerate() {
-            if self.dev.blocks[b as usize].state == BlockState::Bad || cold_blocks & (1 << wi) != 0
+            if self.dev.blocks[b as usize].state == BlockState::Bad
+                || sc.cold_blocks & (1 << wi) != 0
             {
                 continue;
             }
@@ -339,62 +540,66 @@ impl<
                     Some((sp, sbp)) if sp == page => sbp,
                     _ => match self.dev.scan_read(page)? {
                         Scan::Bp(bp) => bp,
-                        _ => continue,
+                        Scan::Garbage => {
+                            unread.get_or_insert(page);
+                            continue;
+                        }
+                        Scan::Erased => continue,
                     },
                 };
                 if head_of(bp.kind) != Some(DATA_HEAD) || bp.relocated {
                     continue;
                 }
-                let Some(new) = track[DATA_HEAD].step(&bp) else {
-                    continue;
-                };
-                if new {
+                let step = track[DATA_HEAD].step(bp.seq);
+                match step {
+                    Step::Skip => continue,
+                    Step::Gap { .. } if !salvage => {
+                        // Pass 1 saw this stretch whole: a page no longer reads.
+                        return Err(Fault::MediaLoss(unread.unwrap_or(page)));
+                    }
+                    _ => {}
+                }
+                unread = None;
+                if step != Step::Repeat {
+                    if let Some((pp, pbp)) = pending.take() {
+                        replayed += self.apply_replayed(pp, &pbp, &bound[DATA_HEAD], sc)?;
+                    }
                     // Copies made before this page was programmed come first.
                     replayed += self.replay_cold(&walk, &mut cold, limit)?;
-                    if !frozen && bp.seq == limit {
-                        if bound[DATA_HEAD].replays(bp.seq) {
-                            limit = bp.seq.wrapping_add(1);
-                        } else {
-                            frozen = true;
-                        }
+                    if !frozen && bp.seq == limit && bound[DATA_HEAD].replays(bp.seq) {
+                        limit = bp.seq.wrapping_add(1);
                     } else {
                         frozen = true;
                     }
                 }
+                pending = Some((page, bp));
                 last_block[DATA_HEAD] = Some(b);
-                if !bound[DATA_HEAD].replays(bp.seq) {
-                    continue;
-                }
-                replayed += 1;
-                match bp.kind {
-                    PageKind::Data => self.apply_data(&bp, page)?,
-                    PageKind::Meta => {
-                        let rec = if suspect.is_some_and(|(sp, _)| sp == page) {
-                            MetaRecord::parse(&self.rbuf[..self.dev.pu()])?
-                        } else {
-                            // pbuf, not rbuf: rbuf holds the suspect page.
-                            self.dev.read_meta(page, &mut self.pbuf)?
-                        };
-                        if rec.id != bp.owner {
-                            return Err(Fault::Corrupted);
-                        }
-                        self.apply_meta(&rec, page)?;
-                    }
-                    _ => {}
-                }
             }
         }
-
+        if let Some((pp, pbp)) = pending.take() {
+            replayed += self.apply_replayed(pp, &pbp, &bound[DATA_HEAD], sc)?;
+        }
+        if let Some(lc) = bound[DATA_HEAD].last_commit {
+            if !salvage && !seq_cmp(track[DATA_HEAD].expected, lc).is_gt() {
+                // The replay ended before pass 1's bound: its last pages no longer read.
+                let page = bound[DATA_HEAD].last_acc.map_or(0, |(p, _)| p);
+                return Err(Fault::MediaLoss(unread.unwrap_or(page)));
+            }
+        }
         replayed += self.replay_cold(&walk, &mut cold, limit)?;
 
         // Pass 2b: replay log sectors.
+        let mut prev_log: Option<u32> = None;
+        let mut torn_page: Option<u32> = None;
         for (wi, &(b, start)) in walk.iter().enumerate() {
-            if log_blocks & (1 << wi) == 0 || self.dev.blocks[b as usize].state == BlockState::Bad {
+            if sc.log_blocks & (1 << wi) == 0
+                || self.dev.blocks[b as usize].state == BlockState::Bad
+            {
                 continue;
             }
             for i in start..ppb {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
-                if log_suspect == Some(page) {
+                if sc.log_suspect == Some(page) {
                     self.pbuf.copy_from_slice(&self.lbuf);
                 } else {
                     match self.dev.scan_read(page)? {
@@ -409,9 +614,24 @@ impl<
                     let Some(t) = self.log_trailer(&self.pbuf, slot) else {
                         continue;
                     };
-                    if track[LOG_HEAD].step(&t).is_none() {
+                    if torn_page == Some(page) {
                         continue;
                     }
+                    match track[LOG_HEAD].step(t.seq) {
+                        Step::Skip => continue,
+                        // Pass 1 let a gap pass only over unreadable slots of the same
+                        // page (a torn append), whose later sectors it left out.
+                        Step::Gap { missing } if torn_gap(self, slot, t.seq, missing) => {
+                            track[LOG_HEAD].expected = missing;
+                            torn_page = Some(page);
+                            continue;
+                        }
+                        Step::Gap { .. } if !salvage => {
+                            return Err(Fault::MediaLoss(prev_log.unwrap_or(page)));
+                        }
+                        _ => {}
+                    }
+                    prev_log = Some(page);
                     last_block[LOG_HEAD] = Some(b);
                     if bound[LOG_HEAD].replays(t.seq) {
                         replayed += 1;
@@ -420,16 +640,75 @@ impl<
                 }
             }
         }
+        if let Some(lc) = bound[LOG_HEAD].last_commit {
+            if !salvage && !seq_cmp(track[LOG_HEAD].expected, lc).is_gt() {
+                let page = bound[LOG_HEAD].last_acc.map_or(0, |(p, _)| p);
+                return Err(Fault::MediaLoss(page));
+            }
+        }
         self.dev.stats.recovery_replayed_pages = replayed;
+        Ok(last_block)
+    }
 
-        // Relocate what lives in the blocks that were being programmed: the suspect
-        // pages first, from RAM, then every other valid page of those blocks.
-        if let Some((sp, sbp)) = suspect {
+    /// Applies one replayed data-head page (if it is within the replay's bound and not
+    /// part of a transaction a salvage mount leaves out); returns how many it applied.
+    fn apply_replayed(
+        &mut self,
+        page: u32,
+        bp: &Backpointer,
+        bound: &Bound,
+        sc: &Scanned,
+    ) -> Result<u32, FaultOf<F>> {
+        if !bound.replays(bp.seq) || sc.broken.contains(&bp.tx_id()) {
+            return Ok(0);
+        }
+        match bp.kind {
+            PageKind::Data => self.apply_data(bp, page)?,
+            PageKind::Meta => {
+                let rec = if sc.suspect.is_some_and(|(sp, _)| sp == page) {
+                    MetaRecord::parse(&self.rbuf[..self.dev.pu()])?
+                } else {
+                    // pbuf, not rbuf: rbuf holds the suspect page.
+                    match self.dev.read_meta(page, &mut self.pbuf) {
+                        Ok(rec) => rec,
+                        Err(Fault::Corrupted) if self.salvage => return Ok(0),
+                        Err(Fault::Flash(e))
+                            if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
+                        {
+                            if self.salvage {
+                                return Ok(0);
+                            }
+                            return Err(Fault::MediaLoss(page));
+                        }
+                        // Its backpointer read, its record does not: lost content.
+                        Err(Fault::Corrupted) => return Err(Fault::MediaLoss(page)),
+                        Err(e) => return Err(e),
+                    }
+                };
+                if rec.id != bp.owner {
+                    return Err(Fault::Corrupted);
+                }
+                self.apply_meta(&rec, page)?;
+            }
+            _ => return Ok(0),
+        }
+        Ok(1)
+    }
+
+    /// Step 4: relocates what lives in the blocks that were being programmed: the
+    /// suspect pages first, from RAM, then every other valid page of those blocks.
+    fn relocate_suspects(
+        &mut self,
+        sc: &Scanned,
+        last_block: [Option<u32>; HEADS],
+    ) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb();
+        if let Some((sp, sbp)) = sc.suspect {
             if self.is_valid(sp, &sbp)? {
                 self.relocate(sp, &sbp, true, DATA_HEAD)?;
             }
         }
-        if let Some(lp) = log_suspect {
+        if let Some(lp) = sc.log_suspect {
             self.rbuf.copy_from_slice(&self.lbuf);
             self.relocate_log(lp, true)?;
         }
@@ -442,7 +721,7 @@ impl<
             let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
             for i in 0..ppb {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
-                if suspect.is_some_and(|(sp, _)| sp == page) || log_suspect == Some(page) {
+                if sc.suspect.is_some_and(|(sp, _)| sp == page) || sc.log_suspect == Some(page) {
                     continue;
                 }
                 if let Scan::Bp(bp) = self.dev.scan_read(page)? {
@@ -454,11 +733,7 @@ impl<
                 }
             }
         }
-        self.ckpt.switch = true;
-        // Still recovering: the checkpoint's index flush may need more window blocks.
-        let r = self.checkpoint(false);
-        self.dev.recovering = false;
-        r
+        Ok(())
     }
 
     /// Applies the cold copies after `cold`'s position whose watermarks are at most
