@@ -178,6 +178,30 @@ pub struct Attrs {
     pub user: [u8; ATTR_LEN],
 }
 
+/// Whether the store can write ([`Oftl::health`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// Reads and writes work.
+    Writable,
+    /// Mounted (or turned) read-only: every readable object reads as before; writes,
+    /// deletes and collection fail with [`WriteError::ReadOnly`] and change nothing.
+    ReadOnly(ReadOnlyReason),
+}
+
+/// Why a store is read-only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadOnlyReason {
+    /// Mounted by [`Oftl::mount_salvage_in_place`].
+    Salvage,
+    /// Fewer than two good checkpoint blocks are left: a checkpoint could only be
+    /// written over the one the store mounts from.
+    CheckpointBlocks,
+    /// Grown bad blocks left fewer good blocks than the live data plus what collection
+    /// and crash recovery need (the shrink floor, see [`Oftl::min_good_blocks`]), or a
+    /// crash recovery found no room to finish.
+    GoodBlocks,
+}
+
 /// Flash activity and recovery figures since mount.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -346,8 +370,13 @@ pub struct Oftl<
     /// Writes are refused ([`WriteError::ReadOnly`]): a salvage mount, or too few good
     /// blocks left to write safely.
     pub(crate) read_only: bool,
+    /// Why, when `read_only`.
+    pub(crate) read_only_reason: ReadOnlyReason,
     /// A salvage mount is running (see [`Oftl::mount_salvage_in_place`]).
     pub(crate) salvage: bool,
+    /// Recovery replays in RAM only, writing nothing but cache pages (salvage, or a
+    /// recovery with too few good blocks to finish).
+    pub(crate) no_write_recovery: bool,
     /// The block being collected, the next page to look at and its erase count
     /// when it was picked.
     pub(crate) gc_victim: Option<(u32, u32, u32)>,
@@ -452,7 +481,9 @@ impl<
             need_marker: false,
             poisoned: true,
             read_only: false,
+            read_only_reason: ReadOnlyReason::GoodBlocks,
             salvage: false,
+            no_write_recovery: false,
             gc_victim: None,
             gc_head: DATA_HEAD,
             window_target: 0,
@@ -498,6 +529,7 @@ impl<
         self.need_marker = false;
         self.poisoned = true;
         self.read_only = false;
+        self.read_only_reason = ReadOnlyReason::GoodBlocks;
         self.gc_victim = None;
         self.gc_head = DATA_HEAD;
         self.window_target = sb.window_blocks;
@@ -542,6 +574,33 @@ impl<
     pub fn max_object_size(&self) -> u64 {
         let e = self.entries_per_index() as u64;
         (e * e).min(format::backpointer::MAX_U24 as u64) * self.dev.payload as u64
+    }
+
+    /// Whether the store can write, and if not, why.
+    pub fn health(&self) -> Health {
+        if self.read_only {
+            Health::ReadOnly(self.read_only_reason)
+        } else {
+            Health::Writable
+        }
+    }
+
+    /// Turns the store read-only for `reason` (nothing changes on flash).
+    pub(crate) fn go_read_only(&mut self, reason: ReadOnlyReason) {
+        if !self.read_only {
+            self.read_only = true;
+            self.read_only_reason = reason;
+        }
+    }
+
+    /// [`Oftl::check_usable`] for operations that change anything: refused (with
+    /// nothing changed) when the store is read-only.
+    pub(crate) fn check_writable<E>(&self) -> Result<(), errors::Fault<E>> {
+        self.check_usable()?;
+        if self.read_only {
+            return Err(errors::Fault::ReadOnly);
+        }
+        Ok(())
     }
 
     pub(crate) fn check_usable<E>(&self) -> Result<(), errors::Fault<E>> {

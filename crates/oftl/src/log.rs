@@ -122,7 +122,7 @@ impl<
     }
 
     fn log_append_inner(&mut self, stream: ObjectId, data: &[u8]) -> Result<u64, FaultOf<F>> {
-        self.check_usable()?;
+        self.check_writable()?;
         if self.obj(stream)?.kind != ObjKind::Log {
             return Err(Fault::WrongKind);
         }
@@ -312,7 +312,7 @@ impl<
     /// Drops every record before `lsn` (pages wholly before it are freed).
     pub fn log_trim(&mut self, stream: ObjectId, lsn: u64) -> Result<(), WriteError<F::Error>> {
         let r = (|| -> Result<(), FaultOf<F>> {
-            self.check_usable()?;
+            self.check_writable()?;
             let o = self.obj(stream)?;
             if o.kind != ObjKind::Log {
                 return Err(Fault::WrongKind);

@@ -16,7 +16,7 @@ use crate::format::checkpoint::{
 use crate::format::superblock::{SbParseError, Superblock, CKPT_BLOCKS, CRC32, SB_LEN, SB_SEARCH};
 use crate::io::{FaultOf, Scan};
 use crate::policy::SpacePolicy;
-use crate::{Config, Oftl, MAX_WINDOW};
+use crate::{Config, Oftl, ReadOnlyReason, MAX_WINDOW};
 
 /// A complete checkpoint found on flash.
 #[derive(Clone, Copy, Debug)]
@@ -248,7 +248,8 @@ impl<
         self.salvage = false;
         self.poisoned = r.is_err();
         if r.is_ok() {
-            self.read_only = true;
+            self.read_only = false;
+            self.go_read_only(ReadOnlyReason::Salvage);
         }
         r
     }
@@ -275,16 +276,39 @@ impl<
         self.reset_state(sb);
         self.poisoned = false;
         let clean = self.load_newest_checkpoint()?;
+        // Checkpoint blocks retired after the loaded checkpoint still say "reserved".
+        for b in self.dev.sb.ckpt_blocks {
+            if self
+                .dev
+                .flash
+                .is_bad(BlockAddr(b))
+                .map_err(MountError::Flash)?
+            {
+                self.dev.blocks[b as usize].state = BlockState::Bad;
+            }
+        }
         if clean {
             self.need_marker = true;
         } else {
-            self.recover().map_err(|e| match e {
-                // Replay reaches these only through damaged pages whose checks passed
-                // (a logical page past the index, an object id out of range).
-                Fault::TooLarge | Fault::TooManyObjects => MountError::Corrupted,
-                e => MountError::from(e),
-            })?;
+            match self.recover() {
+                Ok(()) => {}
+                Err(Fault::ReadOnly | Fault::NoSpace) if !self.salvage => {
+                    // Too few good blocks to finish a recovery (or to checkpoint it):
+                    // replay again in RAM only and mount read-only, so everything
+                    // readable can still be read.
+                    self.reset_state(sb);
+                    self.poisoned = false;
+                    self.load_newest_checkpoint()?;
+                    self.no_write_recovery = true;
+                    let r = self.recover();
+                    self.no_write_recovery = false;
+                    r.map_err(mount_fault)?;
+                    self.go_read_only(ReadOnlyReason::GoodBlocks);
+                }
+                Err(e) => return Err(mount_fault(e)),
+            }
         }
+        self.check_health();
         Ok(())
     }
 
@@ -299,6 +323,11 @@ impl<
     /// fails the store is poisoned as after any failed write; mounting again recovers.
     pub fn unmount_in_place(&mut self) -> Result<(), WriteError<F::Error>> {
         self.check_usable().map_err(|e| self.fail(e))?;
+        if self.read_only {
+            // Nothing was written (writes are refused): nothing to make durable.
+            self.poisoned = true;
+            return Ok(());
+        }
         self.flush_all().map_err(|e| self.fail(e))?;
         if !self.need_marker {
             self.checkpoint(true).map_err(|e| self.fail(e))?;
@@ -612,6 +641,16 @@ fn cand_cmp(a: &Candidate, b: &Candidate) -> core::cmp::Ordering {
         Ordering::Equal if (a.cur + CKPT_BLOCKS - b.cur) % CKPT_BLOCKS == 1 => Ordering::Greater,
         Ordering::Equal if (b.cur + CKPT_BLOCKS - a.cur) % CKPT_BLOCKS == 1 => Ordering::Less,
         o => o,
+    }
+}
+
+/// A recovery failure as a mount error.
+fn mount_fault<E>(e: Fault<E>) -> MountError<E> {
+    match e {
+        // Replay reaches these only through damaged pages whose checks passed (a
+        // logical page past the index, an object id out of range).
+        Fault::TooLarge | Fault::TooManyObjects => MountError::Corrupted,
+        e => MountError::from(e),
     }
 }
 

@@ -247,7 +247,8 @@ impl<
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
         let mut sc = self.scan_window()?;
-        if !self.salvage {
+        let no_write = self.salvage || self.no_write_recovery;
+        if !no_write {
             self.open_recovery_window(&sc)?;
         } else {
             for (head, &seq) in self.dev.heads.iter_mut().zip(sc.next_seq.iter()) {
@@ -261,7 +262,7 @@ impl<
         self.dev.recovering = true;
         let last_block = self.replay_window(&mut sc);
         let r = last_block.and_then(|lb| {
-            if self.salvage {
+            if no_write {
                 // Read-only: nothing relocated, no checkpoint (see the salvage docs).
                 return Ok(());
             }

@@ -79,6 +79,7 @@ impl<
         growth: u64,
         room: Room,
     ) -> Result<(), FaultOf<F>> {
+        self.check_health();
         if self.read_only {
             return Err(Fault::ReadOnly);
         }
@@ -303,5 +304,49 @@ impl<
     /// of the window (a checkpoint moves blocks from the one to the other).
     fn free_room(&self) -> u64 {
         self.reclaimable_blocks() as u64 * self.dev.ppb() as u64 + self.dev.window_budget()
+    }
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    /// Good blocks (not bad, not superblock or checkpoint blocks) the store needs to
+    /// keep writing with its live data: the blocks the live pages fill, plus the shrink
+    /// floor (a smallest window, the recovery reserve behind it and the index head's
+    /// room). Below it the store turns read-only ([`crate::ReadOnlyReason::GoodBlocks`]):
+    /// a collection or a crash recovery might find no room.
+    pub fn min_good_blocks(&self) -> u32 {
+        let ppb = self.dev.ppb().max(1) as u64;
+        self.dev.valid_total.div_ceil(ppb) as u32 + self.pool_floor(Room::Shrink)
+    }
+
+    /// Turns the store read-only if grown bad blocks left too few good blocks (or
+    /// checkpoint blocks) to write safely.
+    pub(crate) fn check_health(&mut self) {
+        let good_ckpt = self
+            .dev
+            .sb
+            .ckpt_blocks
+            .iter()
+            .filter(|&&b| self.dev.blocks[b as usize].state != BlockState::Bad)
+            .count();
+        if good_ckpt < 2 {
+            self.go_read_only(crate::ReadOnlyReason::CheckpointBlocks);
+            return;
+        }
+        let good = self
+            .blocks()
+            .iter()
+            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
+            .count() as u32;
+        if good < self.min_good_blocks() {
+            self.go_read_only(crate::ReadOnlyReason::GoodBlocks);
+        }
     }
 }

@@ -78,7 +78,7 @@ impl<
     }
 
     pub(crate) fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
-        self.check_usable()?;
+        self.check_writable()?;
         // Each touched object's buffered writes commit first (their own transaction),
         // and its buffers are forgotten: this transaction rewrites committed pages. An
         // object this transaction truncates to 0 loses them anyway: they are not

@@ -102,7 +102,7 @@ impl<
     }
 
     fn write_inner(&mut self, obj: ObjectId, offset: u64, data: &[u8]) -> Result<(), FaultOf<F>> {
-        self.check_usable()?;
+        self.check_writable()?;
         if self.obj(obj)?.kind != ObjKind::Object {
             return Err(Fault::WrongKind);
         }

@@ -37,7 +37,7 @@ impl<
     }
 
     fn create_inner(&mut self, kind: ObjKind) -> Result<ObjectId, FaultOf<F>> {
-        self.check_usable()?;
+        self.check_writable()?;
         if self.next_obj_id > self.max_object_id().min(MAX_U24) {
             return Err(Fault::TooManyObjects);
         }
@@ -66,7 +66,7 @@ impl<
     /// writes included.
     pub fn delete(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
-            self.check_usable()?;
+            self.check_writable()?;
             let o = self.obj(obj)?;
             let mut rec = self.load_meta(&o)?;
             rec.deleted = true;
@@ -93,7 +93,7 @@ impl<
     pub fn sync(&mut self) -> Result<(), WriteError<F::Error>> {
         let r = self.check_usable().and_then(|()| {
             self.flush_all()?;
-            if self.need_marker {
+            if self.need_marker || self.read_only {
                 // Nothing changed since the clean checkpoint.
                 return Ok(());
             }
@@ -108,7 +108,7 @@ impl<
         f: impl FnOnce(&mut MetaRecord),
     ) -> Result<(), WriteError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
-            self.check_usable()?;
+            self.check_writable()?;
             self.obj(obj)?;
             // Keep the object's history in order: buffered writes commit first.
             self.flush_obj(obj, false)?;
