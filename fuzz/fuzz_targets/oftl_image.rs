@@ -2,7 +2,9 @@
 //! `TINY` part, shut down cleanly or not, then damaged (bytes overwritten anywhere in data
 //! or spare, whole pages scribbled); mounting must then fail with an error or recover,
 //! and a recovered store must answer reads, writes, GC steps and unmount with results or
-//! errors — never a panic, a hang (libFuzzer's timeout) or an out-of-bounds access.
+//! errors — never a panic, a hang (libFuzzer's timeout) or an out-of-bounds access. A
+//! mount that reports media loss is retried as a salvage mount (read-only), which must
+//! hold to the same rules.
 
 #![no_main]
 
@@ -84,9 +86,18 @@ fuzz_target!(|input: Input| {
     if input.scribble > 0 {
         sim.scribble(input.seed ^ 0x5c, input.scribble as u32 % 1000);
     }
-    let Ok(mut fs) = Store::mount(&mut sim) else {
-        return;
-    };
+    let mut fs = Store::new(&mut sim);
+    match fs.mount_in_place() {
+        Ok(()) => {}
+        // What a salvage mount is for: it must mount read-only or fail cleanly too.
+        Err(oftl::MountError::MediaLoss { .. }) => {
+            if fs.mount_salvage_in_place().is_err() {
+                return;
+            }
+            assert!(matches!(fs.health(), oftl::Health::ReadOnly(_)));
+        }
+        Err(_) => return,
+    }
     let ids: Vec<u32> = fs.objects().take(8).map_while(Result::ok).collect();
     let mut buf = [0u8; 2048];
     for &id in &ids {
@@ -101,5 +112,5 @@ fuzz_target!(|input: Input| {
         let _ = fs.write(id, size, &buf[..100]);
     }
     let _ = fs.gc_step(4);
-    let _ = fs.unmount();
+    let _ = fs.unmount_in_place();
 });

@@ -1,10 +1,15 @@
 //! `oftl` operations with a power cut, against a model: a sequence of writes, truncates,
-//! flushes, syncs, GC steps and remounts on three objects of a store on the simulated
-//! `TINY` part, with the power cut at a fuzzer-chosen program/erase (clean or torn). After
-//! the cut the store is mounted again, and each object must hold one of the states its
-//! write history allows: the state at its last acknowledged `flush`/`sync`/unmount, or
-//! that state with a prefix of the later writes applied (the one in flight included).
-//! Nothing may panic; a misuse of the NAND is a failure.
+//! flushes, syncs, GC steps, log appends and trims and remounts on three objects and a
+//! log stream of a store on the simulated `TINY` part, with the power cut at a
+//! fuzzer-chosen program/erase (clean or torn) and, as the fuzzer chooses, failed
+//! programs (all four shapes), transient uncorrectable reads anywhere, unstable pages
+//! and an aimed run of failing reads during the recovery after the cut. After the cut
+//! the store is mounted again: each object must hold one of the states its write
+//! history allows (the state at its last acknowledged `flush`/`sync`/unmount, or that
+//! state with a prefix of the later writes applied, the one in flight included), and
+//! the log every acknowledged record in order, the one in flight possibly added and a
+//! trim in flight possibly applied. Nothing may panic; a misuse of the NAND is a
+//! failure.
 
 #![no_main]
 
@@ -39,6 +44,13 @@ enum Op {
     Gc {
         budget: u8,
     },
+    Append {
+        len: u16,
+        fill: u8,
+    },
+    Trim {
+        records: u8,
+    },
     Remount,
 }
 
@@ -48,7 +60,22 @@ struct Input {
     cut_at: u16,
     cut_kind: u8,
     unstable: bool,
+    /// bit 0: failed programs; bit 1: transient uncorrectable reads; bit 2: a run of
+    /// failing reads aimed at the recovery after the cut.
+    faults: u8,
+    recovery_read: u16,
+    recovery_read_len: u8,
     ops: Vec<Op>,
+}
+
+/// The log stream's acknowledged records, and an append or trim in flight.
+#[derive(Clone, Default)]
+struct LogModel {
+    records: Vec<Vec<u8>>,
+    /// Records dropped from the front of `records` by an acknowledged trim are gone;
+    /// a trim in flight may or may not have dropped this many.
+    trim_in_flight: Option<usize>,
+    append_in_flight: Option<Vec<u8>>,
 }
 
 /// One object's history since its last durable point.
@@ -89,7 +116,9 @@ fn cut_kind(k: u8) -> CutKind {
 fuzz_target!(|input: Input| {
     let mut sim = SimNand::heap(TINY, FaultPlan::seeded(input.seed));
     let mut ids = [0u32; OBJECTS];
+    let log_id;
     let mut model: [History; OBJECTS] = Default::default();
+    let mut log = LogModel::default();
     {
         let mut fs = Store::format(
             &mut sim,
@@ -102,23 +131,44 @@ fuzz_target!(|input: Input| {
         for id in &mut ids {
             *id = fs.create(ObjKind::Object).expect("create");
         }
+        log_id = fs.create(ObjKind::Log).expect("create log");
         fs.sync().expect("sync");
     }
+    let faults = FaultConfig {
+        unstable_after_cut: input.unstable,
+        program_fail_ppm: if input.faults & 1 != 0 { 20_000 } else { 0 },
+        read_uncorrectable_ppm: if input.faults & 2 != 0 { 5_000 } else { 0 },
+        ..FaultConfig::default()
+    };
     let plan = FaultPlan::seeded(input.seed)
-        .with_faults(FaultConfig {
-            unstable_after_cut: input.unstable,
-            ..FaultConfig::default()
-        })
+        .with_faults(faults)
         .with_cut(1 + input.cut_at as u64 % 400, cut_kind(input.cut_kind));
     sim.arm(plan);
 
-    run_ops(&mut sim, &ids, &mut model, &input.ops);
-    check_after_cut(&mut sim, &ids, &model);
+    run_ops(&mut sim, &ids, log_id, &mut model, &mut log, &input.ops);
+    let recovery_faults = FaultConfig {
+        read_fail_at: if input.faults & 4 != 0 {
+            1 + input.recovery_read as u32 % 400
+        } else {
+            0
+        },
+        // Transient: fewer failures in a row than the store retries.
+        read_fail_len: 1 + input.recovery_read_len as u32 % 3,
+        ..faults
+    };
+    check_after_cut(&mut sim, &ids, log_id, &model, &log, recovery_faults);
 });
 
 /// Runs the operations until they end or one fails (the power cut); the store is then
 /// dropped without unmounting.
-fn run_ops(sim: &mut Sim, ids: &[u32; OBJECTS], model: &mut [History; OBJECTS], ops: &[Op]) {
+fn run_ops(
+    sim: &mut Sim,
+    ids: &[u32; OBJECTS],
+    log_id: u32,
+    model: &mut [History; OBJECTS],
+    log: &mut LogModel,
+    ops: &[Op],
+) {
     // Mounting may itself program (and so be cut).
     let Ok(mut fs) = Store::mount(sim) else {
         return;
@@ -172,6 +222,35 @@ fn run_ops(sim: &mut Sim, ids: &[u32; OBJECTS], model: &mut [History; OBJECTS], 
                 r
             }
             Op::Gc { budget } => fs.gc_step(budget as u32 % 8 + 1).map(|_| ()),
+            Op::Append { len, fill } => {
+                let rec = vec![fill; len as usize % (fs.log_max_record() + 1)];
+                log.append_in_flight = Some(rec.clone());
+                let r = fs.log_append(log_id, &rec).map(|_| ());
+                if r.is_ok() {
+                    log.records.push(rec);
+                }
+                log.append_in_flight = None;
+                r
+            }
+            Op::Trim { records } => {
+                let n = (records as usize).min(log.records.len());
+                // The LSN after the n-th live record.
+                let mut lsn = fs.log_bounds(log_id).map(|b| b.0).unwrap_or(0);
+                let mut buf = vec![0u8; fs.log_max_record()];
+                for _ in 0..n {
+                    match fs.log_read(log_id, lsn, &mut buf) {
+                        Ok(Some(r)) => lsn = r.next,
+                        _ => return,
+                    }
+                }
+                log.trim_in_flight = Some(n);
+                let r = fs.log_trim(log_id, lsn);
+                if r.is_ok() {
+                    log.records.drain(..n);
+                }
+                log.trim_in_flight = None;
+                r
+            }
             Op::Remount => {
                 let flash = match fs.unmount() {
                     Ok(flash) => flash,
@@ -195,12 +274,30 @@ fn run_ops(sim: &mut Sim, ids: &[u32; OBJECTS], model: &mut [History; OBJECTS], 
                     model[o].later.pop();
                 }
             }
+            // The cut (or a device failure): the operation is in flight.
+            Err(_) if matches!(op, Op::Append { .. } | Op::Trim { .. }) => {
+                if let Op::Append { len, fill } = *op {
+                    log.append_in_flight =
+                        Some(vec![fill; len as usize % (fs.log_max_record() + 1)]);
+                }
+                if let Op::Trim { records } = *op {
+                    log.trim_in_flight = Some((records as usize).min(log.records.len()));
+                }
+                return;
+            }
             Err(_) => return,
         }
     }
 }
 
-fn check_after_cut(sim: &mut Sim, ids: &[u32; OBJECTS], model: &[History; OBJECTS]) {
+fn check_after_cut(
+    sim: &mut Sim,
+    ids: &[u32; OBJECTS],
+    log_id: u32,
+    model: &[History; OBJECTS],
+    log: &LogModel,
+    faults: FaultConfig,
+) {
     assert_eq!(
         sim.counters().misuse,
         0,
@@ -208,8 +305,17 @@ fn check_after_cut(sim: &mut Sim, ids: &[u32; OBJECTS], model: &[History; OBJECT
         sim.last_misuse()
     );
     sim.power_on();
-    sim.disarm();
+    // The recovery runs with the fuzzer's read faults (transient ones only).
+    sim.arm(FaultPlan {
+        seed: sim.plan().seed ^ 0x5eed,
+        cut: None,
+        faults: FaultConfig {
+            program_fail_ppm: 0,
+            ..faults
+        },
+    });
     let mut fs = Store::mount(&mut *sim).expect("mount after the cut");
+    fs.flash_mut().disarm();
     let mut buf = vec![0u8; MAX_SIZE as usize];
     for (o, &id) in ids.iter().enumerate() {
         let size = fs.size(id).expect("object lost") as usize;
@@ -223,6 +329,29 @@ fn check_after_cut(sim: &mut Sim, ids: &[u32; OBJECTS], model: &[History; OBJECT
             "object {o}: state after the cut is not in its history"
         );
     }
+    // The log: the acknowledged records, possibly with the append in flight added,
+    // possibly with the trim in flight applied.
+    let mut seen = Vec::new();
+    let (mut lsn, _) = fs.log_bounds(log_id).expect("log lost");
+    let mut rb = vec![0u8; fs.log_max_record()];
+    while let Some(r) = fs.log_read(log_id, lsn, &mut rb).expect("log read after recovery") {
+        seen.push(rb[..r.len].to_vec());
+        lsn = r.next;
+    }
+    let mut allowed = vec![log.records.clone()];
+    if let Some(a) = &log.append_in_flight {
+        let mut with = log.records.clone();
+        with.push(a.clone());
+        allowed.push(with);
+    }
+    if let Some(n) = log.trim_in_flight {
+        allowed.push(log.records[n.min(log.records.len())..].to_vec());
+    }
+    assert!(
+        allowed.contains(&seen),
+        "log after the cut: {} records, none of the allowed states",
+        seen.len()
+    );
     assert_eq!(
         fs.flash().counters().misuse,
         0,

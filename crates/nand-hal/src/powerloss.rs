@@ -102,6 +102,27 @@ pub enum RecoveryCuts {
     Exhaustive,
 }
 
+/// Transient read errors during recovery: for each workload cut, the check (mount,
+/// recovery, oracle) also runs with one of its reads, and `len - 1` after it, failing
+/// as uncorrectable ([`FaultConfig::read_fail_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RecoveryReads {
+    /// None.
+    #[default]
+    None,
+    /// The check's 1st, 2nd, 3rd, middle and last read (the superblock, the checkpoint
+    /// search, the scan).
+    Sample {
+        /// Consecutive reads that fail.
+        len: u32,
+    },
+    /// Every read of the check.
+    Exhaustive {
+        /// Consecutive reads that fail.
+        len: u32,
+    },
+}
+
 /// A sweep's settings.
 #[derive(Clone, Debug)]
 pub struct Sweep {
@@ -115,6 +136,8 @@ pub struct Sweep {
     pub seed: u64,
     /// Cuts during recovery.
     pub recovery_cuts: RecoveryCuts,
+    /// Transient read errors during recovery.
+    pub recovery_reads: RecoveryReads,
     /// Stop after this many failures (0 = never).
     pub max_failures: usize,
 }
@@ -131,6 +154,7 @@ impl Sweep {
             },
             seed,
             recovery_cuts: RecoveryCuts::None,
+            recovery_reads: RecoveryReads::None,
             max_failures: 10,
         }
     }
@@ -162,6 +186,8 @@ pub struct Report {
     pub cuts: u64,
     /// Recovery cuts that fired.
     pub recovery_cuts: u64,
+    /// Cases run with a read of the check failing.
+    pub recovery_reads: u64,
     /// Failures.
     pub failures: Vec<Failure>,
 }
@@ -186,6 +212,8 @@ impl Report {
 struct Case {
     plan: FaultPlan,
     recovery_cut: Option<PowerCut>,
+    /// The check's read that fails first, and how many in a row.
+    recovery_read: Option<(u32, u32)>,
 }
 
 impl Case {
@@ -197,6 +225,9 @@ impl Case {
             if let Some(c) = kind.split(":cut=").nth(1) {
                 t.push_str(&format!("@rc={c}"));
             }
+        }
+        if let Some((at, len)) = self.recovery_read {
+            t.push_str(&format!("@rf={at}x{len}"));
         }
         t
     }
@@ -256,6 +287,19 @@ fn run_case<S: Scenario>(scenario: &S, case: &Case) -> Outcome {
         Err(e) => return Outcome::Fail(e),
     };
     let mut recovery_cut_fired = false;
+    if let Some((at, len)) = case.recovery_read {
+        // The check's reads count from here: the aimed one fails (once, or `len`
+        // times in a row), as a transient error.
+        nand.arm(FaultPlan {
+            cut: None,
+            faults: FaultConfig {
+                read_fail_at: at,
+                read_fail_len: len,
+                ..case.plan.faults
+            },
+            ..case.plan
+        });
+    }
     if let Some(rc) = case.recovery_cut {
         nand.arm(FaultPlan {
             cut: Some(rc),
@@ -290,15 +334,16 @@ fn run_case<S: Scenario>(scenario: &S, case: &Case) -> Outcome {
     }
 }
 
-/// Program/erase operations the check (recovery) performs on the state left by `plan`.
-fn recovery_ops<S: Scenario>(scenario: &S, plan: FaultPlan) -> u64 {
+/// Program/erase operations and reads the check (recovery) performs on the state left
+/// by `plan`.
+fn recovery_ops<S: Scenario>(scenario: &S, plan: FaultPlan) -> (u64, u64) {
     match run_workload(scenario, plan) {
         Ok((mut nand, oracle, _)) => {
-            let before = nand.ops_since_arm();
+            let (ops, reads) = (nand.ops_since_arm(), nand.reads_since_arm());
             let _ = scenario.check(&mut nand, &oracle);
-            nand.ops_since_arm() - before
+            (nand.ops_since_arm() - ops, nand.reads_since_arm() - reads)
         }
-        Err(_) => 0,
+        Err(_) => (0, 0),
     }
 }
 
@@ -334,6 +379,7 @@ pub fn sweep<S: Scenario>(scenario: &S, sweep: &Sweep) -> Report {
             let case = Case {
                 plan,
                 recovery_cut: None,
+                recovery_read: None,
             };
             report.failures.push(Failure {
                 token: case.token(scenario.name()),
@@ -370,9 +416,16 @@ pub fn sweep<S: Scenario>(scenario: &S, sweep: &Sweep) -> Report {
             let mut cases = vec![Case {
                 plan,
                 recovery_cut: None,
+                recovery_read: None,
             }];
+            let needs_counts = sweep.recovery_cuts != RecoveryCuts::None
+                || sweep.recovery_reads != RecoveryReads::None;
+            let (r, reads) = if needs_counts {
+                recovery_ops(scenario, plan)
+            } else {
+                (0, 0)
+            };
             if sweep.recovery_cuts != RecoveryCuts::None {
-                let r = recovery_ops(scenario, plan);
                 let mut at: Vec<u64> = match sweep.recovery_cuts {
                     RecoveryCuts::Sample => vec![1, r.div_ceil(2), r],
                     RecoveryCuts::Exhaustive => (1..=r).collect(),
@@ -384,11 +437,27 @@ pub fn sweep<S: Scenario>(scenario: &S, sweep: &Sweep) -> Report {
                     cases.push(Case {
                         plan,
                         recovery_cut: Some(PowerCut { at_op: j, kind }),
+                        recovery_read: None,
                     });
                 }
             }
+            let (mut at, len): (Vec<u64>, u32) = match sweep.recovery_reads {
+                RecoveryReads::None => (vec![], 0),
+                RecoveryReads::Sample { len } => (vec![1, 2, 3, reads.div_ceil(2), reads], len),
+                RecoveryReads::Exhaustive { len } => ((1..=reads).collect(), len),
+            };
+            at.retain(|&j| j >= 1 && j <= reads);
+            at.dedup();
+            for j in at {
+                cases.push(Case {
+                    plan,
+                    recovery_cut: None,
+                    recovery_read: Some((j as u32, len)),
+                });
+            }
             for case in cases {
                 report.runs += 1;
+                report.recovery_reads += case.recovery_read.is_some() as u64;
                 match run_case(scenario, &case) {
                     Outcome::Pass {
                         cut_fired,
@@ -428,17 +497,32 @@ pub fn replay<S: Scenario>(scenario: &S, token: &str) -> Result<(), String> {
         .ok_or("token has no fault plan")?
         .parse()
         .map_err(|e| format!("{e}"))?;
-    let recovery_cut = match parts.next() {
-        None => None,
-        Some(rc) => {
-            let spec = rc.strip_prefix("rc=").ok_or("malformed recovery cut")?;
+    let mut recovery_cut = None;
+    let mut recovery_read = None;
+    for part in parts {
+        if let Some(spec) = part.strip_prefix("rc=") {
             let p: FaultPlan = format!("ns1:seed=0:cut={spec}")
                 .parse()
                 .map_err(|e| format!("{e}"))?;
-            p.cut
+            recovery_cut = p.cut;
+        } else if let Some(spec) = part.strip_prefix("rf=") {
+            let (at, len) = spec.split_once('x').ok_or("malformed recovery read")?;
+            recovery_read = Some((
+                at.parse().map_err(|_| "malformed recovery read")?,
+                len.parse().map_err(|_| "malformed recovery read")?,
+            ));
+        } else {
+            return Err(format!("unknown token part {part:?}"));
         }
-    };
-    match run_case(scenario, &Case { plan, recovery_cut }) {
+    }
+    match run_case(
+        scenario,
+        &Case {
+            plan,
+            recovery_cut,
+            recovery_read,
+        },
+    ) {
         Outcome::Pass { .. } => Ok(()),
         Outcome::Fail(m) => Err(m),
     }

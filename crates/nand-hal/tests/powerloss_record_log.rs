@@ -324,6 +324,7 @@ fn log_and_random_schedules_with_read_faults() {
             schedule,
             faults,
             recovery_cuts: RecoveryCuts::Sample,
+            recovery_reads: Default::default(),
             ..Sweep::exhaustive(11)
         };
         let report = powerloss::sweep(&log, &sweep);

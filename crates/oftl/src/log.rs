@@ -356,8 +356,28 @@ impl<
     }
 
     /// The trailer of sector `slot` of a log page held in `buf`, if valid.
+    /// The trailer of sector `slot` in `buf` if the sector is intact and so is every
+    /// sector of its record (from its first to its commit sector, all in this page): a
+    /// record a cut or a failed program left partly written counts as absent, whole.
     pub(crate) fn log_trailer(&self, buf: &[u8], slot: u32) -> Option<Backpointer> {
-        sector_trailer(buf, self.dev.pu(), slot)
+        let pu = self.dev.pu();
+        let t = sector_trailer(buf, pu, slot)?;
+        let first = slot.checked_sub(t.tx_delta as u32)?;
+        let spp = self.sectors_per_page();
+        let mut s = first;
+        loop {
+            let r = sector_trailer(buf, pu, s)?;
+            if r.owner != t.owner || r.lpn != t.lpn || r.tx_delta as u32 != s - first {
+                return None;
+            }
+            if r.commit {
+                return (s >= slot).then_some(t);
+            }
+            s += 1;
+            if s >= spp {
+                return None;
+            }
+        }
     }
 
     /// Reads a whole page (data area) into `pbuf`; `false` if it is unreadable.

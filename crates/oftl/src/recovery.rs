@@ -234,6 +234,9 @@ struct Scanned {
     suspect: Option<(u32, Backpointer)>,
     /// Transactions (data head) left out by a salvage mount.
     broken: Broken,
+    /// Log pages whose sectors a later page repeats (failed programs and their
+    /// retries): never applied, the retry stands for them.
+    superseded: heapless::Vec<u32, MAX_BROKEN>,
 }
 
 impl<
@@ -321,6 +324,7 @@ impl<
         let mut hole: Option<u32> = None;
         let mut log_gap: Option<(u32, u32)> = None;
         let mut broken = Broken::new();
+        let mut superseded = heapless::Vec::<u32, MAX_BROKEN>::new();
         // The open (uncommitted) transaction of the data head.
         let mut open_tx: Option<u32> = None;
         // Cold copies: the walk blocks holding them, the block of the last one, and
@@ -368,7 +372,12 @@ impl<
                             // A page after a torn-looking one, starting where it broke
                             // off (or repeating it): that page was a failed program
                             // and this is its retry.
-                            (Step::New | Step::Repeat, Some((g, _))) if g != page => log_gap = None,
+                            (Step::New | Step::Repeat, Some((g, _))) if g != page => {
+                                log_gap = None;
+                                if step == Step::Repeat && !superseded.contains(&g) {
+                                    superseded.push(g).map_err(|_| Fault::MediaLoss(g))?;
+                                }
+                            }
                             (Step::Gap { missing }, _) => {
                                 if torn_gap(self, slot, t.seq, missing) {
                                     // This page's own unreadable slots just before this
@@ -389,6 +398,14 @@ impl<
                                     ));
                                 }
                                 log_gap = None;
+                            }
+                            (Step::Repeat, _) => {
+                                // A failed program's retry: the earlier copy is void.
+                                if let Some((p, _)) = bound[LOG_HEAD].last_acc {
+                                    if p != page && !superseded.contains(&p) {
+                                        superseded.push(p).map_err(|_| Fault::MediaLoss(p))?;
+                                    }
+                                }
                             }
                             _ => {}
                         }
@@ -479,6 +496,7 @@ impl<
             log_suspect,
             suspect,
             broken,
+            superseded,
         })
     }
 
@@ -600,6 +618,7 @@ impl<
             }
             for i in start..ppb {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let superseded = sc.superseded.contains(&page);
                 if sc.log_suspect == Some(page) {
                     self.pbuf.copy_from_slice(&self.lbuf);
                 } else {
@@ -634,7 +653,7 @@ impl<
                     }
                     prev_log = Some(page);
                     last_block[LOG_HEAD] = Some(b);
-                    if bound[LOG_HEAD].replays(t.seq) {
+                    if bound[LOG_HEAD].replays(t.seq) && !superseded {
                         replayed += 1;
                         self.apply_log(&t, page, slot)?;
                     }

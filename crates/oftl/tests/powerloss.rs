@@ -6,7 +6,9 @@
 mod common;
 
 use common::*;
-use nand_hal::powerloss::{self, CheckError, RecoveryCuts, Scenario, Schedule, Sweep};
+use nand_hal::powerloss::{
+    self, CheckError, RecoveryCuts, RecoveryReads, Scenario, Schedule, Sweep,
+};
 use nand_hal::sim::{profile, CutKind, FaultConfig, Profile};
 use nand_hal::ErrorKind;
 use oftl::{Greedy, MountError, SpacePolicy};
@@ -606,6 +608,53 @@ fn paragc_policy_scenarios() {
     }
 }
 
+/// Transient read errors aimed at every read of recovery (the superblock, the
+/// checkpoint search, both passes over the window, the oracle's reads), one and two in
+/// a row, after cuts at every program/erase on a log schedule.
+#[test]
+fn recovery_read_errors_everywhere() {
+    for s in [basic(), transactions(), logs(), buffered(), cold_copies()] {
+        for len in [1, 2] {
+            let mut sw = clean_and_random(Sweep::exhaustive(13));
+            sw.schedule = Schedule::Log;
+            sw.recovery_reads = RecoveryReads::Exhaustive { len };
+            let r = powerloss::sweep(&s, &sw);
+            println!(
+                "{} with read errors x{len}: {} runs, {} cuts, {} recovery read errors",
+                s.name, r.runs, r.cuts, r.recovery_reads
+            );
+            r.assert_ok();
+            assert!(r.recovery_reads > 100, "{}: {}", s.name, r.recovery_reads);
+        }
+    }
+}
+
+/// Every program/erase cut with failed programs (all four shapes) and transient
+/// uncorrectable reads armed throughout, on the ECC part and the raw part.
+#[test]
+fn exhaustive_with_program_failures_and_read_errors() {
+    let faults = FaultConfig {
+        unstable_after_cut: true,
+        program_fail_ppm: 20_000,
+        read_uncorrectable_ppm: 5_000,
+        ..FaultConfig::default()
+    };
+    for s in [
+        basic(),
+        logs(),
+        buffered(),
+        raw(basic(), "objects-raw"),
+        raw(logs(), "logs-raw"),
+    ] {
+        let mut sw = Sweep::exhaustive(17);
+        sw.faults = faults;
+        if s.profile.capabilities.ecc.kind == nand_hal::EccKind::None {
+            sw.faults.read_uncorrectable_ppm = 0;
+        }
+        sweep_ok(&s, &sw, 20);
+    }
+}
+
 /// Re-runs one failing case: `OFTL_REPLAY='<token>' cargo test -p oftl --test powerloss replay`.
 #[test]
 fn replay() {
@@ -665,8 +714,18 @@ fn soak() {
             erase_fail_ppm: 300,
             ..FaultConfig::default()
         },
+        // The hardening issue's classes: transient uncorrectable reads anywhere
+        // (recovery and the checkpoint search included), failed programs in all four
+        // shapes, unstable pages read in any order.
+        FaultConfig {
+            unstable_after_cut: true,
+            read_uncorrectable_ppm: 3_000,
+            program_fail_ppm: 1_500,
+            ..FaultConfig::default()
+        },
     ];
-    let (mut runs, mut cuts, mut rcuts, mut failures) = (0u64, 0u64, 0u64, Vec::new());
+    let (mut runs, mut cuts, mut rcuts, mut rreads, mut failures) =
+        (0u64, 0u64, 0u64, 0u64, Vec::new());
     let mut round = 0u64;
     while runs < target {
         for s in &scenarios {
@@ -689,23 +748,32 @@ fn soak() {
                     } else {
                         RecoveryCuts::None
                     },
+                    recovery_reads: if round % 4 == 2 {
+                        RecoveryReads::Sample {
+                            len: 1 + (round as u32 / 4) % 3,
+                        }
+                    } else {
+                        RecoveryReads::None
+                    },
                     max_failures: 5,
                 };
                 let r = powerloss::sweep(s, &sweep);
                 runs += r.runs;
                 cuts += r.cuts;
                 rcuts += r.recovery_cuts;
+                rreads += r.recovery_reads;
                 failures.extend(r.failures);
             }
         }
         round += 1;
         eprintln!(
-            "soak: {runs} runs, {cuts} workload cuts, {rcuts} recovery cuts, {} failures",
+            "soak: {runs} runs, {cuts} workload cuts, {rcuts} recovery cuts, {rreads} \
+             recovery read errors, {} failures",
             failures.len()
         );
     }
     println!(
-        "soak result: {runs} runs, {cuts} workload cuts, {rcuts} recovery cuts, {} failures",
+        "soak result: {runs} runs, {cuts} workload cuts, {rcuts} recovery cuts, {rreads} recovery read errors, {} failures",
         failures.len()
     );
     for f in failures.iter().take(20) {
