@@ -5,8 +5,9 @@
 //! window (or a checkpoint block); a head block is erased right before its first program
 //! and never before the checkpoint that put it into the window is durable; a page whose
 //! program failed is never programmed again (the head moves to a new block and the old
-//! one is flagged for retirement); the sequence number of a failed program is reused
-//! for its retry, so a head's pages carry consecutive numbers. The cold head is the
+//! one is flagged for retirement, the retry goes to the next page); the sequence number
+//! of a failed program is reused for its retry, so a head's pages carry consecutive
+//! numbers. The cold head is the
 //! exception: its pages carry the data head's next number as a watermark (see
 //! `format::backpointer`). The data, log and cold heads draw blocks from one window;
 //! GC may use for the cold head only what the data head does not need for its reserve
@@ -422,9 +423,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     return Ok((page, bp));
                 }
                 Err(e) if e.kind() == ErrorKind::ProgramFailed => {
-                    // Move on to a fresh block; retire this one once its data has moved.
+                    // Skip the failed page (it is never programmed again) and retry on
+                    // the next one; the block is retired once its data has moved (it is
+                    // collected first). Each failure costs one page of the window, not
+                    // the rest of the block, so the reserve an operation keeps (a
+                    // block) covers a failing block's every page.
                     self.blocks[h.block as usize].retire = true;
-                    self.heads[head].next_page = self.ppb();
                 }
                 Err(e) => return Err(Fault::Flash(e)),
             }

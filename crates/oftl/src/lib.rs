@@ -7,25 +7,32 @@
 //!   its write-head sequence number and its transaction, in the ECC-protected free OOB
 //!   bytes (in-band trailer on parts with fewer). The index is therefore
 //!   reconstructible, so it is **persisted lazily**: only at checkpoints.
-//! - **Updating window.** All programs go to blocks pre-allocated into the window and
-//!   recorded in the last checkpoint. After a crash, recovery reads the checkpoint, scans
-//!   only the window's pages (OOB reads), replays complete transactions in sequence order,
-//!   drops the incomplete tail, rebuilds sizes, relocates the blocks that were being
-//!   programmed and writes a new checkpoint. It writes only to blocks the old checkpoint
-//!   calls free, so a cut during recovery just makes the next mount start over.
+//! - **Updating window.** Every data, metadata and log page goes to a block
+//!   pre-allocated into the window and recorded in the last checkpoint (index and
+//!   object-table pages, a cache recovery never reads back, go to an index head that
+//!   takes free blocks directly). After a crash, recovery reads the checkpoint, scans
+//!   only the window's pages (OOB reads), replays complete transactions in sequence
+//!   order, drops the incomplete tail, rebuilds sizes, relocates the blocks that were
+//!   being programmed and writes a new checkpoint. It writes only to blocks the old
+//!   checkpoint calls free, so a cut during recovery just makes the next mount start
+//!   over.
 //! - **Transactions.** A committed write (or [`Oftl::transact`] over several objects, or
-//!   the flush of an object's buffered pages) is one transaction: its pages are consecutive in the data head; the last carries the
-//!   commit flag. Recovery applies a head's pages only up to its last commit page.
+//!   the flush of an object's buffered pages) is one transaction: its pages are
+//!   consecutive in the data head; the last carries the commit flag. Recovery applies a
+//!   head's pages only up to its last commit page.
 //! - **Space.** Foreground GC and bounded background steps behind the
 //!   [`policy::SpacePolicy`] trait: the built-in [`Greedy`], or [`ParaGc`] for
 //!   `paragc`'s victim scoring (greedy / cost-benefit) and wear leveling; wear-aware
 //!   window allocation with static wear leveling, factory bad blocks skipped, blocks
 //!   that fail a program retired after their data moves, blocks whose reads reach the
-//!   ECC scrub threshold collected first.
+//!   ECC scrub threshold collected first. Pool floors keep collection possible at any
+//!   fill (see *No dead ends*).
 //!
 //! On-flash formats are in [`format`]; `docs/SPEC.md` (section 3) collects them.
 //!
 //! # Guarantees after power loss
+//!
+//! These are the only durability promises; everything else is best effort.
 //!
 //! - Each `write`/`truncate`/`delete`/`set_attrs`/`transact`/`log_append`/`log_trim` is
 //!   all-or-nothing.
@@ -34,12 +41,52 @@
 //!   [`Oftl::flush`] of that object or [`Oftl::sync`]; unflushed writes may be lost, but
 //!   only as a suffix of that object's history (a later write never survives an earlier
 //!   one to the same object).
-//! - `truncate`, `delete`, `set_attrs`, `transact`, `create`, a `write` spanning more
-//!   than one page and the log operations are durable when they return, together with
-//!   every earlier write to the objects they touch. Each committed transaction is
-//!   wholly present or wholly absent.
+//! - **Durable on return** (with every earlier write to the objects they touch):
+//!   `flush`, `sync`, `unmount`, `create`, `truncate`, `delete`, `set_attrs`,
+//!   `transact`, a `write` spanning more than one page, `log_append`, `log_trim`. A
+//!   buffered write that happens to complete a page may reach flash earlier, but that
+//!   is not promised: only the operations listed here are durable. Each committed
+//!   transaction is wholly present or wholly absent.
 //! - `sync` flushes every object and writes a checkpoint (the next crash scans less);
 //!   `unmount` flushes everything.
+//! - "Page" in these guarantees is the object payload page ([`Oftl::payload`] bytes):
+//!   the whole NAND page on parts with enough ECC-protected spare bytes for the
+//!   backpointer, the page less a 20-byte trailer on parts without (in-band placement).
+//! - Integrity: with the backpointer in the spare area (the usual placement) a data
+//!   page carries no CRC of its payload: the part's ECC is the integrity check (an
+//!   uncorrectable page reads as a [`ReadError::Flash`] error, never as data). In-band
+//!   placement adds a CRC-32 of the payload; metadata, index, object-table, checkpoint
+//!   and log pages carry their own CRCs on every part.
+//!
+//! # Errors, read errors and media loss
+//!
+//! - An operation that returns an error has changed nothing, buffered writes included,
+//!   except the errors documented to **poison** the handle (RAM may then be ahead of
+//!   flash; remount): [`WriteError::Flash`], [`WriteError::Corrupted`],
+//!   [`WriteError::Exhausted`]. [`WriteError::NoSpace`] never poisons.
+//! - Every read is retried a bounded number of times before it counts: a transient
+//!   uncorrectable read never ends a history. A page of the updating window that stays
+//!   unreadable while later pages prove it was written is media loss: mount fails with
+//!   [`MountError::MediaLoss`] naming the page instead of passing an older state off
+//!   as current, and [`Oftl::mount_salvage_in_place`] mounts read-only past it. A data
+//!   page whose backpointer reads but whose payload does not is mapped as usual; reads
+//!   of it return the flash error.
+//! - Checkpoint sequence numbers are never reused, and mount never falls back past a
+//!   checkpoint whose window was in use (each checkpoint is read back and marked before
+//!   its window is programmed).
+//!
+//! # No dead ends
+//!
+//! Operations that add or rewrite data keep a floor of free blocks (collecting first,
+//! failing with `NoSpace` before anything changes if they cannot); deletes, truncates
+//! and trims may go below it, into a reserve only they use, so on a device full to the
+//! last page they still succeed, also after a crash at the worst moment; and at the
+//! floor a collection always has room to run, so while invalid pages exist the store
+//! keeps making progress (at every window size `format` accepts). When grown bad blocks
+//! leave fewer good blocks than the live data plus that floor ([`Oftl::min_good_blocks`])
+//! or fewer than two good checkpoint blocks, the store turns read-only
+//! ([`Oftl::health`]): everything readable still reads, writes and deletes fail with
+//! [`WriteError::ReadOnly`]. See the `space` module and the crate README.
 //!
 //! # Write-back buffering
 //!
@@ -117,6 +164,7 @@ use nand_hal::{Capabilities, Geometry, NandFlash};
 pub use errors::{Corrupted, FormatError, Mismatch, MountError, ReadError, WriteError};
 pub use format::checkpoint::{BlockState, ObjKind};
 pub use format::meta::ATTR_LEN;
+pub use gc::GcProgress;
 pub use log::LogRecord;
 pub use objtab::ObjectIds;
 pub use para::ParaGc;

@@ -204,12 +204,10 @@ impl<
                 Ok(Attempt::Done(page))
             }
             Err(e) if e.kind() == ErrorKind::ProgramFailed => {
+                // The page is skipped (the head has moved past it) and the block retired
+                // once its data has moved, as in `Dev::program`.
                 let b = self.dev.block_of(page);
                 self.dev.blocks[b].retire = true;
-                let h = &mut self.dev.heads[LOG_HEAD];
-                if h.block == b as u32 {
-                    h.next_page = self.dev.geo.pages_per_block();
-                }
                 Ok(Attempt::Failed)
             }
             Err(e) => Err(Fault::Flash(e)),

@@ -678,23 +678,21 @@ fn find_superblock<F: NandFlash>(flash: &mut F) -> Result<Superblock, MountError
         if geo.page_size() < SB_LEN as u32 {
             return Err(MountError::Mismatch(Mismatch::Geometry));
         }
-        // A read error may be transient: retry before giving the copy up.
-        let mut read = false;
+        // A read error may be transient (on a part without ECC it shows as a CRC
+        // mismatch): retry before giving the copy up.
+        let mut outcome = Err(SbParseError::Corrupted);
         for _ in 0..=crate::io::READ_RETRIES {
             match flash.read(PageAddr(geo.page(BlockAddr(b), 0).0), 0, &mut buf, &mut []) {
-                Ok(_) => {
-                    read = true;
-                    break;
-                }
-                Err(e) if e.kind() == ErrorKind::Uncorrectable => {}
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Uncorrectable => continue,
                 Err(e) => return Err(MountError::Flash(e)),
             }
+            outcome = Superblock::parse(&buf);
+            if !matches!(outcome, Err(SbParseError::Corrupted)) {
+                break;
+            }
         }
-        if !read {
-            seen.get_or_insert(MountError::Corrupted);
-            continue;
-        }
-        match Superblock::parse(&buf) {
+        match outcome {
             Ok(Some(sb)) => return Ok(sb),
             Ok(None) => {}
             Err(SbParseError::Version) => seen = Some(MountError::Mismatch(Mismatch::Version)),

@@ -270,6 +270,7 @@ impl<
                 return Ok(());
             }
             self.relocate_suspects(&sc, lb)?;
+            self.skip_attempt_numbers(&sc);
             self.ckpt.switch = true;
             // Still recovering: the checkpoint's index flush may need more blocks.
             self.checkpoint(false)
@@ -713,6 +714,27 @@ impl<
             _ => return Ok(0),
         }
         Ok(1)
+    }
+
+    /// Before step 5: moves the replayed heads' next numbers past every number an
+    /// earlier, interrupted attempt at this same recovery may have written.
+    ///
+    /// Every attempt starts from the same checkpoint and scan, so from the same numbers;
+    /// an attempt cut short leaves its pages (relocations) in blocks the checkpoint
+    /// calls free, and a later attempt need not rewrite all of them (a block that went
+    /// bad in between sends it elsewhere). Such a block may join a later window unerased:
+    /// its pages must carry numbers below that window's start, or the next recovery
+    /// would take them for new. No attempt programs more pages than a full window and
+    /// the recovery reserve hold, so the heads skip that many numbers.
+    fn skip_attempt_numbers(&mut self, sc: &Scanned) {
+        let pages = (MAX_WINDOW as u32 + self.recovery_extra_blocks() + 1) * self.dev.ppb();
+        let spp = self.sectors_per_page();
+        for (h, per_page) in [(DATA_HEAD, 1), (LOG_HEAD, spp), (COLD_HEAD, 1)] {
+            let past = sc.next_seq[h].wrapping_add(pages.saturating_mul(per_page));
+            if seq_cmp(past, self.dev.heads[h].next_seq).is_gt() {
+                self.dev.heads[h].next_seq = past;
+            }
+        }
     }
 
     /// Step 4: relocates what lives in the blocks that were being programmed: the

@@ -215,10 +215,10 @@ impl<S: SimStorage> SimNand<S> {
         let total = data.len() + oob.len();
         let mut broken = true;
         match shape {
-            // Garbage: some of the bits landed, others not.
-            0 => self.land(page, column, data, oob, mask, |i, v| {
-                v & (noise[i % 32] | 0x0F)
-            }),
+            // Garbage: some of the bits it was clearing landed, others not (a program
+            // never clears a bit it was not asked to: the bad-block marker, for one,
+            // stays as it was).
+            0 => self.land(page, column, data, oob, mask, |i, v| v | noise[i % 32]),
             // All but one to three bits landed (within ECC reach or not).
             1 => {
                 let missing = 1 + self.below(3) as usize;
