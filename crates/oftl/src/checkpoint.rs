@@ -9,10 +9,11 @@
 //! marks retired blocks bad. Until the commit page is on flash the previous checkpoint
 //! stays authoritative and no block it references has been erased.
 //!
-//! The dirty marker: after a clean checkpoint (unmount or format) the first change
-//! writes one marker page to the checkpoint block, so the next mount knows it must scan
-//! the window. Clean mounts therefore read only the two checkpoint blocks' spare areas
-//! and the checkpoint itself.
+//! Markers: every non-clean checkpoint is read back and followed by a marker page (its
+//! number) before its window is used; after a clean checkpoint (unmount or format) the
+//! first change writes a fresh non-clean checkpoint (and so its marker), so the next
+//! mount knows it must scan the window. Clean mounts therefore read only the checkpoint
+//! blocks' spare areas and the checkpoint itself.
 
 use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 
@@ -436,43 +437,17 @@ impl<
         }
     }
 
-    /// Writes the dirty marker (or a checkpoint if the block has no room).
+    /// Before the first change after a clean mount: writes a fresh (non-clean)
+    /// checkpoint of the same state, read back and followed by its marker. The clean
+    /// checkpoint the store mounted from may be a torn page that read well once (a cut
+    /// during the unmount): from now on nothing depends on it, and a marker only ever
+    /// names a checkpoint this session wrote and read back.
     pub(crate) fn write_marker(&mut self) -> Result<(), FaultOf<F>> {
-        let ppb = self.dev.ppb();
-        loop {
-            if self.ckpt.switch || self.ckpt.next_page >= ppb {
-                self.need_marker = false;
-                return self.checkpoint(false);
-            }
-            let page = self.ckpt_page(self.ckpt.next_page);
-            if self.ckpt.verify {
-                self.ckpt.verify = false;
-                if !self.page_erased(page)? {
-                    // Not (reliably) erased: a torn page, or a read flip in an erased
-                    // one. Skipping it would leave an erased page below a programmed one,
-                    // which the next mount's search would take as the end of the block;
-                    // move to a freshly erased block instead (as `checkpoint` does).
-                    self.ckpt.switch = true;
-                    continue;
-                }
-            }
-            self.ckpt.next_page += 1;
-            let bp = Backpointer::single(PageKind::Marker, 0, 0, 0);
-            let bp = Backpointer {
-                seq: self.ckpt.seq,
-                ..bp
-            };
-            self.pbuf.fill(0xFF);
-            match self.dev.program_at(page, &mut self.pbuf, &bp, true) {
-                Ok(()) => {
-                    self.need_marker = false;
-                    return Ok(());
-                }
-                Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed => {
-                    self.ckpt.switch = true;
-                }
-                Err(e) => return Err(Fault::Flash(e)),
-            }
+        self.need_marker = false;
+        let r = self.checkpoint(false);
+        if r.is_err() {
+            self.need_marker = true;
         }
+        r
     }
 }
