@@ -2,9 +2,8 @@
 //! the 2 MiB TINY part filled to 40 % of its capacity with 8 objects, then 80/20 random page
 //! overwrites (80 % of the writes to 20 % of the pages), with an idle `gc_step(16)`
 //! every 64 writes. The store caches 20 pages (a root and a leaf for each object, plus
-//! the object-table page and the table's leaf and root) and uses a 10-block window (the
-//! smallest `format` accepts with that cache on this part): with fewer cached pages the
-//! cache thrashes (see `examples/wa_sweep.rs` and the README).
+//! the object-table page and the table's leaf and root) and uses a 10-block window: with
+//! fewer cached pages the cache thrashes (see `examples/wa_sweep.rs` and the README).
 //! Prints write amplification (pages programmed per user page), pages GC copied,
 //! checkpoints, index pages evicted, erases and the erase-count spread. Numbers come from
 //! the simulator only.

@@ -85,9 +85,10 @@ fn run_one(t: &mut dyn Target, w: Workload, args: &Args, bar: &ProgressBar) -> R
     t.mount_unmount()?;
     let mount_clean = device::now(&dev) - m0;
 
-    // Unclean: cut the power part way through a little more of the workload.
+    // Unclean: cut the power part way through a little more of the workload (a few
+    // hundred programs in, so the window holds work to replay).
     dev.borrow_mut()
-        .arm(FaultPlan::seeded(args.seed).with_cut(3, CutKind::Clean));
+        .arm(FaultPlan::seeded(args.seed).with_cut(300, CutKind::Clean));
     let cut_budget = device::now(&dev) + budget / 10;
     let mut until_cut = |_: u64| device::now(&dev) < cut_budget;
     let _ = t.run(w, size, &mut rng, &mut until_cut);
