@@ -44,7 +44,7 @@ const BLANK_PAGE: PageState = PageState {
     programs: 0,
     written: 0,
     flags: 0,
-    unstable_reads: 0,
+    torn_steps: 0,
     flips: [0; nand_hal::MAX_STEPS],
 };
 const BLANK_BLOCK: BlockState = BlockState {

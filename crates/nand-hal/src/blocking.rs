@@ -33,20 +33,29 @@
 //!
 //! If power fails during an operation:
 //!
-//! - an interrupted **program** may leave any mix of old and new bits in the programmed
-//!   units of that page (and nothing outside them). With on-die ECC such a page may read
-//!   back correctly, fail as [`ErrorKind::Uncorrectable`], or, when only a few of its
-//!   bits landed, read back **erased with corrected bits** (the decoder "corrects" a
-//!   nearly erased codeword to all `0xFF`). Its cells may be **unstable**: later reads
-//!   of it may succeed and fail in any order (well, badly, well again); nothing may
-//!   assume "good first, bad later". It must not be trusted, nor programmed again;
+//! - an interrupted **program** harms only the ECC steps it was programming (its
+//!   *torn steps*: the program units it carried data for, with their protected spare
+//!   bytes). On SLC NAND the inhibited cells of the page's other steps see ordinary
+//!   program disturb and nothing more: their data and their ECC parity stay intact, and
+//!   so do the steps earlier partial programs wrote. A torn step may hold any mix of
+//!   old and new bits. With ECC it may read back correctly, fail as uncorrectable, or,
+//!   when only a few of its bits landed, read back **erased with corrected bits** (the
+//!   decoder "corrects" a nearly erased codeword to all `0xFF`). Its cells may be
+//!   **unstable**: later reads of it may succeed and fail in any order (well, badly,
+//!   well again); nothing may assume "good first, bad later". A torn step must not be
+//!   trusted, nor programmed again; the page's later, unwritten steps must not be
+//!   programmed either (a layer cannot tell them from a torn step that reads erased).
+//!   On a part with a page-wide ECC status ([`EccReporting::PageWide`]) a torn step
+//!   that fails makes [`NandFlash::read`] of *any* part of the page fail: read such a
+//!   page with [`NandFlash::read_steps`], which delivers the good steps;
 //! - an interrupted **erase** may leave the block with any content, including content
 //!   that looks like the old data or like an erased block with a few flipped bits; the
 //!   block must be erased again before use;
 //! - no other page or block changes.
 //!
-//! A program that reports [`ErrorKind::ProgramFailed`] leaves its page in the same
-//! undefined state as an interrupted one (it may even read back right).
+//! A program that reports [`ErrorKind::ProgramFailed`] leaves its steps in the same
+//! undefined state as an interrupted one (they may even read back right); the page's
+//! other steps are unharmed.
 //!
 //! A layer above therefore records which blocks it may be programming or erasing, and
 //! after an unclean shutdown treats exactly those as suspect (see the OFTL updating
@@ -59,6 +68,20 @@
 //! data exists retries a bounded number of times before it concludes anything, and
 //! never takes one failed read for the end of its history.
 //!
+//! ## Reading past a failed step
+//!
+//! [`NandFlash::read`] never returns data from a step ECC could not correct. Where a
+//! layer keeps independent, self-checking records in different steps of one page
+//! (sector-granular appends), one failed step must not take the others with it:
+//! [`NandFlash::read_steps`] reads the whole page and reports each step's outcome
+//! ([`StepReport`]) instead of failing. On a part that reports per step
+//! ([`EccReporting::PerStep`]) a step is [`StepStatus::Good`] or
+//! [`StepStatus::Uncorrectable`]; on a page-wide part an uncorrectable status marks every
+//! step [`StepStatus::Unknown`]: the buffer still holds what the chip made of each step
+//! (corrected where it could), and the caller decides per step with its own checksums.
+//! Nothing a read returns for an `Uncorrectable` or `Unknown` step may be trusted
+//! without such a check.
+//!
 //! ## "Erased"
 //!
 //! A page counts as erased, and may be programmed, only if it has not been programmed
@@ -66,10 +89,11 @@
 //! [`ReadReport::corrected_bits`] == 0 ([`ReadReport::is_clean`]): an erased-looking
 //! page with corrected bits may be a torn program whose few landed bits ECC hid.
 
-use crate::capabilities::Capabilities;
 #[allow(unused_imports)]
-use crate::error::ErrorKind;
+use crate::capabilities::EccReporting;
+use crate::capabilities::{Capabilities, MAX_STEPS};
 use crate::error::ErrorType;
+use crate::error::{Error, ErrorKind};
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
 
 /// ECC health of a successful read.
@@ -100,6 +124,93 @@ impl ReadReport {
     /// Whether the data should be moved before it degrades further.
     pub const fn needs_scrub(&self) -> bool {
         self.threshold > 0 && self.corrected_bits >= self.threshold
+    }
+}
+
+/// What ECC made of one step on a [`NandFlash::read_steps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StepStatus {
+    /// Decoded; this many bits corrected (0: clean, or no ECC).
+    Good(u8),
+    /// Beyond the ECC's strength: the step's bytes are raw cells (or undefined, from
+    /// implementations that cannot deliver them).
+    Uncorrectable,
+    /// The part reported an uncorrectable page without saying which step failed: this
+    /// step's bytes are corrected if the chip could, raw otherwise.
+    Unknown,
+}
+
+impl StepStatus {
+    /// Whether ECC vouches for the step's bytes.
+    pub const fn is_good(&self) -> bool {
+        matches!(self, StepStatus::Good(_))
+    }
+}
+
+/// Per-step outcome of a [`NandFlash::read_steps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StepReport {
+    status: [StepStatus; MAX_STEPS],
+    steps: u8,
+    threshold: u8,
+}
+
+impl StepReport {
+    /// A report of `steps` steps, all `status`.
+    pub const fn uniform(steps: u32, status: StepStatus, threshold: u8) -> Self {
+        StepReport {
+            status: [status; MAX_STEPS],
+            steps: steps as u8,
+            threshold,
+        }
+    }
+
+    /// Sets step `step`'s outcome.
+    pub fn set(&mut self, step: u32, status: StepStatus) {
+        if (step as usize) < self.steps as usize {
+            self.status[step as usize] = status;
+        }
+    }
+
+    /// Each step's outcome, in page order.
+    pub fn steps(&self) -> &[StepStatus] {
+        &self.status[..self.steps as usize]
+    }
+
+    /// Step `step`'s outcome (`Uncorrectable` past the page).
+    pub fn step(&self, step: u32) -> StepStatus {
+        self.steps()
+            .get(step as usize)
+            .copied()
+            .unwrap_or(StepStatus::Uncorrectable)
+    }
+
+    /// Whether every step decoded.
+    pub fn all_good(&self) -> bool {
+        self.steps().iter().all(StepStatus::is_good)
+    }
+
+    /// Whether the part flagged the page as a whole ([`StepStatus::Unknown`] steps).
+    pub fn page_wide_failure(&self) -> bool {
+        self.steps().contains(&StepStatus::Unknown)
+    }
+
+    /// The whole read as a [`ReadReport`] when every step decoded: what
+    /// [`NandFlash::read`] of the page would have returned.
+    pub fn as_read_report(&self) -> Option<ReadReport> {
+        let mut worst = 0u8;
+        for s in self.steps() {
+            match *s {
+                StepStatus::Good(n) => worst = worst.max(n),
+                _ => return None,
+            }
+        }
+        Some(ReadReport {
+            corrected_bits: worst,
+            threshold: self.threshold,
+        })
     }
 }
 
@@ -144,6 +255,38 @@ pub trait NandFlash: ErrorType {
     /// Marks `block` bad. Its data is lost; later I/O to it other than `is_bad` is misuse.
     fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error>;
 
+    /// Reads a whole page (`data` exactly a page, `oob` up to the spare size) and
+    /// reports ECC per step instead of failing on an uncorrectable one (see the module
+    /// docs, "Reading past a failed step"). Errors are only those of the transfer
+    /// itself (bounds, bus, power); an uncorrectable step is a [`StepStatus`].
+    ///
+    /// The default reads the page with [`NandFlash::read`]: every step `Good` with the
+    /// read's worst count, or every step `Uncorrectable` (buffer undefined) when it
+    /// fails. Implementations that can deliver the good steps of a failed page
+    /// (software ECC, SPI NAND cache registers) override it.
+    fn read_steps(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<StepReport, Self::Error> {
+        let steps = self.capabilities().steps_per_page(&self.geometry());
+        let threshold = self.capabilities().ecc.scrub_threshold;
+        match self.read(page, 0, data, oob) {
+            Ok(r) => Ok(StepReport::uniform(
+                steps,
+                StepStatus::Good(r.corrected_bits),
+                threshold,
+            )),
+            Err(e) if e.kind() == ErrorKind::Uncorrectable => Ok(StepReport::uniform(
+                steps,
+                StepStatus::Uncorrectable,
+                threshold,
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads a whole page: `data` must be exactly a page; `oob` up to the spare size.
     fn read_page(
         &mut self,
@@ -180,6 +323,14 @@ impl<T: NandFlash + ?Sized> NandFlash for &mut T {
         oob: &mut [u8],
     ) -> Result<ReadReport, Self::Error> {
         T::read(self, page, column, data, oob)
+    }
+    fn read_steps(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<StepReport, Self::Error> {
+        T::read_steps(self, page, data, oob)
     }
     fn program(
         &mut self,

@@ -191,12 +191,29 @@ pub enum EccKind {
     Host,
 }
 
+/// How finely a part reports the outcome of a read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EccReporting {
+    /// One outcome per ECC step: a step that cannot be corrected does not hide the
+    /// others (software ECC, parts with a per-sector status, no ECC at all).
+    PerStep,
+    /// One status for the whole page (W25N01GV, GD5F1GQ4, MT29F1G01): an uncorrectable
+    /// status says that *some* step failed, not which. The chip still corrects every
+    /// step it can, so the page buffer holds good data for those; the layer above
+    /// tells them apart with its own checksums
+    /// ([`NandFlash::read_steps`](crate::NandFlash::read_steps)).
+    PageWide,
+}
+
 /// ECC description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Ecc {
     /// Who corrects.
     pub kind: EccKind,
+    /// Whether reads report per step or per page.
+    pub reporting: EccReporting,
     /// Data bytes per ECC step (usually 512).
     pub step_size: u32,
     /// Bits the ECC can correct per step.
@@ -210,6 +227,7 @@ impl Ecc {
     /// No ECC.
     pub const NONE: Ecc = Ecc {
         kind: EccKind::None,
+        reporting: EccReporting::PerStep,
         step_size: 512,
         strength: 0,
         scrub_threshold: 0,
@@ -282,7 +300,7 @@ pub enum CapabilitiesError {
     /// NOP must be at least 1.
     Nop,
     /// The ECC step must equal the program unit; strength and threshold must agree
-    /// with the ECC kind.
+    /// with the ECC kind (and a part without ECC reports per step).
     Ecc,
     /// An OOB region is empty, overlaps another or the marker, is out of order, runs
     /// past the spare area or names a step that does not exist.
@@ -350,7 +368,9 @@ impl Capabilities {
                 && ecc.scrub_threshold > 0
                 && ecc.scrub_threshold <= ecc.strength
         } else {
-            ecc.strength == 0 && ecc.scrub_threshold == 0
+            ecc.strength == 0
+                && ecc.scrub_threshold == 0
+                && matches!(ecc.reporting, EccReporting::PerStep)
         };
         if !ecc_ok {
             return Err(CapabilitiesError::Ecc);

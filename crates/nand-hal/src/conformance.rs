@@ -280,6 +280,34 @@ pub fn run<F: NandFlash>(flash: &mut F, cfg: &Config, scratch: &mut [u8]) -> R<R
     }
     t.expect("read partial", all_ok, "partially programmed page differs")?;
 
+    // The step-aware read agrees with `read` on a healthy page: the same bytes, every
+    // step decoded.
+    b_data.fill(0);
+    let steps_report = ok("read steps", flash.read_steps(page(1), b_data, b_oob))?;
+    let mut same = steps_report.steps().len() == steps as usize && steps_report.all_good();
+    for s in 0..steps {
+        let chunk = &b_data[s as usize * pu..(s as usize + 1) * pu];
+        same &= if s < partials {
+            chunk.iter().copied().eq(pattern_bytes(100 + s).take(pu))
+        } else {
+            chunk.iter().all(|&x| x == 0xFF)
+        };
+    }
+    t.expect(
+        "read steps",
+        same,
+        "step-aware read differs from the page or reports a failed step",
+    )?;
+    let whole = ok("read steps", flash.read_steps(page(0), b_data, b_oob))?;
+    t.expect(
+        "read steps",
+        whole.as_read_report().map(|r| r.threshold) == Some(caps.ecc.scrub_threshold)
+            && b_data.iter().copied().eq(pattern_bytes(1).take(ps)),
+        "step-aware read of a whole page differs",
+    )?;
+    let r = flash.read_steps(PageAddr(g.pages()), b_data, b_oob);
+    t.expect_err("read steps out of bounds", r, ErrorKind::OutOfBounds)?;
+
     // Skipping a page is allowed.
     pattern(3, a_data);
     a_oob.fill(0xFF);

@@ -21,10 +21,10 @@ pub mod sim;
 #[cfg(feature = "spi")]
 pub mod spi;
 
-pub use blocking::{NandFlash, PipelinedNand, ReadReport};
+pub use blocking::{NandFlash, PipelinedNand, ReadReport, StepReport, StepStatus};
 pub use capabilities::{
-    BadBlockMarker, Capabilities, CapabilitiesError, Ecc, EccKind, MarkerPages, OobLayout,
-    OobRegion, MAX_OOB_REGIONS, MAX_STEPS,
+    BadBlockMarker, Capabilities, CapabilitiesError, Ecc, EccKind, EccReporting, MarkerPages,
+    OobLayout, OobRegion, MAX_OOB_REGIONS, MAX_STEPS,
 };
 pub use error::{Error, ErrorKind, ErrorType};
 pub use geometry::{BlockAddr, DieAddr, Geometry, GeometryError, PageAddr, MAX_CHANNELS, MAX_DIES};

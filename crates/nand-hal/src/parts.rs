@@ -7,7 +7,7 @@
 //! `drivers/mtd/nand/spi/{winbond,gigadevice,micron}.c` for the spare layouts.
 
 use crate::capabilities::{
-    BadBlockMarker, Capabilities, Ecc, EccKind, MarkerPages, OobLayout, OobRegion,
+    BadBlockMarker, Capabilities, Ecc, EccKind, EccReporting, MarkerPages, OobLayout, OobRegion,
 };
 use crate::geometry::Geometry;
 
@@ -77,6 +77,7 @@ const WINBOND_CAPS: Capabilities = Capabilities {
     nop: 4,
     ecc: Ecc {
         kind: EccKind::OnDie,
+        reporting: EccReporting::PageWide,
         step_size: 512,
         strength: 1,
         scrub_threshold: 1,
@@ -130,6 +131,7 @@ pub const GD5F1GQ4XA: Part = Part {
         nop: 4,
         ecc: Ecc {
             kind: EccKind::OnDie,
+            reporting: EccReporting::PageWide,
             step_size: 512,
             strength: 8,
             scrub_threshold: 6,
@@ -172,6 +174,7 @@ pub const MT29F1G01ABAFD: Part = Part {
         nop: 4,
         ecc: Ecc {
             kind: EccKind::OnDie,
+            reporting: EccReporting::PageWide,
             step_size: 512,
             strength: 8,
             scrub_threshold: 6,

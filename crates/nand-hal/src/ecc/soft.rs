@@ -25,6 +25,9 @@
 //! protected spare bytes fall in the caller's spare prefix); each is decoded. The
 //! report carries the worst sector's corrected count; any uncorrectable sector fails the
 //! whole read with [`SoftEccError::Uncorrectable`] (nothing is returned as good data).
+//! [`NandFlash::read_steps`] decodes every sector and reports each on its own
+//! ([`crate::EccReporting::PerStep`]): a failed sector leaves its raw bytes in the buffer
+//! and its neighbours' corrected ones beside them.
 //!
 //! # Programs
 //!
@@ -37,8 +40,10 @@
 use core::fmt;
 
 use super::sector::{SectorCodec, SectorRead, Strength, SECTOR};
-use crate::blocking::{NandFlash, ReadReport};
-use crate::capabilities::{Capabilities, Ecc, EccKind, OobLayout, OobRegion, MAX_OOB_REGIONS};
+use crate::blocking::{NandFlash, ReadReport, StepReport, StepStatus};
+use crate::capabilities::{
+    Capabilities, Ecc, EccKind, EccReporting, OobLayout, OobRegion, MAX_OOB_REGIONS,
+};
 use crate::error::{Error, ErrorKind, ErrorType};
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
 
@@ -199,6 +204,7 @@ impl<F: NandFlash> SoftEcc<F> {
             nop: ic.nop,
             ecc: Ecc {
                 kind: EccKind::Host,
+                reporting: EccReporting::PerStep,
                 step_size: SECTOR as u32,
                 strength: t,
                 scrub_threshold: (t * 3).div_ceil(4),
@@ -338,6 +344,43 @@ impl<F: NandFlash> NandFlash for SoftEcc<F> {
             corrected_bits: worst,
             threshold,
         })
+    }
+
+    fn read_steps(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<StepReport, Self::Error> {
+        let g = self.inner.geometry();
+        let ps = g.page_size() as usize;
+        if data.len() != ps {
+            return Err(SoftEccError::OutOfBounds);
+        }
+        self.check(page, 0, data.len(), oob.len())?;
+        let os = g.oob_size() as usize;
+        self.inner
+            .read(page, 0, &mut self.page[..ps], &mut self.oob[..os])
+            .map_err(SoftEccError::Flash)?;
+        let mut report = StepReport::uniform(
+            self.steps as u32,
+            StepStatus::Good(0),
+            self.caps.ecc.scrub_threshold,
+        );
+        for s in 0..self.steps {
+            let r = self.chunk_range(s);
+            let sector = &mut self.page[s * SECTOR..(s + 1) * SECTOR];
+            let status = match self.codec.decode(sector, &mut self.oob[r]) {
+                Ok(SectorRead::Data { corrected } | SectorRead::Erased { corrected }) => {
+                    StepStatus::Good(corrected)
+                }
+                Err(_) => StepStatus::Uncorrectable,
+            };
+            report.set(s as u32, status);
+        }
+        data.copy_from_slice(&self.page[..ps]);
+        oob.copy_from_slice(&self.oob[..oob.len()]);
+        Ok(report)
     }
 
     fn program(

@@ -119,7 +119,7 @@ impl<S: SimStorage> SimNand<S> {
                 programs: nop,
                 written: all,
                 flags: 0,
-                unstable_reads: 0,
+                torn_steps: 0,
                 flips: [beyond; MAX_STEPS],
             };
         }

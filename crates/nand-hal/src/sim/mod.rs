@@ -50,7 +50,7 @@ use core::fmt;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::blocking::{NandFlash, PipelinedNand, ReadReport};
+use crate::blocking::{NandFlash, PipelinedNand, ReadReport, StepReport};
 use crate::capabilities::{Capabilities, EccKind, MAX_STEPS};
 use crate::error::{Error, ErrorKind, ErrorType};
 use crate::geometry::{BlockAddr, Geometry, PageAddr, MAX_CHANNELS, MAX_DIES};
@@ -417,6 +417,18 @@ impl<S: SimStorage> SimNand<S> {
     // ----------------------------------------------------------------------------------
     // Targeted fault injection and raw access (tests, fuzzers)
 
+    /// An array read into a page buffer, as a chip's page-read command fills its cache
+    /// register: [`NandFlash::read_steps`] without charging the bus transfer (the chip
+    /// model charges it as the host clocks the cache out).
+    pub fn load_page_buffer(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<StepReport, SimError> {
+        self.do_read_steps(page, data, oob, false)
+    }
+
     /// Adds `n` persistent bit errors to ECC step `step` of `page`.
     pub fn inject_flips(&mut self, page: PageAddr, step: u32, n: u8) {
         let ps = &mut self.storage.pages_mut()[page.0 as usize];
@@ -424,9 +436,19 @@ impl<S: SimStorage> SimNand<S> {
     }
 
     /// Makes `page` unstable: each read draws its own outcome (clean, corrected bits or
-    /// uncorrectable), in any order.
+    /// uncorrectable), in any order, for one of its steps.
     pub fn make_unstable(&mut self, page: PageAddr) {
-        self.storage.pages_mut()[page.0 as usize].flags |= PageState::UNSTABLE;
+        let st = &mut self.storage.pages_mut()[page.0 as usize];
+        st.flags |= PageState::UNSTABLE;
+        st.torn_steps = u8::MAX;
+    }
+
+    /// Makes steps `mask` of `page` unstable (as a cut or a failed program leaves the
+    /// steps it was programming): each read draws their outcome, in any order.
+    pub fn make_steps_unstable(&mut self, page: PageAddr, mask: u8) {
+        let st = &mut self.storage.pages_mut()[page.0 as usize];
+        st.flags |= PageState::UNSTABLE;
+        st.torn_steps |= mask;
     }
 
     /// The next erase of `block` fails (and so do all after it: it has gone bad).
@@ -595,6 +617,15 @@ impl<S: SimStorage> NandFlash for SimNand<S> {
         oob: &mut [u8],
     ) -> Result<ReadReport, SimError> {
         self.do_read(page, column, data, oob)
+    }
+
+    fn read_steps(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<StepReport, SimError> {
+        self.do_read_steps(page, data, oob, true)
     }
 
     fn program(

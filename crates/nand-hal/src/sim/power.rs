@@ -64,6 +64,7 @@ impl<S: SimStorage> SimNand<S> {
                 let unstable = self.plan.faults.unstable_after_cut;
                 let st = &mut self.storage.pages_mut()[page as usize];
                 st.flags |= PageState::TORN;
+                st.torn_steps |= steps;
                 if ecc {
                     for s in 0..MAX_STEPS {
                         if steps & (1 << s) != 0 {
@@ -150,6 +151,16 @@ impl<S: SimStorage> SimNand<S> {
                     }
                 }
                 self.record_program(page, mask);
+                if ecc && !most {
+                    // A step holding more landed bits than ECC can explain away is no
+                    // codeword at all.
+                    let strength = self.profile.capabilities.ecc.strength as u32;
+                    for s in 0..self.steps() {
+                        if mask & (1 << s) != 0 && self.step_zero_bits(page, s) > strength {
+                            self.storage.pages_mut()[page.0 as usize].flips[s as usize] = beyond;
+                        }
+                    }
+                }
             }
             TornMode::SomeBits | TornMode::MostBits => self.record_program(page, mask),
             TornMode::Prefix => {
@@ -179,6 +190,7 @@ impl<S: SimStorage> SimNand<S> {
         let st = &mut self.storage.pages_mut()[page.0 as usize];
         st.written |= mask;
         st.flags |= PageState::TORN;
+        st.torn_steps |= mask;
         if ecc && ecc_broken {
             for s in 0..MAX_STEPS {
                 if mask & (1 << s) != 0 {
@@ -223,7 +235,9 @@ impl<S: SimStorage> SimNand<S> {
         }
         if self.plan.faults.unstable_after_cut {
             for p in self.page_range(block) {
-                self.storage.pages_mut()[p].flags |= PageState::UNSTABLE;
+                let st = &mut self.storage.pages_mut()[p];
+                st.flags |= PageState::UNSTABLE;
+                st.torn_steps = u8::MAX;
             }
         }
     }

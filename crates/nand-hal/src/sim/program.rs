@@ -275,6 +275,7 @@ impl<S: SimStorage> SimNand<S> {
         }
         let ps = &mut self.storage.pages_mut()[page.0 as usize];
         ps.flags |= PageState::TORN;
+        ps.torn_steps |= mask;
         if ecc && broken {
             for s in 0..MAX_STEPS {
                 if mask & (1 << s) != 0 {

@@ -2,8 +2,8 @@
 //! bit errors, this read's transient ones and the few landed bits of torn steps.
 
 use super::{mix64, PageState, SimError, SimNand, SimStorage, MAX_STEPS};
-use crate::blocking::ReadReport;
-use crate::capabilities::Capabilities;
+use crate::blocking::{ReadReport, StepReport, StepStatus};
+use crate::capabilities::{Capabilities, EccReporting};
 use crate::error::ErrorKind;
 use crate::geometry::{BlockAddr, PageAddr};
 
@@ -15,6 +15,104 @@ impl<S: SimStorage> SimNand<S> {
         data: &mut [u8],
         oob: &mut [u8],
     ) -> Result<ReadReport, SimError> {
+        let outcome = self.sense(page, column, data, oob, true)?;
+        let caps = self.profile.capabilities;
+        let steps = self.steps();
+        // A page-wide status fails the read for any step; a per-step one only for the
+        // steps the read touches.
+        let page_wide = caps.ecc.reporting == EccReporting::PageWide;
+        let mut worst = 0u8;
+        let mut uncorrectable = false;
+        for (s, o) in outcome.iter().enumerate().take(steps as usize) {
+            if !page_wide && !touches(&caps, s as u32, column, data.len(), oob.len()) {
+                continue;
+            }
+            match *o {
+                StepOutcome::Uncorrectable => uncorrectable = true,
+                StepOutcome::Corrected(n) | StepOutcome::NearErased(n) => worst = worst.max(n),
+                StepOutcome::Clean | StepOutcome::Raw { .. } => {}
+            }
+        }
+        if uncorrectable {
+            self.counters.uncorrectable_reads += 1;
+            return Err(SimError::of(ErrorKind::Uncorrectable));
+        }
+        if worst > 0 {
+            self.counters.corrected_reads += 1;
+        }
+        Ok(ReadReport {
+            corrected_bits: worst,
+            threshold: caps.ecc.scrub_threshold,
+        })
+    }
+
+    /// [`NandFlash::read_steps`]: the whole page, every step's outcome, the buffer
+    /// delivered as the part's page buffer holds it (good steps corrected, failed ones
+    /// raw). With `bus` false only the array read is charged (a chip model clocks the
+    /// transfer out itself).
+    ///
+    /// [`NandFlash::read_steps`]: crate::NandFlash::read_steps
+    pub(super) fn do_read_steps(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+        bus: bool,
+    ) -> Result<StepReport, SimError> {
+        self.check_powered()?;
+        if data.len() != self.profile.geometry.page_size() as usize {
+            return Err(SimError::of(ErrorKind::OutOfBounds));
+        }
+        let outcome = self.sense(page, 0, data, oob, bus)?;
+        let caps = self.profile.capabilities;
+        let steps = self.steps();
+        let mut report = StepReport::uniform(steps, StepStatus::Good(0), caps.ecc.scrub_threshold);
+        let mut worst = 0u8;
+        let mut failed = false;
+        for (s, o) in outcome.iter().enumerate().take(steps as usize) {
+            let st = match *o {
+                StepOutcome::Uncorrectable => {
+                    failed = true;
+                    StepStatus::Uncorrectable
+                }
+                StepOutcome::Corrected(n) | StepOutcome::NearErased(n) => StepStatus::Good(n),
+                StepOutcome::Clean | StepOutcome::Raw { .. } => StepStatus::Good(0),
+            };
+            if let StepStatus::Good(n) = st {
+                worst = worst.max(n);
+            }
+            report.set(s as u32, st);
+        }
+        if caps.ecc.reporting == EccReporting::PageWide {
+            // One status for the page: which step failed, or how many bits each step
+            // needed, is not told.
+            let all = if failed {
+                StepStatus::Unknown
+            } else {
+                StepStatus::Good(worst)
+            };
+            report = StepReport::uniform(steps, all, caps.ecc.scrub_threshold);
+        }
+        if failed {
+            self.counters.uncorrectable_reads += 1;
+        } else if worst > 0 {
+            self.counters.corrected_reads += 1;
+        }
+        Ok(report)
+    }
+
+    /// One array read: time and counters (the bus transfer only with `bus`), read
+    /// disturb, the cells into `data` (from `column`) and `oob`, and each step's ECC
+    /// outcome applied to them: corrected steps hold their data, near-erased ones read
+    /// `FFh`, raw and uncorrectable ones carry their bit errors.
+    fn sense(
+        &mut self,
+        page: PageAddr,
+        column: u32,
+        data: &mut [u8],
+        oob: &mut [u8],
+        bus: bool,
+    ) -> Result<[StepOutcome; MAX_STEPS], SimError> {
         self.check_powered()?;
         let g = self.profile.geometry;
         if !g.contains_page(page)
@@ -30,7 +128,11 @@ impl<S: SimStorage> SimNand<S> {
         // Time: command, array read (die only), transfer out (bus).
         let t = self.profile.timing;
         let t_r = self.array_time(t.t_read);
-        let moved = (data.len() + oob.len()) as u64;
+        let moved = if bus {
+            (data.len() + oob.len()) as u64
+        } else {
+            0
+        };
         let start = self.now.max(self.die_free[die]).max(self.bus_free[ch]);
         let end = start + t.cmd_read_ns as u64 + t_r + t.bus_ns(moved);
         self.die_free[die] = end;
@@ -41,7 +143,9 @@ impl<S: SimStorage> SimNand<S> {
         if data.is_empty() {
             self.counters.oob_reads += 1;
         }
-        self.counters.bytes_read += data.len() as u64;
+        if bus {
+            self.counters.bytes_read += data.len() as u64;
+        }
         self.counters.bus_bytes += moved;
 
         // Wear-out and disturb effects of this read.
@@ -67,16 +171,14 @@ impl<S: SimStorage> SimNand<S> {
         let steps = self.steps() as usize;
         let outcome = self.step_outcomes(page);
         let salt = self.counters.reads;
-        let mut worst = 0u8;
-        let mut uncorrectable = false;
         for (s, o) in outcome.iter().enumerate().take(steps) {
             match *o {
-                StepOutcome::Clean => {}
-                StepOutcome::Corrected(n) => worst = worst.max(n),
-                StepOutcome::Uncorrectable => uncorrectable = true,
-                StepOutcome::NearErased(n) => {
-                    worst = worst.max(n);
-                    fill_step(&caps, s as u32, column, data, oob, 0xFF);
+                StepOutcome::Clean | StepOutcome::Corrected(_) => {}
+                StepOutcome::NearErased(_) => fill_step(&caps, s as u32, column, data, oob, 0xFF),
+                StepOutcome::Uncorrectable => {
+                    let st = self.storage.pages()[page.0 as usize];
+                    let n = st.flips[s].max(caps.ecc.strength.saturating_add(1));
+                    apply_flips(&caps, page.0, s as u32, n, salt, column, data);
                 }
                 StepOutcome::Raw { fixed, extra } => {
                     apply_flips(&caps, page.0, s as u32, fixed, 0, column, data);
@@ -84,17 +186,7 @@ impl<S: SimStorage> SimNand<S> {
                 }
             }
         }
-        if uncorrectable {
-            self.counters.uncorrectable_reads += 1;
-            return Err(SimError::of(ErrorKind::Uncorrectable));
-        }
-        if worst > 0 {
-            self.counters.corrected_reads += 1;
-        }
-        Ok(ReadReport {
-            corrected_bits: worst,
-            threshold: caps.ecc.scrub_threshold,
-        })
+        Ok(outcome)
     }
 
     /// What ECC makes of each step of `page` on this read: the page's persistent bit
@@ -120,10 +212,15 @@ impl<S: SimStorage> SimNand<S> {
             let len = f.read_fail_len.max(1) as u64;
             fail_all |= self.reads_since_arm >= first && self.reads_since_arm < first + len;
         }
-        if st.flags & PageState::UNSTABLE != 0 {
-            // Marginal cells read differently every time: clean, a few bits off, or
-            // beyond ECC, in any order.
-            let s = self.below(steps as u32) as usize;
+        let torn = st.torn_steps & ((1u16 << steps) - 1) as u8;
+        if st.flags & PageState::UNSTABLE != 0 && torn != 0 {
+            // Marginal cells of a torn step read differently every time: clean, a few
+            // bits off, or beyond ECC, in any order.
+            let k = self.below(torn.count_ones());
+            let s = (0..steps)
+                .filter(|&s| torn & (1 << s) != 0)
+                .nth(k as usize)
+                .unwrap_or(0);
             match self.below(3) {
                 0 => {}
                 1 => transient[s] = transient[s].max(1),
@@ -149,7 +246,7 @@ impl<S: SimStorage> SimNand<S> {
                     out[s] = StepOutcome::Uncorrectable;
                     continue;
                 }
-                if fixed == 0 && st.flags & PageState::TORN != 0 {
+                if fixed == 0 && st.flags & PageState::TORN != 0 && torn & (1 << s) != 0 {
                     let zeros = self.step_zero_bits(page, s as u32);
                     if zeros > 0 && zeros <= caps.ecc.strength as u32 {
                         // A nearly erased codeword: the decoder "corrects" it to erased.
@@ -171,7 +268,7 @@ impl<S: SimStorage> SimNand<S> {
 
     /// Programmed (zero) bits in step `step` of `page`: its program unit of the data
     /// area and the spare bytes its ECC protects.
-    fn step_zero_bits(&self, page: PageAddr, step: u32) -> u32 {
+    pub(super) fn step_zero_bits(&self, page: PageAddr, step: u32) -> u32 {
         let g = self.profile.geometry;
         let caps = self.profile.capabilities;
         let (b, base) = self.locate(page);
@@ -214,10 +311,6 @@ impl<S: SimStorage> SimNand<S> {
             let victim = g.page(BlockAddr(b as u32), other).0 as usize;
             let ps = &mut self.storage.pages_mut()[victim];
             ps.flips[s] = ps.flips[s].saturating_add(1);
-        }
-        let ps = &mut self.storage.pages_mut()[page.0 as usize];
-        if ps.flags & PageState::UNSTABLE != 0 {
-            ps.unstable_reads = ps.unstable_reads.saturating_add(1);
         }
     }
 }
@@ -286,4 +379,18 @@ fn fill_step(caps: &Capabilities, step: u32, column: u32, data: &mut [u8], oob: 
             oob[a..b].fill(v);
         }
     }
+}
+
+/// Whether a read of `len` data bytes at `column` and an `oob_len` spare prefix touches
+/// ECC step `step` (its program unit or the spare bytes its ECC protects).
+fn touches(caps: &Capabilities, step: u32, column: u32, len: usize, oob_len: usize) -> bool {
+    let pu = caps.program_unit as u64;
+    let (from, to) = (step as u64 * pu, (step as u64 + 1) * pu);
+    let (c, e) = (column as u64, column as u64 + len as u64);
+    (len > 0 && c < to && from < e)
+        || caps
+            .oob
+            .regions()
+            .iter()
+            .any(|r| r.ecc_step == Some(step as u8) && (r.offset as usize) < oob_len)
 }

@@ -18,20 +18,21 @@ pub struct PageState {
     pub written: u8,
     /// [`PageState::UNSTABLE`] and friends.
     pub flags: u8,
-    /// Reads since the page became unstable (saturating).
-    pub unstable_reads: u8,
+    /// Bit mask of the ECC steps an interrupted or failed program harmed (its torn
+    /// steps): [`PageState::TORN`] and [`PageState::UNSTABLE`] act on these steps only.
+    pub torn_steps: u8,
     /// Persistent bit errors per ECC step (virtual: the cells keep the intended data,
     /// reads apply these at fixed positions and run the ECC model over them).
     pub flips: [u8; MAX_STEPS],
 }
 
 impl PageState {
-    /// The page was being programmed or its block erased when power was cut: it reads
-    /// fine at first, then gathers bit errors until ECC gives up.
+    /// The page was being programmed or its block erased when power was cut: its torn
+    /// steps ([`PageState::torn_steps`]) read well or badly, in any order.
     pub const UNSTABLE: u8 = 1;
     /// An erase reported success without erasing (F11): the cells still hold old data.
     pub const STALE: u8 = 2;
-    /// A program of this page was interrupted or failed: on a part with ECC, a written
+    /// A program of this page was interrupted or failed: on a part with ECC, a torn
     /// step holding only a few programmed bits decodes as erased with corrected bits.
     pub const TORN: u8 = 4;
 }
@@ -312,7 +313,7 @@ mod heap {
                     }
                 }
                 for p in &self.pages {
-                    w.write_all(&[p.programs, p.written, p.flags, p.unstable_reads])?;
+                    w.write_all(&[p.programs, p.written, p.flags, p.torn_steps])?;
                     w.write_all(&p.flips)?;
                 }
                 Ok(())
@@ -364,7 +365,7 @@ mod heap {
                     p.programs = four[0];
                     p.written = four[1];
                     p.flags = four[2];
-                    p.unstable_reads = four[3];
+                    p.torn_steps = four[3];
                     r.read_exact(&mut p.flips)?;
                 }
                 Ok(s)

@@ -6,7 +6,7 @@ use embedded_hal::spi::{Operation, SpiDevice};
 use super::chips::{self, ChipInfo, DieSelect, EccOutcome, CHIPS};
 use super::error::SpiNandError;
 use super::opcodes::*;
-use crate::blocking::{NandFlash, ReadReport};
+use crate::blocking::{NandFlash, ReadReport, StepReport, StepStatus};
 use crate::capabilities::Capabilities;
 use crate::error::ErrorType;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
@@ -319,6 +319,33 @@ impl<SPI: SpiDevice, D: DelayNs> NandFlash for SpiNand<SPI, D> {
             corrected_bits: corrected,
             threshold: self.chip.capabilities.ecc.scrub_threshold,
         })
+    }
+
+    fn read_steps(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<StepReport, Self::Error> {
+        let g = self.chip.geometry;
+        if data.len() != g.page_size() as usize {
+            return Err(SpiNandError::OutOfBounds);
+        }
+        self.check_page(page, 0, data.len(), oob.len())?;
+        let status = self.load_page(page)?;
+        let caps = &self.chip.capabilities;
+        let steps = caps.steps_per_page(&g);
+        let threshold = caps.ecc.scrub_threshold;
+        // The status register speaks for the whole page; on an uncorrectable status the
+        // cache still holds every step the chip could correct.
+        let all = match self.chip.ecc_status.decode(status) {
+            EccOutcome::Clean => StepStatus::Good(0),
+            EccOutcome::Corrected(n) => StepStatus::Good(n),
+            EccOutcome::Uncorrectable => StepStatus::Unknown,
+            EccOutcome::Reserved(_) => return Err(SpiNandError::BadEccStatus(status)),
+        };
+        self.read_cache(0, data, oob)?;
+        Ok(StepReport::uniform(steps, all, threshold))
     }
 
     fn program(

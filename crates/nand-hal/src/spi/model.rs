@@ -27,7 +27,9 @@
 //!   programs command + bus bytes loaded + tPROG, erases command + tBERS.
 //! - ECC: the simulator's corrected-bit count (per read, worst step) is encoded in the
 //!   vendor's status field; uncorrectable pages set the vendor's "uncorrectable" code
-//!   and leave the raw cells (with their flips) in the cache.
+//!   (page-wide: which step failed is not told) and the cache holds what ECC made of
+//!   each step: corrected data where it could, raw cells (with their flips) where it
+//!   could not, as the parts deliver it.
 //! - Program execute translates the loaded part of the cache into one simulator
 //!   program over the sectors the host loaded (so NOP and partial programs count as on
 //!   the part); sectors left all `FFh` are not written. A program that writes the
@@ -54,7 +56,6 @@ use embedded_hal::spi::{self, ErrorType as SpiErrorType, Operation, SpiDevice};
 
 use super::opcodes::*;
 use crate::blocking::NandFlash;
-use crate::capabilities::EccKind;
 use crate::error::ErrorKind;
 use crate::geometry::PageAddr;
 use crate::sim::profile::{self, Profile};
@@ -687,21 +688,36 @@ impl<'c, S: SimStorage> ChipModel<'c, S> {
         let block = g.block_of(page);
         let ecc_on = self.dies[self.die].config & CFG_ECC != 0;
         let bad = self.sim.block_state(block).flags & BlockState::BAD != 0;
-        let mut flips_all = false;
-        let mut status_ecc = 0u8;
+        let d = &mut self.dies[self.die];
+        let (data, oob) = d.cache[..raw].split_at_mut(ps);
+        let status_ecc;
         if bad || !ecc_on {
             // The simulator refuses I/O to bad blocks and always runs its ECC model:
             // serve raw cells, charging what the part would take.
             let t = self.spec.profile.timing;
             self.sim
                 .advance(t.cmd_read_ns as u64 + t.t_read.typ_ns as u64);
-            flips_all = !bad;
+            self.sim.peek(page, data, oob);
+            status_ecc = 0;
+            if !bad {
+                let st = self.sim.page_state(page);
+                let unit = self.spec.profile.capabilities.program_unit;
+                for s in 0..(ps as u32) / unit {
+                    let n = st.flips[s as usize];
+                    if n > 0 {
+                        apply_model_flips(data, page.0, s, n, unit);
+                    }
+                }
+            }
         } else {
-            match self.sim.read(page, 0, &mut [], &mut []) {
-                Ok(r) => status_ecc = self.spec.status.encode(r.corrected_bits, false),
-                Err(e) if e.kind() == ErrorKind::Uncorrectable => {
-                    status_ecc = self.spec.status.encode(0, true);
-                    flips_all = true;
+            // The cache register gets what the chip's ECC made of each step: corrected
+            // where it could, raw where it could not; the status is page-wide.
+            match self.sim.load_page_buffer(page, data, oob) {
+                Ok(r) => {
+                    status_ecc = match r.as_read_report() {
+                        Some(rep) => self.spec.status.encode(rep.corrected_bits, false),
+                        None => self.spec.status.encode(0, true),
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::PowerLoss => return self.lost_power(),
                 Err(_) => {
@@ -711,24 +727,6 @@ impl<'c, S: SimStorage> ChipModel<'c, S> {
             }
         }
         let d = &mut self.dies[self.die];
-        let (data, oob) = d.cache[..raw].split_at_mut(ps);
-        self.sim.peek(page, data, oob);
-        let st = self.sim.page_state(page);
-        let steps = (ps as u32) / self.spec.profile.capabilities.program_unit;
-        let has_ecc = self.spec.profile.capabilities.ecc.kind != EccKind::None;
-        for s in 0..steps {
-            let n = st.flips[s as usize];
-            let written = st.written & (1 << s) != 0;
-            if n > 0 && (flips_all || !written || !has_ecc) {
-                apply_model_flips(
-                    &mut d.cache[..ps],
-                    page.0,
-                    s,
-                    n,
-                    self.spec.profile.capabilities.program_unit,
-                );
-            }
-        }
         d.status = (d.status & 0x0F) | status_ecc;
         d.loaded = (u32::MAX, 0);
         self.finish_op();
