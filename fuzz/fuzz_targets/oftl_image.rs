@@ -46,6 +46,7 @@ fuzz_target!(|input: Input| {
             Config {
                 window_blocks: 6,
                 format_id: 1,
+                ..Default::default()
             },
         ) else {
             return;

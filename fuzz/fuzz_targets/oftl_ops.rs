@@ -125,6 +125,7 @@ fuzz_target!(|input: Input| {
             Config {
                 window_blocks: 6,
                 format_id: 1,
+                ..Default::default()
             },
         )
         .expect("format on a perfect device");

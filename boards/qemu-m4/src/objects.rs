@@ -107,6 +107,7 @@ pub fn run<const B: usize, const C: usize>(
         // the TINY part (`min_window_blocks`: 6 with `CACHE = 4`, 8 with `CACHE = 12`).
         window_blocks: 8,
         format_id: 7,
+        ..Default::default()
     })
     .map_err(|_| "format failed")?;
     for id in &mut ids {

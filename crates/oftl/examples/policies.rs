@@ -61,6 +61,7 @@ fn run<P: SpacePolicy + Default>(name: &str, idle: bool) {
         Config {
             window_blocks: WINDOW,
             format_id: 1,
+            ..Default::default()
         },
     )
     .unwrap();

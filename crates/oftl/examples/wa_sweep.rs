@@ -23,6 +23,7 @@ fn run<const BLOCKS: usize, const CACHE: usize>(part: &str, prof: profile::Profi
         Config {
             window_blocks: window,
             format_id: 1,
+            ..Default::default()
         },
     ) {
         Ok(fs) => fs,

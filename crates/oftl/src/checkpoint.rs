@@ -55,6 +55,9 @@ impl<
         if self.read_only {
             return Err(Fault::ReadOnly);
         }
+        // The checkpoint records the log head past its last page: recovery would not
+        // scan further partial programs of it.
+        self.log_tail.close();
         // The largest checkpoint, and the marker after it.
         let most = CkptHeader::stream_len(self.dev.geo.blocks(), crate::MAX_WINDOW as u16)
             .div_ceil(self.dev.payload)

@@ -353,6 +353,7 @@ mod tests {
             Config {
                 window_blocks: 6,
                 format_id: 1,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -399,6 +400,7 @@ mod tests {
             Config {
                 window_blocks: 6,
                 format_id: 1,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -204,6 +204,13 @@ pub struct Config {
     pub window_blocks: u16,
     /// An id stamped into the superblock to tell images apart.
     pub format_id: u32,
+    /// Log-stream pages take several programs: a synced append programs only the
+    /// sectors it needs and the next append continues the same page (up to the part's
+    /// NOP), so a small append costs one sector. `false` is the **NOP = 1 mode**: every
+    /// append programs a fresh page, for boards that report failures on the third or
+    /// fourth partial program of a page (it trades write amplification, one page per
+    /// append, for that safety). Recorded in the superblock.
+    pub log_partial_programs: bool,
 }
 
 impl Default for Config {
@@ -211,6 +218,7 @@ impl Default for Config {
         Config {
             window_blocks: 16,
             format_id: 1,
+            log_partial_programs: true,
         }
     }
 }
@@ -409,8 +417,11 @@ pub struct Oftl<
     pub(crate) tick: u32,
     pub(crate) pbuf: [u8; PAGE],
     pub(crate) rbuf: [u8; PAGE],
-    /// Recovery: the last log page with accepted sectors, read once.
+    /// The log head's open page as programmed (appends), or during recovery the last
+    /// log page with accepted sectors, read once.
     pub(crate) lbuf: [u8; PAGE],
+    /// The log page the next append may continue.
+    pub(crate) log_tail: log::LogTail,
     pub(crate) ckpt: CkptPos,
     pub(crate) next_obj_id: u32,
     pub(crate) need_marker: bool,
@@ -524,6 +535,7 @@ impl<
             pbuf: [0xFF; PAGE],
             rbuf: [0xFF; PAGE],
             lbuf: [0xFF; PAGE],
+            log_tail: log::LogTail::CLOSED,
             ckpt: CkptPos::START,
             next_obj_id: 1,
             need_marker: false,
@@ -572,6 +584,7 @@ impl<
         self.pbuf.fill(0xFF);
         self.rbuf.fill(0xFF);
         self.lbuf.fill(0xFF);
+        self.log_tail.close();
         self.ckpt = CkptPos::START;
         self.next_obj_id = 1;
         self.need_marker = false;

@@ -1,38 +1,58 @@
-//! Log streams: append-only records, sector-granular, read back in order after a crash,
-//! trimmed from the head.
+//! Log streams: append-only records, durable one sector at a time, read back in order
+//! after a crash, trimmed from the head.
 //!
 //! A log stream is an object of kind [`ObjKind::Log`]. Its pages come from their own
-//! write head (head 1), apart from object data. A page of a stream holds up to
-//! `sectors_per_page` sectors (program units); each sector is `unit - 20` payload bytes,
-//! a CRC-32 of them, and an in-band backpointer (kind `Log`, owner = stream, lpn = the
-//! stream's logical page, len = payload bytes used, its own sequence number, and the
-//! position in its record with the commit flag on the record's last sector). An append
-//! programs only the record's sectors of a fresh page (a partial-page program: fewer
-//! bytes on the bus, the same tPROG). A record is at most one page.
+//! write head (head 1), apart from object data. Each page belongs to one logical page of
+//! one stream and holds up to `sectors_per_page` self-describing sectors (program
+//! units; [`crate::format::logsector`]): payload, CRC, and an in-band trailer with the
+//! sector's own sequence number, its place in its record and in its group.
 //!
-//! Appends never continue a page that already holds acknowledged records. The HAL's
-//! power-loss contract says the page of an interrupted program "must not be trusted":
-//! the simulator (like real parts with a page-wide ECC status) makes its earlier sectors
-//! unreadable or unstable, so a torn second partial program would lose records that were
-//! already acknowledged. Both choices cost one tPROG per append; continuing would only
-//! save space. Packing small records into pages is the staging layer's job.
+//! # Appends
 //!
-//! Record sequence numbers (LSNs) are `logical page * sectors_per_page + slot`: strictly
-//! increasing, not dense (a record that does not fit the open page starts the next one).
+//! An append ([`Oftl::log_append`], or [`Oftl::log_append_batch`] for several records
+//! under one commit) programs only the sectors its records need, as one **group**: one
+//! program operation, all-or-nothing on recovery. The next append to the same stream
+//! **continues the same page** with another partial program, up to the superblock's
+//! `log_programs` (the part's NOP, or 1 in the NOP = 1 mode), then the next page. A
+//! 64-byte append + sync on a 2 KiB-page part therefore costs one 512-byte sector, not a
+//! page. Continuing is safe because of the HAL contract: a torn or failed program harms
+//! only the steps it was programming, each sector's header is in its own step, and reads
+//! go through [`nand_hal::NandFlash::read_steps`] so a failed step on a part with a
+//! page-wide ECC status does not hide the good ones.
+//!
+//! The page being continued (the **open page**) must be the log head's last programmed
+//! page, and is given up at every checkpoint (recovery scans the heads' carried blocks
+//! only from their recorded positions) and after any crash: recovery copies the sectors
+//! of the page that was in flight to a fresh page before anything is appended after
+//! them, so the stream never appends after a doubtful tail. Its image as programmed is
+//! kept in `lbuf`, so the retry of a failed partial program needs no read: it copies the
+//! page's sectors and the new records to a fresh page, as one group with the
+//! sequence numbers the failed program had (recovery then sees the failed copy repeated
+//! and drops that page whole, see `recovery`).
+//!
+//! # Sequence numbers and copies
+//!
+//! Record positions (LSNs) are `logical page * sectors_per_page + slot`: strictly
+//! increasing, not dense (a record that does not fit the open page starts the next
+//! logical page). A copy of a page (collection, recovery, a retry) keeps every sector's
+//! slot, so LSNs never change, and gets new sequence numbers as one group. The index
+//! maps a logical page to exactly one physical page: replay applies groups in sequence
+//! order and each remaps its logical page, so **the copy with the highest sequence
+//! number is the one kept**; the others are unreferenced and collected.
+//!
 //! The stream's end LSN is its size in the object table; its trim point is persisted in
 //! its metadata page (the size field of a log's metadata page is the trim point).
 //!
 //! Recovery replays log sectors only after all metadata (so creations, trims and deletes
-//! are known), in sequence order, up to the last commit sector: a record is all-or-nothing.
+//! are known), in sequence order, whole groups only.
 
 use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 
 use crate::errors::{Fault, ReadError, WriteError};
-use crate::format::backpointer::{
-    payload_crc, Backpointer, PageKind, BP_LEN, MAX_U24, PAYLOAD_CRC_LEN, TRAILER_LEN,
-};
-use crate::format::checkpoint::ObjKind;
+use crate::format::backpointer::MAX_U24;
+use crate::format::checkpoint::{ObjKind, NONE};
 use crate::format::index::UNMAPPED;
+use crate::format::logsector::{complete_slots, sector_at, LogSector};
 use crate::format::table::ObjRecord;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
@@ -58,6 +78,81 @@ enum Attempt {
     Failed,
 }
 
+/// The page the next append of a stream may continue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct OpenPage {
+    stream: u32,
+    lpage: u32,
+    page: u32,
+    next_slot: u32,
+    programs: u8,
+}
+
+/// The log head's open page (see the module docs), changed only through its events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LogTail {
+    open: Option<OpenPage>,
+}
+
+impl LogTail {
+    /// No open page.
+    pub(crate) const CLOSED: LogTail = LogTail { open: None };
+
+    /// Nothing may be appended to the open page any more (a checkpoint, a crash, the
+    /// page copied away).
+    pub(crate) fn close(&mut self) {
+        self.open = None;
+    }
+
+    /// `page` of logical page `lpage` of `stream` was programmed from its first slot up
+    /// to `next_slot` (a fresh page, or a copy with the new records).
+    fn opened(&mut self, stream: u32, lpage: u32, page: u32, next_slot: u32) {
+        self.open = Some(OpenPage {
+            stream,
+            lpage,
+            page,
+            next_slot,
+            programs: 1,
+        });
+    }
+
+    /// The open page took another partial program, up to `next_slot`.
+    fn extended(&mut self, next_slot: u32) {
+        if let Some(o) = self.open.as_mut() {
+            o.next_slot = next_slot;
+            o.programs = o.programs.saturating_add(1);
+        }
+    }
+
+    /// The page was copied elsewhere.
+    fn moved(&mut self, page: u32) {
+        if self.open.is_some_and(|o| o.page == page) {
+            self.open = None;
+        }
+    }
+
+    /// Where an append of `k` sectors to `stream` (whose end LSN is `end`) continues
+    /// the open page: `(logical page, slot, page)`. `head_last` is the log head's last
+    /// programmed page, `programs` the superblock's limit per page.
+    fn continuation(
+        &self,
+        stream: u32,
+        end: u64,
+        k: u32,
+        spp: u32,
+        programs: u8,
+        head_last: Option<u32>,
+    ) -> Option<(u32, u32, u32)> {
+        let o = self.open?;
+        let fits = o.stream == stream
+            && Some(o.page) == head_last
+            && o.programs < programs
+            && o.next_slot + k <= spp
+            && end == o.lpage as u64 * spp as u64 + o.next_slot as u64;
+        fits.then_some((o.lpage, o.next_slot, o.page))
+    }
+}
+
 impl<
         F: NandFlash,
         P: SpacePolicy,
@@ -72,12 +167,19 @@ impl<
     }
 
     fn sector_payload(&self) -> usize {
-        self.dev.pu() - TRAILER_LEN
+        LogSector::payload(self.dev.pu())
     }
 
-    /// Largest record [`Oftl::log_append`] takes.
+    /// Largest record [`Oftl::log_append`] takes, and the most bytes of records one
+    /// [`Oftl::log_append_batch`] takes (each record starts a sector).
     pub fn log_max_record(&self) -> usize {
         self.sectors_per_page() as usize * self.sector_payload()
+    }
+
+    /// Programs a log-stream page takes (the superblock's choice at format time: the
+    /// part's NOP, or 1 in the NOP = 1 mode, see [`crate::Config`]).
+    pub fn log_programs_per_page(&self) -> u8 {
+        self.dev.sb.log_programs
     }
 
     /// The size field a metadata page of object `o` carries.
@@ -117,95 +219,194 @@ impl<
         stream: ObjectId,
         data: &[u8],
     ) -> Result<u64, WriteError<F::Error>> {
-        self.log_append_inner(stream, data)
+        self.log_append_batch(stream, &[data])
+    }
+
+    /// Appends several records under one commit: after a power cut either all of them
+    /// are in the stream or none is. Each record starts a sector; together they take at
+    /// most a page ([`Oftl::log_max_record`] payload bytes with every record rounded up
+    /// to whole sectors), else [`WriteError::TooLarge`]. Returns the first record's
+    /// LSN (the end LSN, appending nothing, for an empty batch). Durable on return.
+    pub fn log_append_batch(
+        &mut self,
+        stream: ObjectId,
+        records: &[&[u8]],
+    ) -> Result<u64, WriteError<F::Error>> {
+        self.log_append_inner(stream, records)
             .map_err(|e| self.fail(e))
     }
 
-    fn log_append_inner(&mut self, stream: ObjectId, data: &[u8]) -> Result<u64, FaultOf<F>> {
+    fn log_append_inner(&mut self, stream: ObjectId, records: &[&[u8]]) -> Result<u64, FaultOf<F>> {
         self.check_writable()?;
-        if self.obj(stream)?.kind != ObjKind::Log {
+        let o = self.obj(stream)?;
+        if o.kind != ObjKind::Log {
             return Err(Fault::WrongKind);
         }
-        if data.len() > self.log_max_record() {
-            return Err(Fault::TooLarge);
+        if records.is_empty() {
+            return Ok(o.size);
         }
-        self.prepare(1, 1, 1, Room::Grow)?;
         let spp = self.sectors_per_page();
         let sp = self.sector_payload();
+        let k: usize = records.iter().map(|r| r.len().div_ceil(sp).max(1)).sum();
+        if k > spp as usize {
+            return Err(Fault::TooLarge);
+        }
+        let k = k as u32;
+        self.prepare(1, 1, 1, Room::Grow)?;
+        let end = self.obj(stream)?.size;
+        let h = self.dev.heads[LOG_HEAD];
+        let head_last = (h.block != NONE && h.next_page > 0)
+            .then(|| self.dev.geo.page(BlockAddr(h.block), h.next_page - 1).0);
+        let programs = self.dev.sb.log_programs;
+        let cont = self
+            .log_tail
+            .continuation(stream, end, k, spp, programs, head_last);
+        let (lpage, slot) = match cont {
+            Some((lpage, slot, _)) => (lpage, slot),
+            None => {
+                let lpage = end.div_ceil(spp as u64);
+                if lpage > MAX_U24 as u64 {
+                    return Err(Fault::TooLarge);
+                }
+                (lpage as u32, 0)
+            }
+        };
+        let lsn = lpage as u64 * spp as u64 + slot as u64;
         let pu = self.dev.pu();
-        let k = data.len().div_ceil(sp).max(1) as u32;
-        loop {
-            let end = self.obj(stream)?.size;
-            let (slot, lpage) = (0u32, end.div_ceil(spp as u64));
-            if lpage > MAX_U24 as u64 {
-                return Err(Fault::TooLarge);
-            }
-            let lpage = lpage as u32;
-            self.pbuf.fill(0xFF);
-            for i in 0..k as usize {
-                let chunk = &data[(i * sp).min(data.len())..((i + 1) * sp).min(data.len())];
-                let at = (slot as usize + i) * pu;
-                self.pbuf[at..at + chunk.len()].copy_from_slice(chunk);
-                let crc = payload_crc(&self.pbuf[at..at + sp]);
-                self.pbuf[at + sp..at + sp + PAYLOAD_CRC_LEN].copy_from_slice(&crc.to_le_bytes());
-                let bp = Backpointer {
-                    kind: PageKind::Log,
-                    owner: stream,
-                    lpn: lpage,
-                    len: chunk.len() as u16,
-                    seq: 0,
-                    tx_delta: i as u16,
-                    commit: i as u32 + 1 == k,
-                    relocated: false,
-                };
-                self.pbuf[at + pu - BP_LEN..at + pu].copy_from_slice(&bp.encode());
-            }
-            match self.log_program(slot, k)? {
-                Attempt::Done(page) => {
-                    self.index_set(stream, lpage, page)?;
-                    let lsn = lpage as u64 * spp as u64 + slot as u64;
+        match cont {
+            Some((_, _, page)) => {
+                // Only the new sectors go to the open page.
+                self.draft_records(stream, lpage, slot, records);
+                let (from, to) = (slot as usize * pu, (slot + k) as usize * pu);
+                if let Attempt::Done(_) = self.log_program(slot, slot + k, false, Some(page))? {
+                    self.lbuf[from..to].copy_from_slice(&self.pbuf[from..to]);
+                    self.log_tail.extended(slot + k);
                     self.obj_update(stream, |o| o.size = lsn + k as u64)?;
                     return Ok(lsn);
                 }
-                // The page is lost to the failure; the record goes to a fresh page.
-                Attempt::Failed => {}
+                // The partial program failed: its page's other sectors are intact but
+                // the page is done. Copy them with the new records to a fresh page, as
+                // one group (see the module docs).
+                self.log_tail.close();
+                self.pbuf.copy_from_slice(&self.lbuf);
+                self.draft_records(stream, lpage, slot, records);
+                self.program_fresh(stream, lpage, 0, slot + k, true)?;
+            }
+            None => {
+                self.pbuf.fill(0xFF);
+                self.draft_records(stream, lpage, slot, records);
+                self.program_fresh(stream, lpage, slot, slot + k, false)?;
+            }
+        }
+        self.obj_update(stream, |o| o.size = lsn + k as u64)?;
+        Ok(lsn)
+    }
+
+    /// Programs slots `from..to` of `pbuf` to a fresh page of the log head (retrying
+    /// on the next page after a failed program), maps `lpage` of `stream` to it and
+    /// opens it for the next append.
+    fn program_fresh(
+        &mut self,
+        stream: u32,
+        lpage: u32,
+        from: u32,
+        to: u32,
+        copy: bool,
+    ) -> Result<(), FaultOf<F>> {
+        loop {
+            if let Attempt::Done(page) = self.log_program(from, to, copy, None)? {
+                self.index_set(stream, lpage, page)?;
+                self.lbuf.copy_from_slice(&self.pbuf);
+                self.log_tail.opened(stream, lpage, page, to);
+                return Ok(());
             }
         }
     }
 
-    /// Programs sectors `slot..slot + k` of `pbuf` (their trailers filled in except the
-    /// sequence numbers) to the log head's next page. Stamps consecutive sequence
-    /// numbers from the log head's counter, advanced only on success (a failed
-    /// program's retry reuses them).
-    fn log_program(&mut self, slot: u32, k: u32) -> Result<Attempt, FaultOf<F>> {
+    /// Lays out `records` in `pbuf` from sector `slot` on: payloads and trailers with
+    /// their record positions (sequence numbers and groups are stamped by
+    /// [`Oftl::log_program`]).
+    fn draft_records(&mut self, stream: u32, lpage: u32, slot: u32, records: &[&[u8]]) {
         let pu = self.dev.pu();
-        self.dev.head_ready(LOG_HEAD)?;
-        let h = self.dev.heads[LOG_HEAD];
-        self.dev.heads[LOG_HEAD].next_page += 1;
-        let page = self.dev.geo.page(BlockAddr(h.block), h.next_page).0;
+        let sp = self.sector_payload();
+        let mut s = slot as usize;
+        for rec in records {
+            let n = rec.len().div_ceil(sp).max(1);
+            for i in 0..n {
+                let chunk = &rec[(i * sp).min(rec.len())..((i + 1) * sp).min(rec.len())];
+                let sector = &mut self.pbuf[s * pu..(s + 1) * pu];
+                sector.fill(0xFF);
+                sector[..chunk.len()].copy_from_slice(chunk);
+                LogSector {
+                    seq: 0,
+                    stream,
+                    lpage,
+                    len: chunk.len() as u16,
+                    last: i + 1 == n,
+                    pos: i as u8,
+                    group_delta: 0,
+                    commit: false,
+                    copy: false,
+                }
+                .seal(sector);
+                s += 1;
+            }
+        }
+    }
+
+    /// Programs the sectors of `pbuf` in slots `from..to` (slots without a valid sector
+    /// are left out) as one group: consecutive sequence numbers from the log head's
+    /// counter, the last sector the group's commit. To `page` (the open page) or the
+    /// log head's next page. The counter advances only on success: a failed program's
+    /// retry reuses the numbers.
+    fn log_program(
+        &mut self,
+        from: u32,
+        to: u32,
+        copy: bool,
+        page: Option<u32>,
+    ) -> Result<Attempt, FaultOf<F>> {
+        let pu = self.dev.pu();
+        let page = match page {
+            Some(p) => p,
+            None => {
+                self.dev.head_ready(LOG_HEAD)?;
+                let h = self.dev.heads[LOG_HEAD];
+                self.dev.heads[LOG_HEAD].next_page += 1;
+                self.dev.geo.page(BlockAddr(h.block), h.next_page).0
+            }
+        };
         let base = self.dev.heads[LOG_HEAD].next_seq;
+        let members = (from..to)
+            .filter(|&s| sector_at(&self.pbuf, pu, s).is_some())
+            .count() as u32;
         let mut n = 0u32;
-        for s in slot..slot + k {
-            let at = s as usize * pu + pu - BP_LEN;
-            if let Ok(Some(mut bp)) = Backpointer::parse(&self.pbuf[at..at + BP_LEN]) {
-                bp.seq = base.wrapping_add(n);
-                self.pbuf[at..at + BP_LEN].copy_from_slice(&bp.encode());
+        for s in from..to {
+            let at = s as usize * pu;
+            let sector = &mut self.pbuf[at..at + pu];
+            if let Some(mut t) = LogSector::parse(sector) {
+                t.seq = base.wrapping_add(n);
+                t.group_delta = n as u8;
+                t.commit = n + 1 == members;
+                t.copy = copy;
+                t.seal(sector);
                 n += 1;
             }
         }
-        let (from, to) = (slot as usize * pu, (slot + k) as usize * pu);
+        let (a, b) = (from as usize * pu, to as usize * pu);
         match self
             .dev
             .flash
-            .program(PageAddr(page), from as u32, &self.pbuf[from..to], &[])
+            .program(PageAddr(page), a as u32, &self.pbuf[a..b], &[])
         {
             Ok(()) => {
                 self.dev.heads[LOG_HEAD].next_seq = base.wrapping_add(n);
                 Ok(Attempt::Done(page))
             }
             Err(e) if e.kind() == ErrorKind::ProgramFailed => {
-                // The page is skipped (the head has moved past it) and the block retired
-                // once its data has moved, as in `Dev::program`.
+                // The page is done (the head has moved past it, or it was the open
+                // page) and its block retired once its data has moved, as in
+                // `Dev::program`.
                 let b = self.dev.block_of(page);
                 self.dev.blocks[b].retire = true;
                 Ok(Attempt::Failed)
@@ -242,66 +443,70 @@ impl<
         let mut lsn = lsn.max(start);
         while lsn < end {
             let lpage = (lsn / spp) as u32;
-            let slot = (lsn % spp) as usize;
             let page = self.index_get(stream, lpage)?;
             if page == UNMAPPED {
                 lsn = (lpage as u64 + 1) * spp;
                 continue;
             }
-            if !self.read_whole_page(page)? {
+            let mask = self.read_log_page(page)?;
+            if mask == 0 {
                 return Err(Fault::Corrupted);
             }
-            self.rbuf.copy_from_slice(&self.pbuf);
-            let trailer = |buf: &[u8], s: usize| {
-                sector_trailer(buf, pu, s as u32).filter(|bp| bp.owner == stream && bp.lpn == lpage)
+            let mine = |t: &LogSector| t.stream == stream && t.lpage == lpage;
+            let slot = (lsn % spp) as u32;
+            let t = if mask & (1 << slot) != 0 {
+                sector_at(&self.pbuf, pu, slot).filter(mine)
+            } else {
+                None
             };
-            match trailer(&self.rbuf, slot) {
-                Some(bp) if bp.tx_delta == 0 => {}
-                // Mid-record or unwritten: move on.
-                Some(_) => {
-                    lsn += 1;
-                    continue;
-                }
-                None => {
+            let Some(t) = t else {
+                let at = slot as usize * pu;
+                if self.pbuf[at..at + pu].iter().all(|&b| b == 0xFF) {
+                    // Never written: the page's records end here.
                     lsn = (lpage as u64 + 1) * spp;
                     continue;
                 }
+                // Written, inside the live range, and not a sector of a whole group:
+                // lost content.
+                return Err(Fault::Corrupted);
+            };
+            if t.pos != 0 {
+                // Inside a record: its start is below `lsn`.
+                lsn += 1;
+                continue;
             }
-            let mut len = 0usize;
+            // The record: consecutive sectors, positions 0.., up to its last.
+            let mut total = 0usize;
             let mut s = slot;
             loop {
-                let bp = trailer(&self.rbuf, s).ok_or(Fault::Corrupted)?;
-                if bp.tx_delta as usize != s - slot {
-                    return Err(Fault::Corrupted);
-                }
-                let n = bp.len as usize;
-                if len + n > buf.len() {
-                    // Size the whole record for the caller.
-                    let mut total = len + n;
-                    let mut t = s;
-                    while !trailer(&self.rbuf, t).is_some_and(|b| b.commit) {
-                        t += 1;
-                        total += trailer(&self.rbuf, t).map_or(0, |b| b.len as usize);
-                        if t + 1 >= spp as usize {
-                            break;
-                        }
-                    }
-                    return Err(Fault::BufferTooSmall(total));
-                }
-                buf[len..len + n].copy_from_slice(&self.rbuf[s * pu..s * pu + n]);
-                len += n;
-                if bp.commit {
+                let u = (mask & (1 << s) != 0)
+                    .then(|| sector_at(&self.pbuf, pu, s))
+                    .flatten()
+                    .filter(|u| mine(u) && u.pos as u32 == s - slot)
+                    .ok_or(Fault::Corrupted)?;
+                total += u.len as usize;
+                if u.last {
                     break;
                 }
                 s += 1;
-                if s >= spp as usize {
+                if s >= spp as u32 {
                     return Err(Fault::Corrupted);
                 }
+            }
+            if total > buf.len() {
+                return Err(Fault::BufferTooSmall(total));
+            }
+            let mut len = 0;
+            for k in slot..=s {
+                let at = k as usize * pu;
+                let n = sector_at(&self.pbuf, pu, k).map_or(0, |u| u.len as usize);
+                buf[len..len + n].copy_from_slice(&self.pbuf[at..at + n]);
+                len += n;
             }
             return Ok(Some(LogRecord {
                 lsn,
                 len,
-                next: lsn + (s - slot) as u64 + 1,
+                next: lpage as u64 * spp + s as u64 + 1,
             }));
         }
         Ok(None)
@@ -330,151 +535,117 @@ impl<
     /// Applies one replayed log sector found in `slot` of `page`.
     pub(crate) fn apply_log(
         &mut self,
-        bp: &Backpointer,
+        t: &LogSector,
         page: u32,
         slot: u32,
     ) -> Result<(), FaultOf<F>> {
-        let Some(o) = self.obj_get(bp.owner)? else {
+        let Some(o) = self.obj_get(t.stream)? else {
             return Ok(());
         };
         if o.kind != ObjKind::Log {
             return Ok(());
         }
         let spp = self.sectors_per_page() as u64;
-        let lsn = bp.lpn as u64 * spp + slot as u64;
+        let lsn = t.lpage as u64 * spp + slot as u64;
         if lsn + 1 > o.size {
-            self.obj_update(bp.owner, |o| o.size = lsn + 1)?;
+            self.obj_update(t.stream, |o| o.size = lsn + 1)?;
         }
         // Metadata replays first: a sector below the trim point stays unmapped (but
         // still moves the end, which the trim point never passes).
         if lsn >= o.log_start {
-            self.index_set(bp.owner, bp.lpn, page)?;
+            self.index_set(t.stream, t.lpage, page)?;
         }
         Ok(())
     }
 
-    /// The trailer of sector `slot` of a log page held in `buf`, if valid.
-    /// The trailer of sector `slot` in `buf` if the sector is intact and so is every
-    /// sector of its record (from its first to its commit sector, all in this page): a
-    /// record a cut or a failed program left partly written counts as absent, whole.
-    pub(crate) fn log_trailer(&self, buf: &[u8], slot: u32) -> Option<Backpointer> {
-        let pu = self.dev.pu();
-        let t = sector_trailer(buf, pu, slot)?;
-        let first = slot.checked_sub(t.tx_delta as u32)?;
-        let spp = self.sectors_per_page();
-        let mut s = first;
-        loop {
-            let r = sector_trailer(buf, pu, s)?;
-            if r.owner != t.owner || r.lpn != t.lpn || r.tx_delta as u32 != s - first {
-                return None;
-            }
-            if r.commit {
-                return (s >= slot).then_some(t);
-            }
-            s += 1;
-            if s >= spp {
-                return None;
-            }
-        }
-    }
-
-    /// Reads a whole page (data area) into `pbuf`; `false` if it is unreadable.
-    pub(crate) fn read_whole_page(&mut self, page: u32) -> Result<bool, FaultOf<F>> {
+    /// Reads a log page into `pbuf` with the step-aware read (a failed step on a
+    /// page-wide part does not hide the others) and returns the slots holding sectors
+    /// of whole groups (0: nothing readable). A read that reports a failed step (or,
+    /// without ECC, shows a written sector that does not check out) is tried again a
+    /// bounded number of times, and the page is taken as the best read seen (read again
+    /// until one matches it): a transient error never shortens a page, a torn step stays
+    /// torn and its neighbours stand.
+    pub(crate) fn read_log_page(&mut self, page: u32) -> Result<u32, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
+        let no_ecc = self.dev.caps.ecc.kind == nand_hal::EccKind::None;
         let attempts = crate::io::READ_RETRIES + 1;
-        for attempt in 0..attempts {
-            match self
+        let mut best = 0u32;
+        let mut mask = 0;
+        for attempt in 0..2 * attempts {
+            let report = match self
                 .dev
                 .flash
-                .read(PageAddr(page), 0, &mut self.pbuf, &mut [])
+                .read_steps(PageAddr(page), &mut self.pbuf, &mut [])
             {
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::Uncorrectable && attempt + 1 < attempts => {
-                    continue
-                }
-                Err(e) if matches!(e.kind(), ErrorKind::Uncorrectable | ErrorKind::BadBlock) => {
-                    return Ok(false)
-                }
+                Ok(r) => r,
+                Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
                 Err(e) => return Err(Fault::Flash(e)),
-            }
-            // Without ECC a read can return flipped bits: a sector whose trailer is
-            // present but does not check out is read again.
-            let suspicious = self.dev.caps.ecc.kind == nand_hal::EccKind::None
-                && (0..spp).any(|s| {
-                    let at = s as usize * pu + pu - BP_LEN;
-                    !matches!(Backpointer::parse(&self.pbuf[at..at + BP_LEN]), Ok(None))
-                        && sector_trailer(&self.pbuf, pu, s).is_none()
-                });
-            if !suspicious || attempt + 1 == attempts {
-                break;
+            };
+            mask = complete_slots(&self.pbuf, pu, spp);
+            let doubtful = !report.all_good()
+                || (no_ecc
+                    && (0..spp).any(|s| {
+                        let at = s as usize * pu;
+                        mask & (1 << s) == 0 && self.pbuf[at..at + pu].iter().any(|&b| b != 0xFF)
+                    }));
+            let n = mask.count_ones();
+            if n >= best {
+                best = n;
+                if !doubtful || attempt + 1 >= attempts {
+                    break;
+                }
             }
         }
-        Ok(true)
+        Ok(mask)
     }
 
-    /// Moves a valid log page to the log head. With `from_rbuf` the page is already in
-    /// `rbuf`. Keeps each sector's slot (LSNs do not change) and drops sectors past the
-    /// stream's end; the copy gets fresh sequence numbers. Returns whether it moved.
+    /// Copies a valid log page to the log head as one group (a copy): every sector of
+    /// a whole group below the stream's end keeps its slot (LSNs do not change; sectors
+    /// below the trim point stay too, so the copy's first slot is written whenever the
+    /// original's was), with new sequence numbers. With `from_rbuf` the page is already
+    /// in `rbuf`. Returns whether it moved.
     pub(crate) fn relocate_log(&mut self, page: u32, from_rbuf: bool) -> Result<bool, FaultOf<F>> {
-        if !from_rbuf {
-            if !self.read_whole_page(page)? {
-                return Ok(false);
-            }
-            self.rbuf.copy_from_slice(&self.pbuf);
-        }
+        let pu = self.dev.pu();
         let spp = self.sectors_per_page();
-        let Some(first) = (0..spp).find_map(|s| self.log_trailer(&self.rbuf, s)) else {
+        let mask = if from_rbuf {
+            complete_slots(&self.rbuf, pu, spp)
+        } else {
+            let m = self.read_log_page(page)?;
+            self.rbuf.copy_from_slice(&self.pbuf);
+            m
+        };
+        if mask == 0 {
+            return Ok(false);
+        }
+        let Some(first) = sector_at(&self.rbuf, pu, mask.trailing_zeros()) else {
             return Ok(false);
         };
-        let (stream, lpage) = (first.owner, first.lpn);
+        let (stream, lpage) = (first.stream, first.lpage);
         if self.obj_get(stream)?.is_none() || self.index_get(stream, lpage)? != page {
             return Ok(false);
         }
         let end = self.obj(stream)?.size;
-        let pu = self.dev.pu();
+        self.pbuf.fill(0xFF);
         let mut last = 0;
         for s in 0..spp {
-            let keep = self
-                .log_trailer(&self.rbuf, s)
-                .is_some_and(|t| t.owner == stream && t.lpn == lpage)
-                && (lpage as u64 * spp as u64 + s as u64) < end;
-            if keep {
+            if mask & (1 << s) != 0 && (lpage as u64 * spp as u64 + s as u64) < end {
+                let at = s as usize * pu;
+                self.pbuf[at..at + pu].copy_from_slice(&self.rbuf[at..at + pu]);
                 last = s + 1;
-            } else {
-                self.rbuf[s as usize * pu..(s as usize + 1) * pu].fill(0xFF);
             }
         }
-        self.pbuf.copy_from_slice(&self.rbuf);
+        if last == 0 {
+            return Ok(false);
+        }
         self.dev.stats.relocated_pages += 1;
+        self.log_tail.moved(page);
         loop {
-            match self.log_program(0, last.max(1))? {
-                Attempt::Done(np) => {
-                    self.index_set(stream, lpage, np)?;
-                    return Ok(true);
-                }
-                Attempt::Failed => self.pbuf.copy_from_slice(&self.rbuf),
+            // A retry restamps the same numbers over the same sectors.
+            if let Attempt::Done(np) = self.log_program(0, last, true, None)? {
+                self.index_set(stream, lpage, np)?;
+                return Ok(true);
             }
         }
-    }
-}
-
-/// The backpointer of log sector `slot` in `buf` if the sector is intact: valid trailer
-/// of kind `Log`, plausible length, payload CRC matching.
-///
-/// ```text
-/// sector (program unit): payload (unit - 20) | CRC-32 of payload (4) | backpointer (16)
-/// ```
-fn sector_trailer(buf: &[u8], pu: usize, slot: u32) -> Option<Backpointer> {
-    let at = slot as usize * pu;
-    let sector = buf.get(at..at + pu)?;
-    let sp = pu - TRAILER_LEN;
-    match Backpointer::parse(&sector[pu - BP_LEN..]) {
-        Ok(Some(bp)) if bp.kind == PageKind::Log && bp.len as usize <= sp => {
-            let c = &sector[sp..sp + PAYLOAD_CRC_LEN];
-            (payload_crc(&sector[..sp]) == u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .then_some(bp)
-        }
-        _ => None,
     }
 }

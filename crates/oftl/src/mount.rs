@@ -123,6 +123,7 @@ impl<
                 config.format_id,
                 sb_blocks,
                 ckpt_blocks,
+                config.log_partial_programs,
             )
         };
         // The block table doubles as the factory bad-block map while the fixed blocks

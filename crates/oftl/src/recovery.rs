@@ -80,6 +80,7 @@ use nand_hal::{BlockAddr, NandFlash};
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind};
 use crate::format::checkpoint::{BlockState, HEADS, NONE};
+use crate::format::logsector::{complete_slots, sector_at};
 use crate::format::meta::MetaRecord;
 use crate::gc::COLD_HEAD;
 use crate::io::{FaultOf, Scan};
@@ -160,26 +161,6 @@ fn is_cold_copy(bp: &Backpointer, start: u32) -> bool {
     bp.relocated
         && matches!(bp.kind, PageKind::Data | PageKind::Meta)
         && !seq_cmp(bp.seq, start).is_lt()
-}
-
-/// Whether the log sectors from `missing` up to `seq` (found in `slot` of the page in
-/// `pbuf`) were this page's own slots just before `slot`, none of which reads: a torn
-/// append, not a lost page.
-fn torn_gap<
-    F: NandFlash,
-    P: SpacePolicy,
-    const PAGE: usize,
-    const BLOCKS: usize,
-    const CACHE: usize,
-    const WBUF: usize,
->(
-    fs: &Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>,
-    slot: u32,
-    seq: u32,
-    missing: u32,
-) -> bool {
-    let n = seq.wrapping_sub(missing);
-    n <= slot && (slot - n..slot).all(|s| fs.log_trailer(&fs.pbuf, s).is_none())
 }
 
 /// The replayed head a page kind belongs to (index and object-table pages, on the
@@ -283,6 +264,7 @@ impl<
     fn scan_window(&mut self) -> Result<Scanned, FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
+        let pu = self.dev.pu();
         let mut walk = Walk::new();
         for (i, h) in self.dev.heads.iter().enumerate() {
             // The index head's pages are a cache recovery rebuilds: not scanned.
@@ -320,10 +302,8 @@ impl<
         let mut scanned = 0u32;
         let mut log_blocks = 0u64;
         let mut log_suspect: Option<u32> = None;
-        // The first unreadable page of the walk not yet proven a tail, and a log gap
-        // inside a page (a torn append, unless a later log page follows).
+        // The first unreadable page of the walk not yet proven a tail.
         let mut hole: Option<u32> = None;
-        let mut log_gap: Option<(u32, u32)> = None;
         let mut broken = Broken::new();
         let mut superseded = heapless::Vec::<u32, MAX_BROKEN>::new();
         // The open (uncommitted) transaction of the data head.
@@ -345,72 +325,59 @@ impl<
                 scanned += 1;
                 let bp = match self.dev.scan_read(page)? {
                     Scan::Bp(bp) => bp,
-                    Scan::Garbage => {
-                        hole.get_or_insert(page);
-                        continue;
-                    }
+                    // Unreadable as a whole: a torn page, or a log page one of whose
+                    // sectors fails (a part with a page-wide ECC status hides the good
+                    // ones from a plain read).
+                    Scan::Garbage => match self.log_page_behind(page)? {
+                        Some(bp) => bp,
+                        None => {
+                            hole.get_or_insert(page);
+                            continue;
+                        }
+                    },
                     Scan::Erased => continue,
                 };
                 if bp.kind == PageKind::Log {
                     log_blocks |= 1 << wi;
-                    if !self.read_whole_page(page)? {
+                    let mask = self.read_log_page(page)?;
+                    // Every number on the page is seen, whole groups or not: none is
+                    // ever used again.
+                    for slot in 0..spp {
+                        if let Some(t) = sector_at(&self.pbuf, pu, slot) {
+                            see(LOG_HEAD, t.seq);
+                        }
+                    }
+                    if mask == 0 {
                         hole.get_or_insert(page);
                         continue;
                     }
                     let mut any = false;
-                    for slot in 0..spp {
-                        let Some(t) = self.log_trailer(&self.pbuf, slot) else {
+                    for slot in slots(mask) {
+                        let Some(t) = sector_at(&self.pbuf, pu, slot) else {
                             continue;
                         };
-                        see(LOG_HEAD, t.seq);
-                        if log_gap.is_some_and(|(g, _)| g == page) {
-                            // Past a torn append's gap in its own page: the tail.
-                            continue;
-                        }
-                        let step = track[LOG_HEAD].step(t.seq);
-                        match (step, log_gap) {
-                            (Step::Skip, _) => continue,
-                            // A page after a torn-looking one, starting where it broke
-                            // off (or repeating it): that page was a failed program
-                            // and this is its retry.
-                            (Step::New | Step::Repeat, Some((g, _))) if g != page => {
-                                log_gap = None;
-                                if step == Step::Repeat && !superseded.contains(&g) {
-                                    superseded.push(g).map_err(|_| Fault::MediaLoss(g))?;
-                                }
-                            }
-                            (Step::Gap { missing }, _) => {
-                                if torn_gap(self, slot, t.seq, missing) {
-                                    // This page's own unreadable slots just before this
-                                    // one: a torn append, the tail unless a later log
-                                    // page follows. Its later sectors are not replayed.
-                                    track[LOG_HEAD].expected = missing;
-                                    match log_gap {
-                                        Some((g, _)) if g != page && !salvage => {
-                                            return Err(Fault::MediaLoss(g));
-                                        }
-                                        _ => log_gap = Some((page, missing)),
-                                    }
-                                    continue;
-                                }
+                        match track[LOG_HEAD].step(t.seq) {
+                            Step::Skip => continue,
+                            Step::Gap { .. } => {
+                                // Groups count only whole, so a torn append is simply
+                                // absent: a later number after missing ones is loss.
                                 if !salvage {
-                                    return Err(Fault::MediaLoss(
-                                        log_gap.map_or(hole.unwrap_or(page), |(g, _)| g),
-                                    ));
+                                    return Err(Fault::MediaLoss(hole.unwrap_or(page)));
                                 }
-                                log_gap = None;
                             }
-                            (Step::Repeat, _) => {
-                                // A failed program's retry: the earlier copy is void.
+                            Step::Repeat => {
+                                // A failed program's retry (a fresh page, or the copy
+                                // of a failed partial program's page with the new
+                                // records): the page with the failed copy is void.
                                 if let Some((p, _)) = bound[LOG_HEAD].last_acc {
                                     if p != page && !superseded.contains(&p) {
                                         superseded.push(p).map_err(|_| Fault::MediaLoss(p))?;
                                     }
                                 }
                             }
-                            _ => {}
+                            Step::New => {}
                         }
-                        bound[LOG_HEAD].accept(page, t);
+                        bound[LOG_HEAD].accept(page, t.backpointer());
                         any = true;
                     }
                     if any {
@@ -608,9 +575,10 @@ impl<
         }
         replayed += self.replay_cold(&walk, &mut cold, limit)?;
 
-        // Pass 2b: replay log sectors.
+        // Pass 2b: replay log sectors, whole groups in sequence order. Blocks with log
+        // pages are the log head's: their pages are read whole at once.
+        let pu = self.dev.pu();
         let mut prev_log: Option<u32> = None;
-        let mut torn_page: Option<u32> = None;
         for (wi, &(b, start)) in walk.iter().enumerate() {
             if sc.log_blocks & (1 << wi) == 0
                 || self.dev.blocks[b as usize].state == BlockState::Bad
@@ -620,33 +588,18 @@ impl<
             for i in start..ppb {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
                 let superseded = sc.superseded.contains(&page);
-                if sc.log_suspect == Some(page) {
+                let mask = if sc.log_suspect == Some(page) {
                     self.pbuf.copy_from_slice(&self.lbuf);
+                    complete_slots(&self.pbuf, pu, spp)
                 } else {
-                    match self.dev.scan_read(page)? {
-                        Scan::Bp(bp) if bp.kind == PageKind::Log => {}
-                        _ => continue,
-                    }
-                    if !self.read_whole_page(page)? {
-                        continue;
-                    }
-                }
-                for slot in 0..spp {
-                    let Some(t) = self.log_trailer(&self.pbuf, slot) else {
+                    self.read_log_page(page)?
+                };
+                for slot in slots(mask) {
+                    let Some(t) = sector_at(&self.pbuf, pu, slot) else {
                         continue;
                     };
-                    if torn_page == Some(page) {
-                        continue;
-                    }
                     match track[LOG_HEAD].step(t.seq) {
                         Step::Skip => continue,
-                        // Pass 1 let a gap pass only over unreadable slots of the same
-                        // page (a torn append), whose later sectors it left out.
-                        Step::Gap { missing } if torn_gap(self, slot, t.seq, missing) => {
-                            track[LOG_HEAD].expected = missing;
-                            torn_page = Some(page);
-                            continue;
-                        }
                         Step::Gap { .. } if !salvage => {
                             return Err(Fault::MediaLoss(prev_log.unwrap_or(page)));
                         }
@@ -766,12 +719,20 @@ impl<
                 if sc.suspect.is_some_and(|(sp, _)| sp == page) || sc.log_suspect == Some(page) {
                     continue;
                 }
-                if let Scan::Bp(bp) = self.dev.scan_read(page)? {
-                    if bp.kind == PageKind::Log {
+                match self.dev.scan_read(page)? {
+                    Scan::Bp(bp) if bp.kind == PageKind::Log => {
                         self.relocate_log(page, false)?;
-                    } else if self.is_valid(page, &bp)? {
-                        self.relocate(page, &bp, false, to)?;
                     }
+                    Scan::Bp(bp) => {
+                        if self.is_valid(page, &bp)? {
+                            self.relocate(page, &bp, false, to)?;
+                        }
+                    }
+                    // A log page with a failed sector still has good ones.
+                    Scan::Garbage => {
+                        self.relocate_log(page, false)?;
+                    }
+                    Scan::Erased => {}
                 }
             }
         }
@@ -847,6 +808,17 @@ impl<
         Ok(None)
     }
 
+    /// For a page whose spare-area scan failed: whether it is a log page with sectors
+    /// of whole groups (read into `pbuf`), as the backpointer of its first one.
+    pub(crate) fn log_page_behind(&mut self, page: u32) -> Result<Option<Backpointer>, FaultOf<F>> {
+        let mask = self.read_log_page(page)?;
+        if mask == 0 {
+            return Ok(None);
+        }
+        let pu = self.dev.pu();
+        Ok(sector_at(&self.pbuf, pu, mask.trailing_zeros()).map(|t| t.backpointer()))
+    }
+
     /// Reads the suspect commit page fully into `rbuf`; `false` if it does not read
     /// back as what its backpointer claims.
     fn read_suspect(&mut self, page: u32, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
@@ -876,4 +848,9 @@ impl<
             Err(e) => Err(e),
         }
     }
+}
+
+/// The slots set in `mask`, ascending.
+fn slots(mask: u32) -> impl Iterator<Item = u32> {
+    (0..32).filter(move |s| mask & (1 << s) != 0)
 }

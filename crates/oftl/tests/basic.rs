@@ -10,6 +10,7 @@ fn cfg() -> Config {
     Config {
         window_blocks: 6,
         format_id: 7,
+        ..Default::default()
     }
 }
 
@@ -516,4 +517,70 @@ fn object_table_spans_pages_and_unmaps_empty_ones() {
     fs.read(ids[10], 0, &mut small).unwrap();
     assert_eq!(small.to_vec(), pattern(9, 64));
     assert_eq!(sim.counters().misuse, 0);
+}
+
+/// Small appends continue their page with partial programs: four 64-byte records take
+/// one page (four programs, LSNs 0..3); the fifth starts the next page. In the NOP = 1
+/// mode every append takes a fresh page. A batch is one program of several records.
+#[test]
+fn log_appends_continue_pages() {
+    for partial in [true, false] {
+        let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
+        let mut fs = Fs::format(
+            &mut sim,
+            Config {
+                log_partial_programs: partial,
+                ..cfg()
+            },
+        )
+        .unwrap();
+        assert_eq!(fs.log_programs_per_page(), if partial { 4 } else { 1 });
+        let l = fs.create(ObjKind::Log).unwrap();
+        // The first change after format writes its checkpoint; settle that first.
+        fs.log_append(l, b"warm-up").unwrap();
+        let before = fs.flash().counters();
+        let mut lsns = Vec::new();
+        for i in 0..8u32 {
+            lsns.push(fs.log_append(l, &pattern(i, 64)).unwrap());
+        }
+        let d = fs.flash().counters() - before;
+        if partial {
+            assert_eq!(lsns, [1, 2, 3, 4, 5, 6, 7, 8]);
+            assert_eq!(d.programs, 8);
+            assert_eq!(d.bytes_programmed, 8 * 512);
+        } else {
+            assert_eq!(lsns, [4, 8, 12, 16, 20, 24, 28, 32]);
+            assert_eq!(d.programs, 8);
+            assert_eq!(d.bytes_programmed, 8 * 512);
+        }
+        let batch: Vec<Vec<u8>> = (0..3).map(|i| pattern(100 + i, 30 + i as usize)).collect();
+        let refs: Vec<&[u8]> = batch.iter().map(|r| &r[..]).collect();
+        let before = fs.flash().counters();
+        let first = fs.log_append_batch(l, &refs).unwrap();
+        assert_eq!((fs.flash().counters() - before).programs, 1);
+        let too_many: Vec<&[u8]> = vec![&[1u8; 400][..]; 5];
+        assert_eq!(fs.log_append_batch(l, &too_many), Err(WriteError::TooLarge));
+        let mut buf = [0u8; 64];
+        let mut lsn = first;
+        for r in &batch {
+            let rec = fs.log_read(l, lsn, &mut buf).unwrap().unwrap();
+            assert_eq!(&buf[..rec.len], &r[..]);
+            lsn = rec.next;
+        }
+        assert_eq!(fs.log_read(l, lsn, &mut buf).unwrap(), None);
+        // Everything reads back after a crash (the open page is copied by recovery).
+        drop(fs);
+        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut lsn = 0;
+        let mut n = 0;
+        while let Some(r) = fs.log_read(l, lsn, &mut buf).unwrap() {
+            if (1..9).contains(&n) {
+                assert_eq!(&buf[..r.len], &pattern(n as u32 - 1, 64)[..]);
+            }
+            n += 1;
+            lsn = r.next;
+        }
+        assert_eq!(n, 12);
+        fs.unmount().unwrap();
+    }
 }

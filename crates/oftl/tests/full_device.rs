@@ -28,6 +28,7 @@ fn cfg() -> Config {
     Config {
         window_blocks: 6,
         format_id: 1,
+        ..Default::default()
     }
 }
 

@@ -23,6 +23,7 @@ fn cfg() -> Config {
     Config {
         window_blocks: 6,
         format_id: 3,
+        ..Default::default()
     }
 }
 
@@ -127,6 +128,7 @@ fn failed_delete_or_truncate_keeps_buffered_writes() {
             Config {
                 window_blocks: 5,
                 format_id: 1,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -401,6 +403,7 @@ fn smallest_window_never_wedges() {
             Config {
                 window_blocks: 5,
                 format_id: 1,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -12,6 +12,7 @@ fn cfg() -> Config {
     Config {
         window_blocks: 6,
         format_id: 3,
+        ..Default::default()
     }
 }
 

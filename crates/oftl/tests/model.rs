@@ -30,6 +30,11 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (0..3usize, 0..1969usize, any::<u32>())
             .prop_map(|(slot, len, seed)| Op::Append { slot, len, seed }),
         1 => (0..3usize, 0..6usize).prop_map(|(slot, n)| Op::Trim { slot, n }),
+        // Small appends (one sector each, continuing pages) and batches under one commit.
+        4 => (0..3usize, 0..200usize, any::<u32>())
+            .prop_map(|(slot, len, seed)| Op::Append { slot, len, seed }),
+        1 => (0..3usize, 1..4usize, 0..400usize, any::<u32>())
+            .prop_map(|(slot, n, len, seed)| Op::Batch { slot, n, len, seed }),
     ]
 }
 

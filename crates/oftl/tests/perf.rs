@@ -120,6 +120,7 @@ fn random_overwrites<const CACHE: usize>(window: u16) -> (u64, u64, u32, u64, u6
         Config {
             window_blocks: window,
             format_id: 1,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -6,11 +6,12 @@
 mod common;
 
 use common::*;
+use nand_hal::ecc::{SoftEcc, Strength};
 use nand_hal::powerloss::{
     self, CheckError, RecoveryCuts, RecoveryReads, Scenario, Schedule, Sweep,
 };
 use nand_hal::sim::{profile, CutKind, FaultConfig, Profile};
-use nand_hal::ErrorKind;
+use nand_hal::{Error as _, ErrorKind, NandFlash};
 use oftl::{Greedy, MountError, SpacePolicy};
 
 /// Acknowledged state and the operation in flight when the power went.
@@ -26,6 +27,21 @@ struct Objects {
     ops: Vec<Op>,
     /// Run with `paragc`'s policy ([`Para`]) instead of the built-in `Greedy`.
     para: bool,
+    /// Run over host ECC ([`SoftEcc`], per-step status) on the raw part.
+    soft: bool,
+}
+
+/// `f` over the device the scenario runs on: the simulator, or host ECC around it.
+macro_rules! on_device {
+    ($self:ident, $nand:ident, |$fl:ident| $body:expr) => {
+        if $self.soft {
+            let $fl = SoftEcc::new($nand, Strength::T4, 4).map_err(|e| format!("{e:?}"))?;
+            $body
+        } else {
+            let $fl = $nand;
+            $body
+        }
+    };
 }
 
 /// The same scenario with `paragc`'s space policy.
@@ -47,27 +63,30 @@ impl Scenario for Objects {
     }
 
     fn setup(&self, nand: &mut Sim) -> Result<Oracle, String> {
-        if self.para {
-            self.setup_with::<Para>(nand)
+        on_device!(self, nand, |f| if self.para {
+            self.setup_on::<_, Para>(f)
         } else {
-            self.setup_with::<Greedy>(nand)
-        }
+            self.setup_on::<_, Greedy>(f)
+        })
     }
 
     fn run(&self, nand: &mut Sim, o: &mut Oracle) -> Result<(), String> {
-        if self.para {
-            self.run_with::<Para>(nand, o)
+        on_device!(self, nand, |f| if self.para {
+            self.run_on::<_, Para>(f, o)
         } else {
-            self.run_with::<Greedy>(nand, o)
-        }
+            self.run_on::<_, Greedy>(f, o)
+        })
     }
 
     fn check(&self, nand: &mut Sim, o: &Oracle) -> Result<(), CheckError> {
-        if self.para {
-            self.check_with::<Para>(nand, o)
-        } else {
-            self.check_with::<Greedy>(nand, o)
-        }
+        let r: Result<Result<(), CheckError>, String> = (|| {
+            Ok(on_device!(self, nand, |f| if self.para {
+                self.check_on::<_, Para>(f, o)
+            } else {
+                self.check_on::<_, Greedy>(f, o)
+            }))
+        })();
+        r.unwrap_or_else(|e| Err(e.into()))
     }
 }
 
@@ -85,6 +104,7 @@ fn basic() -> Objects {
         profile: profile::TINY,
         name: "objects-basic",
         para: false,
+        soft: false,
         preload: vec![Op::Create, w(0, 0, 5000, 1)],
         ops: vec![
             Op::Create,
@@ -110,6 +130,7 @@ fn transactions() -> Objects {
         profile: profile::TINY,
         name: "objects-tx",
         para: false,
+        soft: false,
         preload: vec![Op::Create, Op::Create, w(0, 0, 4000, 1), w(1, 0, 4000, 2)],
         ops: vec![
             Op::Tx {
@@ -143,7 +164,11 @@ fn transactions() -> Objects {
 
 impl Objects {
     fn setup_with<P: SpacePolicy + Default>(&self, nand: &mut Sim) -> Result<Oracle, String> {
-        let mut fs = FsWith::<P>::format(nand, cfg()).map_err(|e| format!("{e:?}"))?;
+        self.setup_on::<_, P>(nand)
+    }
+
+    fn setup_on<F: NandFlash, P: SpacePolicy + Default>(&self, nand: F) -> Result<Oracle, String> {
+        let mut fs = FsOn::<F, P>::format(nand, cfg()).map_err(|e| format!("{e:?}"))?;
         let mut m = Model::new();
         for op in &self.preload {
             run_op(&mut fs, &m, op).map_err(|e| format!("preload: {e:?}"))?;
@@ -156,12 +181,12 @@ impl Objects {
         })
     }
 
-    fn run_with<P: SpacePolicy + Default>(
+    fn run_on<F: NandFlash, P: SpacePolicy + Default>(
         &self,
-        nand: &mut Sim,
+        nand: F,
         o: &mut Oracle,
     ) -> Result<(), String> {
-        let mut fs = FsWith::<P>::mount(nand).map_err(|e| format!("mount: {e:?}"))?;
+        let mut fs = FsOn::<F, P>::mount(nand).map_err(|e| format!("mount: {e:?}"))?;
         for op in &self.ops {
             o.in_flight = Some(op.clone());
             run_op(&mut fs, &o.acked.durable, op).map_err(|e| format!("{op:?}: {e:?}"))?;
@@ -172,14 +197,14 @@ impl Objects {
         Ok(())
     }
 
-    fn check_with<P: SpacePolicy + Default>(
+    fn check_on<F: NandFlash, P: SpacePolicy + Default>(
         &self,
-        nand: &mut Sim,
+        nand: F,
         o: &Oracle,
     ) -> Result<(), CheckError> {
-        let mut fs = match FsWith::<P>::mount(nand) {
+        let mut fs = match FsOn::<F, P>::mount(nand) {
             Ok(fs) => fs,
-            Err(MountError::Flash(e)) if e.kind() == ErrorKind::PowerLoss => {
+            Err(MountError::Flash(e)) if nand_hal::Error::kind(&e) == ErrorKind::PowerLoss => {
                 return Err(CheckError::PowerLoss)
             }
             Err(e) => return Err(format!("mount failed: {e:?}").into()),
@@ -247,6 +272,7 @@ fn gc_heavy() -> Objects {
         preload: vec![],
         ops,
         para: false,
+        soft: false,
     }
 }
 
@@ -309,6 +335,7 @@ fn cold_copies() -> Objects {
             Op::Gc { budget: 24 },
         ],
         para: false,
+        soft: false,
     }
 }
 
@@ -331,7 +358,122 @@ fn logs() -> Objects {
         preload: vec![],
         ops,
         para: false,
+        soft: false,
     }
+}
+
+/// Sector-granular appends: 64-byte records that continue their page with partial
+/// programs (the 2nd, 3rd and 4th sector of pages), batches of records under one
+/// commit, a second stream interleaved (a fresh page each time it takes the head), a
+/// two-sector record, a sync (its checkpoint closes the open page), trims and a
+/// collection step.
+fn log_sectors() -> Objects {
+    let mut ops = vec![Op::CreateLog, Op::Create, Op::CreateLog];
+    for i in 0..64u32 {
+        ops.push(Op::Append {
+            slot: 0,
+            len: 64,
+            seed: 1000 + i,
+        });
+        match i % 12 {
+            4 => ops.push(Op::Batch {
+                slot: 0,
+                n: 2,
+                len: 40,
+                seed: 2000 + i,
+            }),
+            7 => ops.push(Op::Append {
+                slot: 1,
+                len: 64,
+                seed: 3000 + i,
+            }),
+            9 => ops.push(Op::Append {
+                slot: 0,
+                len: 600,
+                seed: 4000 + i,
+            }),
+            11 if i == 11 => {
+                ops.push(w(0, 0, 100, i));
+                ops.push(Op::Sync);
+            }
+            11 => {
+                ops.push(Op::Trim { slot: 0, n: 6 });
+                ops.push(Op::Gc { budget: 8 });
+            }
+            _ => {}
+        }
+    }
+    Objects {
+        profile: profile::TINY,
+        name: "log-sectors",
+        preload: vec![],
+        ops,
+        para: false,
+        soft: false,
+    }
+}
+
+/// Counts the programs of the wrapped device by the sector they start at.
+struct ByColumn<'a> {
+    inner: &'a mut Sim,
+    starts: &'a mut [u32; 4],
+}
+
+impl nand_hal::ErrorType for ByColumn<'_> {
+    type Error = <Sim as nand_hal::ErrorType>::Error;
+}
+
+impl NandFlash for ByColumn<'_> {
+    fn geometry(&self) -> nand_hal::Geometry {
+        self.inner.geometry()
+    }
+    fn capabilities(&self) -> &nand_hal::Capabilities {
+        self.inner.capabilities()
+    }
+    fn read(
+        &mut self,
+        page: nand_hal::PageAddr,
+        column: u32,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<nand_hal::ReadReport, Self::Error> {
+        self.inner.read(page, column, data, oob)
+    }
+    fn read_steps(
+        &mut self,
+        page: nand_hal::PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<nand_hal::StepReport, Self::Error> {
+        self.inner.read_steps(page, data, oob)
+    }
+    fn program(
+        &mut self,
+        page: nand_hal::PageAddr,
+        column: u32,
+        data: &[u8],
+        oob: &[u8],
+    ) -> Result<(), Self::Error> {
+        self.starts[(column as usize / 512).min(3)] += 1;
+        self.inner.program(page, column, data, oob)
+    }
+    fn erase(&mut self, block: nand_hal::BlockAddr) -> Result<(), Self::Error> {
+        self.inner.erase(block)
+    }
+    fn is_bad(&mut self, block: nand_hal::BlockAddr) -> Result<bool, Self::Error> {
+        self.inner.is_bad(block)
+    }
+    fn mark_bad(&mut self, block: nand_hal::BlockAddr) -> Result<(), Self::Error> {
+        self.inner.mark_bad(block)
+    }
+}
+
+/// The same over host ECC (per-step status) on the raw part.
+fn soft_ecc(mut s: Objects, name: &'static str) -> Objects {
+    s.profile = tiny_raw();
+    s.soft = true;
+    s.name = name;
+    s
 }
 
 /// Small writes that stay buffered: appends filling and completing pages, overwrites of
@@ -374,6 +516,7 @@ fn buffered() -> Objects {
         preload: vec![],
         ops,
         para: false,
+        soft: false,
     }
 }
 
@@ -408,6 +551,7 @@ fn many_objects() -> Objects {
         preload,
         ops,
         para: false,
+        soft: false,
     }
 }
 
@@ -456,6 +600,50 @@ fn exhaustive_many_objects() {
 #[test]
 fn exhaustive_logs() {
     sweep_ok(&logs(), &Sweep::exhaustive(5), 40);
+}
+
+/// Every program/erase of the sector-append workload, every cut kind (so torn partial
+/// programs of the 2nd, 3rd and 4th sector of pages, checked to exist below), on the
+/// page-wide ECC part and over host ECC; then with cuts during recovery.
+#[test]
+fn exhaustive_log_sectors() {
+    for s in [
+        log_sectors(),
+        soft_ecc(log_sectors(), "log-sectors-softecc"),
+    ] {
+        // The uncut workload continues pages: count programs by the sector they start
+        // at (the 2nd, 3rd and 4th sector of a page: partial programs of a page that
+        // already holds acknowledged records). The sweep cuts each of them every way.
+        let mut nand = Sim::heap(s.profile, nand_hal::sim::FaultPlan::seeded(1));
+        let mut o = s.setup(&mut nand).unwrap();
+        let mut starts = [0u32; 4];
+        {
+            let f = ByColumn {
+                inner: &mut nand,
+                starts: &mut starts,
+            };
+            let r: Result<(), String> =
+                (|| on_device!(s, f, |d| s.run_on::<_, Greedy>(d, &mut o)))();
+            r.unwrap();
+        }
+        println!("{}: programs by first sector {starts:?}", s.name);
+        assert!(
+            starts[1] >= 5 && starts[2] >= 5 && starts[3] >= 5,
+            "{}: {starts:?}",
+            s.name
+        );
+        sweep_ok(&s, &Sweep::exhaustive(21), 400);
+        let mut sw = clean_and_random(Sweep::exhaustive(22));
+        sw.schedule = Schedule::Log;
+        sw.recovery_cuts = RecoveryCuts::Exhaustive;
+        let r = powerloss::sweep(&s, &sw);
+        println!(
+            "{} with recovery cuts: {} runs, {} recovery cuts",
+            s.name, r.runs, r.recovery_cuts
+        );
+        r.assert_ok();
+        assert!(r.recovery_cuts > 20);
+    }
 }
 
 #[test]
@@ -613,7 +801,14 @@ fn paragc_policy_scenarios() {
 /// a row, after cuts at every program/erase on a log schedule.
 #[test]
 fn recovery_read_errors_everywhere() {
-    for s in [basic(), transactions(), logs(), buffered(), cold_copies()] {
+    for s in [
+        basic(),
+        transactions(),
+        logs(),
+        buffered(),
+        cold_copies(),
+        log_sectors(),
+    ] {
         for len in [1, 2] {
             let mut sw = clean_and_random(Sweep::exhaustive(13));
             sw.schedule = Schedule::Log;
@@ -645,10 +840,12 @@ fn exhaustive_with_program_failures_and_read_errors() {
         buffered(),
         raw(basic(), "objects-raw"),
         raw(logs(), "logs-raw"),
+        log_sectors(),
+        soft_ecc(log_sectors(), "log-sectors-softecc"),
     ] {
         let mut sw = Sweep::exhaustive(17);
         sw.faults = faults;
-        if s.profile.capabilities.ecc.kind == nand_hal::EccKind::None {
+        if s.profile.capabilities.ecc.kind == nand_hal::EccKind::None && !s.soft {
             sw.faults.read_uncorrectable_ppm = 0;
         }
         sweep_ok(&s, &sw, 20);
@@ -671,6 +868,8 @@ fn replay() {
         raw(basic(), "objects-raw"),
         buffered(),
         raw(buffered(), "buffered-raw"),
+        log_sectors(),
+        soft_ecc(log_sectors(), "log-sectors-softecc"),
     ];
     let s = scenarios
         .iter()
@@ -700,6 +899,8 @@ fn soak() {
         raw(basic(), "objects-raw"),
         buffered(),
         raw(buffered(), "buffered-raw"),
+        log_sectors(),
+        soft_ecc(log_sectors(), "log-sectors-softecc"),
     ];
     let faults = [
         FaultConfig {
@@ -731,7 +932,7 @@ fn soak() {
         for s in &scenarios {
             for (fi, f) in faults.iter().enumerate() {
                 let mut f = *f;
-                if s.profile.capabilities.ecc.kind == nand_hal::EccKind::None {
+                if s.profile.capabilities.ecc.kind == nand_hal::EccKind::None && !s.soft {
                     // Read bit errors on a part without ECC are uncorrectable: the OFTL
                     // detects them by CRC and re-reads, but a page that keeps reading
                     // back wrong is reported as corrupted (see README), so they are left

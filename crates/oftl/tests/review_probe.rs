@@ -258,6 +258,13 @@ fn exec<F: NandFlash, const C: usize>(
                 fs.log_append(id, &bytes(seed, len))?;
             }
         }
+        Op::Batch { slot, n, len, seed } => {
+            if let Some(id) = d.log_of(slot) {
+                let recs: Vec<Vec<u8>> = (0..n as u32).map(|i| bytes(seed + i, len)).collect();
+                let refs: Vec<&[u8]> = recs.iter().map(|r| &r[..]).collect();
+                fs.log_append_batch(id, &refs)?;
+            }
+        }
         Op::Trim { slot, n } => {
             if let Some(id) = d.log_of(slot) {
                 let live = d.logs[&id].len();
@@ -554,6 +561,7 @@ fn tiny_cfg(w: u16) -> Config {
     Config {
         window_blocks: w,
         format_id: 9,
+        ..Default::default()
     }
 }
 

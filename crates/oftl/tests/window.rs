@@ -15,6 +15,7 @@ fn cfg(window_blocks: u16) -> Config {
     Config {
         window_blocks,
         format_id: 5,
+        ..Default::default()
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod backpointer;
 pub mod checkpoint;
 pub mod index;
+pub mod logsector;
 pub mod meta;
 pub mod superblock;
 pub mod table;

@@ -9,7 +9,7 @@
 //! ```text
 //! off  size  field
 //!   0     4  magic "OFTL"
-//!   4     2  format version (1)
+//!   4     2  format version (4)
 //!   6     2  header length (512)
 //!   8     4  page size
 //!  12     2  spare (OOB) size
@@ -30,7 +30,10 @@
 //! 132     4  format id (distinguishes images)
 //! 136     8  superblock blocks [u32; 2]
 //! 144    16  checkpoint blocks [u32; 4]
-//! 160   348  reserved (0xFF)
+//! 160     1  log programs per page (1..=NOP): how many programs a log-stream page
+//!            takes (partial programs, one or more sectors each); 1 = every synced
+//!            append programs a fresh page
+//! 161   347  reserved (0xFF)
 //! 508     4  CRC-32/ISO-HDLC over bytes 0..508
 //! ```
 //! All integers little-endian.
@@ -45,7 +48,7 @@ pub const SB_LEN: usize = 512;
 /// Blocks searched for superblock copies.
 pub const SB_SEARCH: u32 = 8;
 /// Current format version.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Checkpoint blocks reserved at format.
 pub const CKPT_BLOCKS: usize = 4;
 const MAGIC: [u8; 4] = *b"OFTL";
@@ -90,6 +93,8 @@ pub struct Superblock {
     pub sb_blocks: [u32; 2],
     /// The checkpoint blocks (written in rotation; any may go bad).
     pub ckpt_blocks: [u32; CKPT_BLOCKS],
+    /// Programs a log-stream page takes (1..=`nop`).
+    pub log_programs: u8,
 }
 
 fn ecc_code(k: EccKind) -> u8 {
@@ -121,9 +126,11 @@ impl Superblock {
         format_id: 0,
         sb_blocks: [0; 2],
         ckpt_blocks: [0; CKPT_BLOCKS],
+        log_programs: 1,
     };
 
-    /// Describes `geometry` and `caps` with the given layout choices.
+    /// Describes `geometry` and `caps` with the given layout choices (`partial_logs`:
+    /// log-stream pages take up to NOP programs, else one).
     pub fn describe(
         geometry: &Geometry,
         caps: &Capabilities,
@@ -131,6 +138,7 @@ impl Superblock {
         format_id: u32,
         sb_blocks: [u32; 2],
         ckpt_blocks: [u32; CKPT_BLOCKS],
+        partial_logs: bool,
     ) -> Self {
         let mut oob_regions = [OobRegion::default(); MAX_OOB_REGIONS];
         let regs = caps.oob.regions();
@@ -154,6 +162,7 @@ impl Superblock {
             format_id,
             sb_blocks,
             ckpt_blocks,
+            log_programs: if partial_logs { caps.nop.max(1) } else { 1 },
         }
     }
 
@@ -217,6 +226,7 @@ impl Superblock {
         for i in 0..CKPT_BLOCKS {
             b[144 + 4 * i..148 + 4 * i].copy_from_slice(&self.ckpt_blocks[i].to_le_bytes());
         }
+        b[160] = self.log_programs;
         let crc = CRC32.checksum(&b[..508]);
         b[508..512].copy_from_slice(&crc.to_le_bytes());
         b
@@ -279,6 +289,7 @@ impl Superblock {
             format_id: u32_at(132),
             sb_blocks: [u32_at(136), u32_at(140)],
             ckpt_blocks: [u32_at(144), u32_at(148), u32_at(152), u32_at(156)],
+            log_programs: b[160],
         };
         let in_range = |blk: u32| blk < sb.blocks;
         let fixed = || sb.sb_blocks.iter().chain(sb.ckpt_blocks.iter());
@@ -286,6 +297,8 @@ impl Superblock {
             .enumerate()
             .all(|(i, a)| fixed().skip(i + 1).all(|b| a != b));
         if sb.window_blocks < 2
+            || sb.log_programs == 0
+            || sb.log_programs > sb.nop
             || !distinct
             || u16_at(130) != 0xFFFF
             || sb.pages_per_block < 4
@@ -323,7 +336,15 @@ mod tests {
 
     fn sample() -> Superblock {
         let p = W25N01GV;
-        Superblock::describe(&p.geometry, &p.capabilities, 16, 77, [0, 1], [2, 3, 4, 5])
+        Superblock::describe(
+            &p.geometry,
+            &p.capabilities,
+            16,
+            77,
+            [0, 1],
+            [2, 3, 4, 5],
+            true,
+        )
     }
 
     #[test]

@@ -5,14 +5,16 @@
 use std::collections::BTreeMap;
 
 use nand_hal::sim::{HeapStorage, SimNand};
-use nand_hal::{Error, ErrorKind};
+use nand_hal::{Error, ErrorKind, NandFlash};
 use oftl::{Greedy, ObjKind, Oftl, ReadError, SpacePolicy, TxOp, WriteError};
 
 pub type Sim = SimNand<HeapStorage>;
 /// The test configuration on the TINY part (2 KiB pages, 16 pages/block, 64 blocks).
 pub type Fs<'a> = FsWith<'a, Greedy>;
 /// The test configuration with space policy `P`.
-pub type FsWith<'a, P> = Oftl<&'a mut Sim, 2048, 64, 4, 2, P>;
+pub type FsWith<'a, P> = FsOn<&'a mut Sim, P>;
+/// The test configuration over flash `F` (the simulator, or a wrapper around it).
+pub type FsOn<F, P> = Oftl<F, 2048, 64, 4, 2, P>;
 /// `paragc`'s policy sized for the test configuration.
 pub type Para = oftl::ParaGc<64>;
 
@@ -31,6 +33,7 @@ pub fn cfg() -> oftl::Config {
     oftl::Config {
         window_blocks: 6,
         format_id: 7,
+        ..Default::default()
     }
 }
 
@@ -95,6 +98,13 @@ pub enum Op {
     Trim {
         slot: usize,
         n: usize,
+    },
+    /// `n` records of `len` bytes (seeds `seed..seed + n`) under one commit.
+    Batch {
+        slot: usize,
+        n: usize,
+        len: usize,
+        seed: u32,
     },
 }
 
@@ -206,6 +216,14 @@ impl Model {
                     l.drain(..n);
                 }
             }
+            Op::Batch { slot, n, len, seed } => {
+                if let Some(id) = m.log_of(slot) {
+                    let l = m.logs.get_mut(&id).unwrap();
+                    for i in 0..n as u32 {
+                        l.push(bytes(seed + i, len));
+                    }
+                }
+            }
         }
         m
     }
@@ -228,8 +246,8 @@ fn werr<E: Error>(e: WriteError<E>) -> OpError {
 }
 
 /// Runs `op` on the filesystem, resolving slots through `model` (the state before it).
-pub fn run_op<P: SpacePolicy>(
-    fs: &mut FsWith<'_, P>,
+pub fn run_op<F: NandFlash, P: SpacePolicy>(
+    fs: &mut FsOn<F, P>,
     model: &Model,
     op: &Op,
 ) -> Result<(), OpError> {
@@ -330,6 +348,13 @@ pub fn run_op<P: SpacePolicy>(
         Op::Gc { budget } => {
             fs.gc_step(budget).map_err(werr)?;
         }
+        Op::Batch { slot, n, len, seed } => {
+            if let Some(id) = model.log_of(slot) {
+                let recs: Vec<Vec<u8>> = (0..n as u32).map(|i| bytes(seed + i, len)).collect();
+                let refs: Vec<&[u8]> = recs.iter().map(|r| &r[..]).collect();
+                fs.log_append_batch(id, &refs).map_err(werr)?;
+            }
+        }
     }
     Ok(())
 }
@@ -342,7 +367,7 @@ fn rerr<E: Error>(e: ReadError<E>) -> String {
 }
 
 /// Reads the whole state of `fs` as a model (next_id not included).
-pub fn observe<P: SpacePolicy>(fs: &mut FsWith<'_, P>) -> Result<Model, String> {
+pub fn observe<F: NandFlash, P: SpacePolicy>(fs: &mut FsOn<F, P>) -> Result<Model, String> {
     let ids: Vec<u32> = fs.objects().map(Result::unwrap).collect();
     let mut m = Model::new();
     for id in ids {
