@@ -287,6 +287,16 @@ pub trait NandFlash: ErrorType {
         }
     }
 
+    /// Whether [`NandFlash::read_steps`] delivers the good steps of a page with a failed
+    /// one (`false` for the default, built on `read`, which can only report the whole
+    /// page uncorrectable). A layer that keeps independent records in the steps of one
+    /// page (sector-granular appends) relies on it: without it, one torn step of a
+    /// page-wide part hides the page's other steps. Wrappers forward it together with
+    /// `read_steps`.
+    fn delivers_good_steps(&self) -> bool {
+        false
+    }
+
     /// Reads a whole page: `data` must be exactly a page; `oob` up to the spare size.
     fn read_page(
         &mut self,
@@ -331,6 +341,9 @@ impl<T: NandFlash + ?Sized> NandFlash for &mut T {
         oob: &mut [u8],
     ) -> Result<StepReport, Self::Error> {
         T::read_steps(self, page, data, oob)
+    }
+    fn delivers_good_steps(&self) -> bool {
+        T::delivers_good_steps(self)
     }
     fn program(
         &mut self,

@@ -35,6 +35,9 @@ struct Sink {
     digest: crc::Digest<'static, u32>,
 }
 
+/// More attempts a checkpoint gets after one fails to program or to read back.
+const CKPT_ATTEMPTS: u32 = 3;
+
 impl<
         F: NandFlash,
         P: SpacePolicy,
@@ -58,47 +61,26 @@ impl<
         // The checkpoint records the log head past its last page: recovery would not
         // scan further partial programs of it.
         self.log_tail.close();
-        // The largest checkpoint, and the marker after it.
-        let most = CkptHeader::stream_len(self.dev.geo.blocks(), crate::MAX_WINDOW as u16)
-            .div_ceil(self.dev.payload)
-            + 1;
+        let most = self.largest_checkpoint();
         self.place_checkpoint(most)?;
         self.flush_index()?;
         self.dev.seal_watermark();
         self.settle_window();
-        let mut attempt = 0;
-        loop {
-            let r = self
-                .write_checkpoint(clean)
-                .and_then(|(first, total, seq)| self.verify_checkpoint(first, total, seq));
-            match r {
-                Ok(()) => break,
-                Err(Fault::Corrupted) if attempt == 0 => {
-                    // It does not read back: write it again, elsewhere.
-                    self.ckpt.switch = true;
-                    attempt += 1;
-                    if let Err(e) = self.place_checkpoint(most) {
-                        self.poisoned = true;
-                        return Err(e);
-                    }
-                }
-                Err(Fault::Flash(e))
-                    if attempt == 0
-                        && nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed =>
-                {
-                    self.ckpt.switch = true;
-                    attempt += 1;
-                    if let Err(e) = self.place_checkpoint(most) {
-                        // Block states are settled for a window no checkpoint records.
-                        self.poisoned = true;
-                        return Err(e);
-                    }
-                }
-                Err(e) => return Err(e),
+        // Block states are settled for a window no checkpoint records yet: from here a
+        // failure leaves RAM ahead of flash. Running out of checkpoint blocks only
+        // turns the store read-only (reads are served from RAM, nothing more is
+        // written); anything else poisons the handle.
+        match self.commit_checkpoint(clean, most) {
+            Ok(()) => {}
+            Err(Fault::ReadOnly) => return Err(Fault::ReadOnly),
+            Err(e) => {
+                self.poisoned = true;
+                return Err(e);
             }
         }
         self.dev.stats.checkpoints += 1;
         self.dev.index_pages = 0;
+        self.gc_stuck = None;
         self.need_marker = clean;
         if !clean {
             // Its window is about to be used: say so (see `mark_checkpoint_used`).
@@ -110,12 +92,74 @@ impl<
                 self.dev.retire_now(b)?;
             }
         }
+        // Checkpoint blocks may have gone bad on the way.
+        self.check_health();
+        Ok(())
+    }
+
+    /// Pages the largest checkpoint takes, and the marker after it.
+    fn largest_checkpoint(&self) -> u32 {
+        CkptHeader::stream_len(self.dev.geo.blocks(), crate::MAX_WINDOW as u16)
+            .div_ceil(self.dev.payload)
+            + 1
+    }
+
+    /// Writes the checkpoint of the state in RAM (its place settled) and reads it back;
+    /// one that fails to program or to read back is written again (up to
+    /// [`CKPT_ATTEMPTS`] more times), under the next number (a number is never used
+    /// twice), in another checkpoint block. Then the
+    /// block it landed in holds the newest checkpoint a mount would load.
+    fn commit_checkpoint(&mut self, clean: bool, most: u32) -> Result<(), FaultOf<F>> {
+        let mut attempt = 0;
+        loop {
+            let r = self
+                .write_checkpoint(clean)
+                .and_then(|(first, total, seq)| self.verify_checkpoint(first, total, seq));
+            let again = match &r {
+                Ok(()) => {
+                    self.ckpt.durable = Some(self.ckpt.cur);
+                    self.ckpt.spare = None;
+                    return Ok(());
+                }
+                // It does not read back.
+                Err(Fault::Corrupted) => true,
+                Err(Fault::Flash(e)) => {
+                    nand_hal::Error::kind(e) == nand_hal::ErrorKind::ProgramFailed
+                }
+                Err(_) => false,
+            };
+            if !again || attempt >= CKPT_ATTEMPTS {
+                return r;
+            }
+            attempt += 1;
+            self.ckpt.switch = true;
+            self.place_checkpoint(most)?;
+        }
+    }
+
+    /// After a mount that went back past a checkpoint it could not load (or past
+    /// pages it could not read, which might be one): commits the loaded state again
+    /// under a number above everything on flash, before recovery writes anything. The
+    /// skipped checkpoint's own index pages lie in blocks the loaded one calls free,
+    /// which recovery reuses; were the skipped one to read well at a later mount (an
+    /// unstable torn page), that mount would take it for the newest and find its index
+    /// overwritten. Now it can never be taken again.
+    pub(crate) fn restate_checkpoint(&mut self) -> Result<(), FaultOf<F>> {
+        let most = self.largest_checkpoint();
+        self.place_checkpoint(most)?;
+        self.commit_checkpoint(false, most)?;
+        self.dev.stats.checkpoints += 1;
         Ok(())
     }
 
     /// Makes sure the next `pages` checkpoint pages can go to the current checkpoint
     /// block from `ckpt.next_page` on: otherwise (full, unclean mount, the next page not
-    /// reliably erased) moves to the next usable checkpoint block, erasing it.
+    /// reliably erased, a failed attempt) moves to the next usable checkpoint block,
+    /// erasing it. When no other block is usable it appends after what the current
+    /// block holds if this session erased that block (so it knows which pages were
+    /// programmed: a torn page can read as erased), it has room and the next page reads
+    /// erased (no erase: the newest checkpoint stays); failing that the store turns read-only ([`Fault::ReadOnly`],
+    /// [`crate::ReadOnlyReason::CheckpointBlocks`]), nothing changed on flash.
     fn place_checkpoint(&mut self, pages: u32) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();
         if self.ckpt.verify && !self.ckpt.switch {
@@ -126,10 +170,33 @@ impl<
                 self.ckpt.switch = true;
             }
         }
-        if self.ckpt.switch || self.ckpt.next_page + pages.min(ppb) > ppb {
-            self.switch_ckpt_block()?;
+        let room = self.ckpt.next_page + pages.min(ppb) <= ppb;
+        if (self.ckpt.switch || !room) && !self.switch_ckpt_block()? {
+            let cur = self.dev.sb.ckpt_blocks[self.ckpt.cur];
+            let usable = room
+                && self.ckpt.frontier_known
+                && self.dev.blocks[cur as usize].state != BlockState::Bad
+                && self.page_erased(self.ckpt_page(self.ckpt.next_page))?
+                && self.failed_pages_read_used()?;
+            if !usable {
+                self.go_read_only(crate::ReadOnlyReason::CheckpointBlocks);
+                return Err(Fault::ReadOnly);
+            }
+            self.ckpt.switch = false;
         }
         Ok(())
+    }
+
+    /// Whether every page of the last, failed attempt reads as used to a mount's
+    /// search (which takes the first page that reads erased for the end of the
+    /// block's checkpoints): only then may a checkpoint follow them in the block.
+    fn failed_pages_read_used(&mut self) -> Result<bool, FaultOf<F>> {
+        for i in self.ckpt.attempt_first..self.ckpt.next_page {
+            if self.dev.scan_read(self.ckpt_page(i))? == crate::io::Scan::Erased {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Settles block states and picks the next window.
@@ -296,9 +363,15 @@ impl<
             // `place_checkpoint` reserved room for the largest checkpoint.
             return Err(Fault::Exhausted);
         }
+        // The number and the pages are used from the first program on, whatever
+        // happens to it: a retry takes the next number and the pages after these.
+        let first = self.ckpt.next_page;
+        self.ckpt.attempt_first = first;
+        self.ckpt.next_page += total;
+        self.ckpt.seq = hdr.seq;
         let mut sink = Sink {
             block: self.dev.sb.ckpt_blocks[self.ckpt.cur],
-            first: self.ckpt.next_page,
+            first,
             idx: 0,
             total,
             pos: 0,
@@ -330,18 +403,21 @@ impl<
             self.emit(&mut sink)?;
         }
         debug_assert_eq!(sink.idx, total);
-        let first = self.ckpt.next_page;
-        self.ckpt.next_page += total;
-        self.ckpt.seq = hdr.seq;
         Ok((first, total, hdr.seq))
     }
 
-    /// Moves checkpointing to the next usable checkpoint block (never the one holding
-    /// the newest checkpoint), erasing it; blocks whose erase fails are retired.
-    fn switch_ckpt_block(&mut self) -> Result<(), FaultOf<F>> {
+    /// Moves checkpointing to the next usable checkpoint block, erasing it; blocks whose
+    /// erase fails are retired. Never the block holding the newest checkpoint a mount
+    /// would load (`ckpt.durable`): until the next commit page is on flash that one
+    /// stays authoritative; nor, after a mount that loaded an unmarked checkpoint, the
+    /// block of the one before it (`ckpt.spare`). `false` if there is no such block (nothing changed).
+    fn switch_ckpt_block(&mut self) -> Result<bool, FaultOf<F>> {
         let n = self.dev.sb.ckpt_blocks.len();
         for step in 1..n {
             let i = (self.ckpt.cur + step) % n;
+            if self.ckpt.durable == Some(i) || self.ckpt.spare == Some(i) {
+                continue;
+            }
             let b = self.dev.sb.ckpt_blocks[i];
             if self.dev.blocks[b as usize].state == BlockState::Bad {
                 continue;
@@ -358,16 +434,14 @@ impl<
                     self.ckpt.cur = i;
                     self.ckpt.next_page = 0;
                     self.ckpt.switch = false;
-                    return Ok(());
+                    self.ckpt.frontier_known = true;
+                    return Ok(true);
                 }
                 Err(e) if e.kind() == ErrorKind::EraseFailed => self.dev.retire_now(b)?,
                 Err(e) => return Err(Fault::Flash(e)),
             }
         }
-        // Every other checkpoint block is bad: nothing can be checkpointed any more, so
-        // nothing can be written safely.
-        self.read_only = true;
-        Err(Fault::ReadOnly)
+        Ok(false)
     }
 
     fn put(&mut self, sink: &mut Sink, mut bytes: &[u8]) -> Result<(), FaultOf<F>> {

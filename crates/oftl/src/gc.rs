@@ -33,6 +33,7 @@ use crate::format::index::{self, ROOT_LPN};
 use crate::format::meta::MetaRecord;
 use crate::format::table::TABLE_OBJ;
 use crate::io::{FaultOf, Scan};
+use crate::log::Reloc;
 use crate::policy::{Relocation, SpacePolicy, Urgency};
 use crate::{Oftl, DATA_HEAD};
 
@@ -125,11 +126,22 @@ impl<
     fn pick_gc_victim(&mut self, urgency: Urgency) -> bool {
         let ppb = self.dev.ppb();
         let n = self.dev.geo.blocks() as usize;
-        match self
+        // A block left alone because a referenced page did not read is hidden from the
+        // policy (shown as full of valid pages) until the next checkpoint.
+        let stuck = self
+            .gc_stuck
+            .map(|b| (b, self.dev.blocks[b as usize].valid));
+        if let Some((b, _)) = stuck {
+            self.dev.blocks[b as usize].valid = ppb as u16;
+        }
+        let pick = self
             .dev
             .policy
-            .pick_victim_for(&self.dev.blocks[..n], ppb, urgency)
-        {
+            .pick_victim_for(&self.dev.blocks[..n], ppb, urgency);
+        if let Some((b, v)) = stuck {
+            self.dev.blocks[b as usize].valid = v;
+        }
+        match pick.filter(|&v| Some(v) != self.gc_stuck) {
             Some(v)
                 if self
                     .dev
@@ -138,6 +150,7 @@ impl<
                     .is_some_and(|b| b.state == BlockState::Full && b.valid > 0) =>
             {
                 self.gc_victim = Some((v, 0, self.dev.blocks[v as usize].erases));
+                self.gc_unreadable = false;
                 self.gc_head = match self.dev.policy.relocation(&self.dev.blocks[..n], v, ppb) {
                     Relocation::Cold => COLD_HEAD,
                     Relocation::Data => DATA_HEAD,
@@ -152,19 +165,24 @@ impl<
     /// reserve, checkpointing first if there are none or the index head is short of
     /// room for the copies' write-backs (or when `stuck`: the last step made none).
     fn gc_room(&mut self, stuck: bool) -> Result<u32, FaultOf<F>> {
-        let reserve = self.window_need(0) + self.dev.index_pages as u64;
-        if stuck
-            || self.dev.copy_room(self.gc_head, reserve) == 0
-            || self.index_room() < self.index_need(1, 1)
-        {
+        if stuck || self.copy_room() == 0 || self.index_room() < self.index_need(1, 1) {
             self.checkpoint(false)?;
         }
-        let reserve = self.window_need(0) + self.dev.index_pages as u64;
-        let room = self.dev.copy_room(self.gc_head, reserve);
+        let room = self.copy_room();
         if room == 0 {
             return Err(Fault::NoSpace);
         }
         Ok(room.min(u32::MAX as u64) as u32)
+    }
+
+    /// Pages the current victim's copies may take: through the victim's head, or the
+    /// log head if it holds log pages (which head wrote a block is not recorded, so
+    /// both must have the room).
+    fn copy_room(&self) -> u64 {
+        let reserve = self.window_need(0) + self.dev.index_pages as u64;
+        self.dev
+            .copy_room(self.gc_head, reserve)
+            .min(self.dev.copy_room(crate::log::LOG_HEAD, reserve))
     }
 
     /// Whether a block waits to be moved because it is failing (retire) or reads at
@@ -202,20 +220,47 @@ impl<
             }
             let page = self.dev.geo.page(BlockAddr(b), next).0;
             next += 1;
-            if let Scan::Bp(bp) = self.dev.scan_read(page)? {
-                if bp.kind == PageKind::Log {
-                    copied += self.relocate_log(page, false)? as u32;
-                } else if self.is_valid(page, &bp)? {
-                    self.relocate(page, &bp, false, self.gc_head)?;
-                    copied += 1;
+            let moved = match self.dev.scan_read(page)? {
+                Scan::Bp(bp) if bp.kind == PageKind::Log => self.relocate_log(page, false)?,
+                Scan::Bp(bp) => {
+                    if self.is_valid(page, &bp)? {
+                        match self.relocate(page, &bp, false, self.gc_head) {
+                            Ok(()) => Reloc::Moved,
+                            Err(Fault::Corrupted) => Reloc::Unreadable,
+                            Err(Fault::Flash(e))
+                                if nand_hal::Error::kind(&e)
+                                    == nand_hal::ErrorKind::Uncorrectable =>
+                            {
+                                Reloc::Unreadable
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    } else {
+                        Reloc::Stale
+                    }
                 }
+                // A torn page, a page that keeps failing its reads, or a log page one
+                // of whose sectors fails (its good sectors still copy).
+                Scan::Garbage => self.relocate_log(page, false)?,
+                Scan::Erased => Reloc::Stale,
+            };
+            match moved {
+                Reloc::Moved => copied += 1,
+                Reloc::Stale => {}
+                Reloc::Unreadable => self.gc_unreadable = true,
             }
         }
         if next >= ppb || self.dev.blocks[b as usize].valid == 0 {
             self.gc_victim = None;
+            let unreadable = core::mem::take(&mut self.gc_unreadable);
             let bi = &mut self.dev.blocks[b as usize];
             bi.scrub = false;
-            if bi.valid != 0 {
+            if bi.valid != 0 && unreadable {
+                // Pages still referenced and pages that did not read: they may be the
+                // same. The block keeps its data (a later collection, once they read,
+                // moves them); collection leaves it alone until the next checkpoint.
+                self.gc_stuck = Some(b);
+            } else if bi.valid != 0 {
                 // Pages the counts call valid but no backpointer claims: the counts
                 // were wrong (the content is unreachable anyway). Correct them.
                 let v = bi.valid as u64;

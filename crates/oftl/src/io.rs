@@ -242,16 +242,25 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Window pages the data head has for operations: its free window pages less the
     /// pages the index head wrote since the last checkpoint (see [`Dev::index_pages`]).
     pub fn window_budget(&self) -> u64 {
-        self.window_free_pages(DATA_HEAD)
+        self.window_budget_for(DATA_HEAD)
+    }
+
+    /// [`Dev::window_budget`] for the operations of `head` (the data or the log head):
+    /// the rest of its block and the unused window blocks.
+    pub fn window_budget_for(&self, head: usize) -> u64 {
+        self.window_free_pages(head)
             .saturating_sub(self.index_pages as u64)
     }
 
     /// Pages GC may copy through `head` now while the data head keeps `reserve` window
     /// pages: the data head's own block and whole unused window blocks make up the
-    /// reserve; the cold head may use the rest of its block and the blocks beyond it.
+    /// reserve. The cold and log heads may use the rest of their block and the blocks
+    /// beyond the reserve, less a block of their own for a failed program or erase on
+    /// the way (a program failure abandons the rest of a block, an erase failure a
+    /// whole one).
     pub fn copy_room(&self, head: usize, reserve: u64) -> u64 {
         let free = self.window_free_pages(DATA_HEAD);
-        if head != COLD_HEAD {
+        if head == DATA_HEAD {
             return free.saturating_sub(reserve);
         }
         if free < reserve {
@@ -261,7 +270,8 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         let data_blocks = reserve
             .saturating_sub(self.head_room(DATA_HEAD))
             .div_ceil(ppb);
-        self.head_room(COLD_HEAD) + self.unused_window_blocks().saturating_sub(data_blocks) * ppb
+        (self.head_room(head) + self.unused_window_blocks().saturating_sub(data_blocks) * ppb)
+            .saturating_sub(ppb)
     }
 
     /// Before a checkpoint records the heads: moves the data head's next number past

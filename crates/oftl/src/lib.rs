@@ -377,6 +377,22 @@ pub(crate) struct CkptPos {
     pub switch: bool,
     /// Check that the next checkpoint page is really erased before programming it.
     pub verify: bool,
+    /// The checkpoint block holding the newest checkpoint a mount would load (never
+    /// erased for the next one).
+    pub durable: Option<usize>,
+    /// After a mount that loaded a checkpoint without a marker (its program may have
+    /// been torn by the cut and read well only this once): the block of the checkpoint
+    /// before it, kept too until this session commits one.
+    pub spare: Option<usize>,
+    /// The mount went back past a checkpoint (or pages) it could not load: recovery
+    /// first commits the loaded state again (see `checkpoint::restate_checkpoint`).
+    pub fell_back: bool,
+    /// Every page of the current block this session did not program is known to be
+    /// erased (it erased the block, or formatted); not so for the block a mount found
+    /// (a torn page may read as erased).
+    pub frontier_known: bool,
+    /// First page of the last checkpoint written (or attempted) in the current block.
+    pub attempt_first: u32,
 }
 
 impl CkptPos {
@@ -386,6 +402,11 @@ impl CkptPos {
         next_page: 0,
         switch: false,
         verify: false,
+        durable: None,
+        spare: None,
+        fell_back: false,
+        frontier_known: false,
+        attempt_first: 0,
     };
 }
 
@@ -441,6 +462,11 @@ pub struct Oftl<
     pub(crate) gc_victim: Option<(u32, u32, u32)>,
     /// Head the current victim's pages are copied to (the policy's choice).
     pub(crate) gc_head: usize,
+    /// A page of the current victim did not read (it may be referenced).
+    pub(crate) gc_unreadable: bool,
+    /// A block collection left alone (a referenced page did not read), until the next
+    /// checkpoint.
+    pub(crate) gc_stuck: Option<u32>,
     /// Window size the next checkpoint allocates.
     pub(crate) window_target: u16,
 }
@@ -546,6 +572,8 @@ impl<
             no_write_recovery: false,
             gc_victim: None,
             gc_head: DATA_HEAD,
+            gc_unreadable: false,
+            gc_stuck: None,
             window_target: 0,
         }
     }
@@ -584,7 +612,7 @@ impl<
         self.pbuf.fill(0xFF);
         self.rbuf.fill(0xFF);
         self.lbuf.fill(0xFF);
-        self.log_tail.close();
+        self.log_tail.reset();
         self.ckpt = CkptPos::START;
         self.next_obj_id = 1;
         self.need_marker = false;
@@ -593,6 +621,8 @@ impl<
         self.read_only_reason = ReadOnlyReason::GoodBlocks;
         self.gc_victim = None;
         self.gc_head = DATA_HEAD;
+        self.gc_unreadable = false;
+        self.gc_stuck = None;
         self.window_target = sb.window_blocks;
     }
 

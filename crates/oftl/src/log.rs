@@ -92,16 +92,32 @@ struct OpenPage {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LogTail {
     open: Option<OpenPage>,
+    /// A read-only mount's last log page, as recovery read it (in `lbuf`).
+    pinned: Option<u32>,
 }
 
 impl LogTail {
     /// No open page.
-    pub(crate) const CLOSED: LogTail = LogTail { open: None };
+    pub(crate) const CLOSED: LogTail = LogTail {
+        open: None,
+        pinned: None,
+    };
 
     /// Nothing may be appended to the open page any more (a checkpoint, a crash, the
     /// page copied away).
     pub(crate) fn close(&mut self) {
         self.open = None;
+    }
+
+    /// A mount that cannot write keeps `page` as recovery read it, in `lbuf` (the
+    /// store is read-only: nothing else uses it); a new mount drops it.
+    pub(crate) fn pin(&mut self, page: u32) {
+        self.pinned = Some(page);
+    }
+
+    /// Drops everything (a new mount or format).
+    pub(crate) fn reset(&mut self) {
+        *self = Self::CLOSED;
     }
 
     /// `page` of logical page `lpage` of `stream` was programmed from its first slot up
@@ -176,10 +192,19 @@ impl<
         self.sectors_per_page() as usize * self.sector_payload()
     }
 
-    /// Programs a log-stream page takes (the superblock's choice at format time: the
-    /// part's NOP, or 1 in the NOP = 1 mode, see [`crate::Config`]).
+    /// Programs a log-stream page takes: the superblock's choice at format time (the
+    /// part's NOP, or 1 in the NOP = 1 mode, see [`crate::Config`]), and 1 whatever it
+    /// says over a driver whose step-aware read cannot deliver the good steps of a page
+    /// with a failed one ([`NandFlash::delivers_good_steps`]; parts without ECC need
+    /// none): there a torn partial program would hide the page's acknowledged records.
     pub fn log_programs_per_page(&self) -> u8 {
-        self.dev.sb.log_programs
+        let able = self.dev.caps.ecc.kind == nand_hal::EccKind::None
+            || self.dev.flash.delivers_good_steps();
+        if able {
+            self.dev.sb.log_programs
+        } else {
+            1
+        }
     }
 
     /// The size field a metadata page of object `o` carries.
@@ -252,12 +277,12 @@ impl<
             return Err(Fault::TooLarge);
         }
         let k = k as u32;
-        self.prepare(1, 1, 1, Room::Grow)?;
+        self.prepare_on(LOG_HEAD, 1, 1, 1, Room::Grow)?;
         let end = self.obj(stream)?.size;
         let h = self.dev.heads[LOG_HEAD];
         let head_last = (h.block != NONE && h.next_page > 0)
             .then(|| self.dev.geo.page(BlockAddr(h.block), h.next_page - 1).0);
-        let programs = self.dev.sb.log_programs;
+        let programs = self.log_programs_per_page();
         let cont = self
             .log_tail
             .continuation(stream, end, k, spp, programs, head_last);
@@ -568,6 +593,10 @@ impl<
     pub(crate) fn read_log_page(&mut self, page: u32) -> Result<u32, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
+        if self.log_tail.pinned == Some(page) {
+            self.pbuf.copy_from_slice(&self.lbuf);
+            return Ok(complete_slots(&self.pbuf, pu, spp));
+        }
         let no_ecc = self.dev.caps.ecc.kind == nand_hal::EccKind::None;
         let attempts = crate::io::READ_RETRIES + 1;
         let mut best = 0u32;
@@ -582,6 +611,13 @@ impl<
                 Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
                 Err(e) => return Err(Fault::Flash(e)),
             };
+            // A step reported uncorrectable may hold anything, even what the buffer
+            // held before (implementations that cannot deliver it): never parse it.
+            for s in 0..spp {
+                if report.step(s) == nand_hal::StepStatus::Uncorrectable {
+                    self.pbuf[s as usize * pu..(s as usize + 1) * pu].fill(0);
+                }
+            }
             mask = complete_slots(&self.pbuf, pu, spp);
             let doubtful = !report.all_good()
                 || (no_ecc
@@ -604,8 +640,12 @@ impl<
     /// a whole group below the stream's end keeps its slot (LSNs do not change; sectors
     /// below the trim point stay too, so the copy's first slot is written whenever the
     /// original's was), with new sequence numbers. With `from_rbuf` the page is already
-    /// in `rbuf`. Returns whether it moved.
-    pub(crate) fn relocate_log(&mut self, page: u32, from_rbuf: bool) -> Result<bool, FaultOf<F>> {
+    /// in `rbuf`.
+    ///
+    /// A page that reads as nothing at all, or whose live range holds a written
+    /// sector that does not check out, is [`Reloc::Unreadable`]: it may hold records
+    /// still referenced, so its block must not be freed on this pass.
+    pub(crate) fn relocate_log(&mut self, page: u32, from_rbuf: bool) -> Result<Reloc, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
         let mask = if from_rbuf {
@@ -616,27 +656,40 @@ impl<
             m
         };
         if mask == 0 {
-            return Ok(false);
+            let erased = self.rbuf.iter().all(|&b| b == 0xFF);
+            return Ok(if erased {
+                Reloc::Stale
+            } else {
+                Reloc::Unreadable
+            });
         }
         let Some(first) = sector_at(&self.rbuf, pu, mask.trailing_zeros()) else {
-            return Ok(false);
+            return Ok(Reloc::Unreadable);
         };
         let (stream, lpage) = (first.stream, first.lpage);
-        if self.obj_get(stream)?.is_none() || self.index_get(stream, lpage)? != page {
-            return Ok(false);
+        let Some(o) = self.obj_get(stream)? else {
+            return Ok(Reloc::Stale);
+        };
+        if o.kind != ObjKind::Log || self.index_get(stream, lpage)? != page {
+            return Ok(Reloc::Stale);
         }
-        let end = self.obj(stream)?.size;
+        let (start, end) = (o.log_start, o.size);
         self.pbuf.fill(0xFF);
         let mut last = 0;
         for s in 0..spp {
-            if mask & (1 << s) != 0 && (lpage as u64 * spp as u64 + s as u64) < end {
-                let at = s as usize * pu;
-                self.pbuf[at..at + pu].copy_from_slice(&self.rbuf[at..at + pu]);
+            let lsn = lpage as u64 * spp as u64 + s as u64;
+            let at = s as usize * pu;
+            let sector = &self.rbuf[at..at + pu];
+            if mask & (1 << s) != 0 && lsn < end {
+                self.pbuf[at..at + pu].copy_from_slice(sector);
                 last = s + 1;
+            } else if lsn >= start && lsn < end && sector.iter().any(|&b| b != 0xFF) {
+                // A live sector that does not read: keep the page where it is.
+                return Ok(Reloc::Unreadable);
             }
         }
         if last == 0 {
-            return Ok(false);
+            return Ok(Reloc::Stale);
         }
         self.dev.stats.relocated_pages += 1;
         self.log_tail.moved(page);
@@ -644,8 +697,19 @@ impl<
             // A retry restamps the same numbers over the same sectors.
             if let Attempt::Done(np) = self.log_program(0, last, true, None)? {
                 self.index_set(stream, lpage, np)?;
-                return Ok(true);
+                return Ok(Reloc::Moved);
             }
         }
     }
+}
+
+/// What [`Oftl::relocate_log`] did with a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reloc {
+    /// Copied; the stream now maps the copy.
+    Moved,
+    /// Nothing in it is referenced (or it is erased).
+    Stale,
+    /// It does not read well enough to tell or to copy.
+    Unreadable,
 }

@@ -188,6 +188,7 @@ impl<
         // The first checkpoint goes to the first checkpoint block (already erased).
         self.ckpt.cur = 0;
         self.ckpt.next_page = 0;
+        self.ckpt.frontier_known = true;
         self.checkpoint(true).map_err(|e| match e {
             Fault::Flash(e) => FormatError::Flash(e),
             _ => FormatError::NotEnoughGoodBlocks,
@@ -293,7 +294,7 @@ impl<
         } else {
             match self.recover() {
                 Ok(()) => {}
-                Err(Fault::ReadOnly | Fault::NoSpace) if !self.salvage => {
+                Err(Fault::ReadOnly | Fault::NoSpace | Fault::Exhausted) if !self.salvage => {
                     // Too few good blocks to finish a recovery (or to checkpoint it):
                     // replay again in RAM only and mount read-only, so everything
                     // readable can still be read.
@@ -486,6 +487,18 @@ impl<
         let top = max_seq.map_or(c.seq, |m| newer(m, c.seq));
         self.ckpt.seq = top.wrapping_add(unknown);
         self.ckpt.cur = c.cur;
+        self.ckpt.durable = Some(c.cur);
+        // An unmarked checkpoint may be a torn page that read well this once: the one
+        // before it stays loadable until this session commits a checkpoint.
+        self.ckpt.spare = if marked {
+            None
+        } else {
+            cands
+                .iter()
+                .find(|o| seq_cmp(o.seq, c.seq).is_lt() && o.cur != c.cur)
+                .map(|o| o.cur)
+        };
+        self.ckpt.fell_back = !newest_is_loaded || unknown > 0;
         self.ckpt.next_page = last_used[c.cur].map_or(0, |u| u + 1);
         self.ckpt.verify = true;
         let clean = clean && !marked && newest_is_loaded && unknown == 0;

@@ -230,8 +230,11 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
-        let mut sc = self.scan_window()?;
         let no_write = self.salvage || self.no_write_recovery;
+        if self.ckpt.fell_back && !no_write {
+            self.restate_checkpoint()?;
+        }
+        let mut sc = self.scan_window()?;
         if !no_write {
             self.open_recovery_window(&sc)?;
         } else {
@@ -248,6 +251,11 @@ impl<
         let r = last_block.and_then(|lb| {
             if no_write {
                 // Read-only: nothing relocated, no checkpoint (see the salvage docs).
+                // The last log page stays as replay read it (it may be a torn page
+                // that reads differently every time): reads of it are served from RAM.
+                if let Some(lp) = sc.log_suspect {
+                    self.log_tail.pin(lp);
+                }
                 return Ok(());
             }
             self.relocate_suspects(&sc, lb)?;

@@ -32,7 +32,7 @@ use crate::errors::Fault;
 use crate::format::checkpoint::BlockState;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
-use crate::{Oftl, INDEX_HEAD};
+use crate::{Oftl, DATA_HEAD, INDEX_HEAD};
 
 /// Blocks of the pool only deletes, truncates and trims may use (see the module docs).
 pub(crate) const DELETE_RESERVE: u32 = 2;
@@ -79,6 +79,19 @@ impl<
         growth: u64,
         room: Room,
     ) -> Result<(), FaultOf<F>> {
+        self.prepare_on(DATA_HEAD, pages, ops, growth, room)
+    }
+
+    /// [`Oftl::prepare`] for an operation that programs through `head` (the data or
+    /// the log head): the window room is that head's.
+    pub(crate) fn prepare_on(
+        &mut self,
+        head: usize,
+        pages: u32,
+        ops: u32,
+        growth: u64,
+        room: Room,
+    ) -> Result<(), FaultOf<F>> {
         self.check_health();
         if self.read_only {
             return Err(Fault::ReadOnly);
@@ -101,7 +114,7 @@ impl<
         // A transaction larger than the configured window gets a larger one at the
         // checkpoint before it (never a checkpoint inside it).
         self.window_target = (blocks as u16).max(self.dev.sb.window_blocks);
-        let r = self.make_room(need, room);
+        let r = self.make_room(need, room, head);
         self.window_target = self.dev.sb.window_blocks;
         r
     }
@@ -232,10 +245,15 @@ impl<
             .count() as u32
     }
 
-    /// Ensures `need` window pages, the index head's room, and a pool at the floor for
-    /// `room` (collecting in the foreground when it is not). Fails with `NoSpace`, having
+    /// Ensures `need` window pages for `head`, the index head's room, and a pool at the
+    /// floor for `room` (collecting in the foreground when it is not). Fails with `NoSpace`, having
     /// changed nothing the user can see, when that cannot be had.
-    pub(crate) fn make_room(&mut self, need: u64, room: Room) -> Result<(), FaultOf<F>> {
+    pub(crate) fn make_room(
+        &mut self,
+        need: u64,
+        room: Room,
+        head: usize,
+    ) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb() as u64;
         let floor = self.pool_floor(room);
         let comfortable = self.pool_comfortable();
@@ -244,7 +262,11 @@ impl<
         let mut stalled = 0;
         let mut collections = 0;
         for _ in 0..4 * BLOCKS + 8 {
-            let short = self.dev.window_budget() < need || self.index_room() < index;
+            let budget = self
+                .dev
+                .window_budget_for(head)
+                .min(self.dev.window_budget());
+            let short = self.dev.window_budget_for(head) < need || self.index_room() < index;
             if short {
                 if fresh {
                     // Even a fresh window (and the blocks it freed) is too small: the
@@ -262,7 +284,7 @@ impl<
             if pool >= floor && (collections >= MAX_COLLECTIONS || stalled >= STALLED_COLLECTIONS) {
                 return Ok(());
             }
-            if self.dev.window_budget() < need + ppb + self.window_need(0) {
+            if budget < need + ppb + self.window_need(0) {
                 // The window cannot hold a whole victim on top of this operation.
                 if !fresh {
                     self.checkpoint(false)?;

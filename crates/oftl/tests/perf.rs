@@ -173,25 +173,26 @@ fn random_overwrites<const CACHE: usize>(window: u16) -> (u64, u64, u32, u64, u6
 /// copies about a quarter of a page per user write and WA is 1.46 with a 10-block
 /// window; the idle `gc_step(16)` every 64 writes is all the collection there is. With 4
 /// cached pages every page GC moves evicts a dirty index or table page: WA 3.50 with an
-/// 8-block window, 3.76 with the smallest window (4 blocks). Format v3 moved index and
+/// 8-block window, 3.84 with the smallest window (4 blocks; the cold head keeps a block of
+/// its own for a failed program or erase, so GC copies in smaller steps there). Format v3 moved index and
 /// table pages to their own head outside the window (v2 figures: WA 1.52 and 4.22, GC
 /// copies 10,044 with 4 cached pages, now 5,375: write-backs no longer mix with data in
-/// GC victims, and no longer fill the window, so checkpoints drop from 274 to 183).
+/// GC victims, and no longer fill the window, so checkpoints drop from 274 to 189).
 #[test]
 fn random_overwrites_at_40_percent_fill() {
     let big = random_overwrites::<20>(10);
     let small = random_overwrites::<4>(8);
     let smallest = random_overwrites::<4>(4);
     // Format v3 (index pages on their own head, outside the window; pool floors): fewer
-    // checkpoints than with v2 (274 -> 183) since write-backs no longer fill the window.
-    assert_eq!(big, (29_219, 1_826, 183, 0, 5_496));
+    // checkpoints than with v2 (274 -> 189) since write-backs no longer fill the window.
+    assert_eq!(big, (29_282, 1_830, 189, 0, 5_351));
     assert!(big.0 as f64 / 20_000.0 <= 1.55);
-    assert_eq!((small.0, small.3, small.4), (69_989, 39_636, 5_375));
+    assert_eq!((small.0, small.3, small.4), (70_036, 39_413, 5_481));
     // The smallest window this build allows (4 blocks): bounded idle steps leave victims
     // half collected across checkpoints that free them (a regression test: resuming such
     // a victim after a head had reused its block erased live pages).
     assert_eq!(
         (smallest.0, smallest.3, smallest.4),
-        (75_240, 37_042, 5_506)
+        (76_719, 36_067, 5_567)
     );
 }

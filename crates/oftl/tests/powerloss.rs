@@ -447,6 +447,9 @@ impl NandFlash for ByColumn<'_> {
     ) -> Result<nand_hal::StepReport, Self::Error> {
         self.inner.read_steps(page, data, oob)
     }
+    fn delivers_good_steps(&self) -> bool {
+        self.inner.delivers_good_steps()
+    }
     fn program(
         &mut self,
         page: nand_hal::PageAddr,

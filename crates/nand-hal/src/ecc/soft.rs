@@ -383,6 +383,10 @@ impl<F: NandFlash> NandFlash for SoftEcc<F> {
         Ok(report)
     }
 
+    fn delivers_good_steps(&self) -> bool {
+        true
+    }
+
     fn program(
         &mut self,
         page: PageAddr,

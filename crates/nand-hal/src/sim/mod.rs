@@ -628,6 +628,10 @@ impl<S: SimStorage> NandFlash for SimNand<S> {
         self.do_read_steps(page, data, oob, true)
     }
 
+    fn delivers_good_steps(&self) -> bool {
+        true
+    }
+
     fn program(
         &mut self,
         page: PageAddr,

@@ -348,6 +348,10 @@ impl<SPI: SpiDevice, D: DelayNs> NandFlash for SpiNand<SPI, D> {
         Ok(StepReport::uniform(steps, all, threshold))
     }
 
+    fn delivers_good_steps(&self) -> bool {
+        true
+    }
+
     fn program(
         &mut self,
         page: PageAddr,
