@@ -293,7 +293,9 @@ impl<
             return Ok(false);
         };
         Ok(match bp.kind {
-            PageKind::Data | PageKind::Log => self.index_get(bp.owner, bp.lpn)? == page,
+            PageKind::Data => self.index_get(bp.owner, bp.lpn)? == page,
+            // The 24-bit field and the ring (a power of two dividing 2^24) agree.
+            PageKind::Log => self.index_get(bp.owner, self.log_slot(bp.lpn as u64))? == page,
             PageKind::Meta => o.meta == page,
             PageKind::Index if o.direct => false,
             PageKind::Index if bp.lpn == ROOT_LPN => o.root == page,

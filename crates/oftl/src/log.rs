@@ -82,7 +82,7 @@ enum Attempt {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct OpenPage {
     stream: u32,
-    lpage: u32,
+    lpage: u64,
     page: u32,
     next_slot: u32,
     programs: u8,
@@ -122,7 +122,7 @@ impl LogTail {
 
     /// `page` of logical page `lpage` of `stream` was programmed from its first slot up
     /// to `next_slot` (a fresh page, or a copy with the new records).
-    fn opened(&mut self, stream: u32, lpage: u32, page: u32, next_slot: u32) {
+    fn opened(&mut self, stream: u32, lpage: u64, page: u32, next_slot: u32) {
         self.open = Some(OpenPage {
             stream,
             lpage,
@@ -158,13 +158,13 @@ impl LogTail {
         spp: u32,
         programs: u8,
         head_last: Option<u32>,
-    ) -> Option<(u32, u32, u32)> {
+    ) -> Option<(u64, u32, u32)> {
         let o = self.open?;
         let fits = o.stream == stream
             && Some(o.page) == head_last
             && o.programs < programs
             && o.next_slot + k <= spp
-            && end == o.lpage as u64 * spp as u64 + o.next_slot as u64;
+            && end == o.lpage * spp as u64 + o.next_slot as u64;
         fits.then_some((o.lpage, o.next_slot, o.page))
     }
 }
@@ -207,6 +207,27 @@ impl<
         }
     }
 
+    /// Positions of a log stream's index: logical page `p` lives at `p % ring`, so a
+    /// stream that is trimmed as it goes runs forever. A power of two (dividing the
+    /// 24-bit logical page field of the sector trailers) no larger than the index.
+    pub(crate) fn log_ring(&self) -> u64 {
+        let epp = self.entries_per_index() as u64;
+        let n = epp * epp;
+        1u64 << (63 - n.leading_zeros())
+    }
+
+    /// Where logical page `lpage` of a stream lives in its index.
+    pub(crate) fn log_slot(&self, lpage: u64) -> u32 {
+        (lpage % self.log_ring()) as u32
+    }
+
+    /// The full logical page a sector's 24-bit field names, for a stream whose end is
+    /// `end` (LSN): the one closest to the end's page (a stream's live range and the
+    /// window are far shorter than 2^23 pages).
+    pub(crate) fn log_lpage(&self, stored: u32, end: u64) -> u64 {
+        lpage_near(stored, end / self.sectors_per_page() as u64)
+    }
+
     /// The size field a metadata page of object `o` carries.
     pub(crate) fn meta_size(o: &ObjRecord) -> u64 {
         match o.kind {
@@ -215,13 +236,31 @@ impl<
         }
     }
 
-    /// Logical pages object `o` may map.
+    /// Index positions object `o` may map (0 up to this).
     pub(crate) fn index_pages(&self, o: &ObjRecord) -> u32 {
-        let per = match o.kind {
-            ObjKind::Log => self.sectors_per_page() as u64,
-            ObjKind::Object => self.dev.payload as u64,
+        let (per, most) = match o.kind {
+            ObjKind::Log => (self.sectors_per_page() as u64, self.log_ring()),
+            ObjKind::Object => (self.dev.payload as u64, u32::MAX as u64),
         };
-        o.size.div_ceil(per).min(u32::MAX as u64) as u32
+        o.size.div_ceil(per).min(most) as u32
+    }
+
+    /// Unmaps logical pages `from..to` of log stream `stream` (their ring positions).
+    pub(crate) fn log_unmap(&mut self, stream: u32, from: u64, to: u64) -> Result<(), FaultOf<F>> {
+        if to <= from {
+            return Ok(());
+        }
+        let ring = self.log_ring();
+        if to - from >= ring {
+            return self.unmap_from(stream, 0, ring as u32);
+        }
+        let (a, b) = (self.log_slot(from), self.log_slot(to));
+        if a < b {
+            self.unmap_from(stream, a, b)
+        } else {
+            self.unmap_from(stream, a, ring as u32)?;
+            self.unmap_from(stream, 0, b)
+        }
     }
 
     /// A log stream's live range: `(first LSN, end LSN)`.
@@ -290,13 +329,15 @@ impl<
             Some((lpage, slot, _)) => (lpage, slot),
             None => {
                 let lpage = end.div_ceil(spp as u64);
-                if lpage > MAX_U24 as u64 {
+                // The live range must fit the index ring (trim as you go).
+                let first = self.obj(stream)?.log_start / spp as u64;
+                if lpage - first.min(lpage) >= self.log_ring() {
                     return Err(Fault::TooLarge);
                 }
-                (lpage as u32, 0)
+                (lpage, 0)
             }
         };
-        let lsn = lpage as u64 * spp as u64 + slot as u64;
+        let lsn = lpage * spp as u64 + slot as u64;
         let pu = self.dev.pu();
         match cont {
             Some((_, _, page)) => {
@@ -333,14 +374,14 @@ impl<
     fn program_fresh(
         &mut self,
         stream: u32,
-        lpage: u32,
+        lpage: u64,
         from: u32,
         to: u32,
         copy: bool,
     ) -> Result<(), FaultOf<F>> {
         loop {
             if let Attempt::Done(page) = self.log_program(from, to, copy, None)? {
-                self.index_set(stream, lpage, page)?;
+                self.index_set(stream, self.log_slot(lpage), page)?;
                 self.lbuf.copy_from_slice(&self.pbuf);
                 self.log_tail.opened(stream, lpage, page, to);
                 return Ok(());
@@ -351,7 +392,7 @@ impl<
     /// Lays out `records` in `pbuf` from sector `slot` on: payloads and trailers with
     /// their record positions (sequence numbers and groups are stamped by
     /// [`Oftl::log_program`]).
-    fn draft_records(&mut self, stream: u32, lpage: u32, slot: u32, records: &[&[u8]]) {
+    fn draft_records(&mut self, stream: u32, lpage: u64, slot: u32, records: &[&[u8]]) {
         let pu = self.dev.pu();
         let sp = self.sector_payload();
         let mut s = slot as usize;
@@ -365,7 +406,7 @@ impl<
                 LogSector {
                     seq: 0,
                     stream,
-                    lpage,
+                    lpage: (lpage & MAX_U24 as u64) as u32,
                     len: chunk.len() as u16,
                     last: i + 1 == n,
                     pos: i as u8,
@@ -467,17 +508,18 @@ impl<
         let pu = self.dev.pu();
         let mut lsn = lsn.max(start);
         while lsn < end {
-            let lpage = (lsn / spp) as u32;
-            let page = self.index_get(stream, lpage)?;
+            let lpage = lsn / spp;
+            let page = self.index_get(stream, self.log_slot(lpage))?;
             if page == UNMAPPED {
-                lsn = (lpage as u64 + 1) * spp;
+                lsn = (lpage + 1) * spp;
                 continue;
             }
             let mask = self.read_log_page(page)?;
             if mask == 0 {
                 return Err(Fault::Corrupted);
             }
-            let mine = |t: &LogSector| t.stream == stream && t.lpage == lpage;
+            let stored = (lpage & MAX_U24 as u64) as u32;
+            let mine = |t: &LogSector| t.stream == stream && t.lpage == stored;
             let slot = (lsn % spp) as u32;
             let t = if mask & (1 << slot) != 0 {
                 sector_at(&self.pbuf, pu, slot).filter(mine)
@@ -488,7 +530,7 @@ impl<
                 let at = slot as usize * pu;
                 if self.pbuf[at..at + pu].iter().all(|&b| b == 0xFF) {
                     // Never written: the page's records end here.
-                    lsn = (lpage as u64 + 1) * spp;
+                    lsn = (lpage + 1) * spp;
                     continue;
                 }
                 // Written, inside the live range, and not a sector of a whole group:
@@ -531,7 +573,7 @@ impl<
             return Ok(Some(LogRecord {
                 lsn,
                 len,
-                next: lpage as u64 * spp + s as u64 + 1,
+                next: lpage * spp + s as u64 + 1,
             }));
         }
         Ok(None)
@@ -571,14 +613,15 @@ impl<
             return Ok(());
         }
         let spp = self.sectors_per_page() as u64;
-        let lsn = t.lpage as u64 * spp + slot as u64;
+        let lpage = self.log_lpage(t.lpage, o.size);
+        let lsn = lpage * spp + slot as u64;
         if lsn + 1 > o.size {
             self.obj_update(t.stream, |o| o.size = lsn + 1)?;
         }
         // Metadata replays first: a sector below the trim point stays unmapped (but
         // still moves the end, which the trim point never passes).
         if lsn >= o.log_start {
-            self.index_set(t.stream, t.lpage, page)?;
+            self.index_set(t.stream, self.log_slot(lpage), page)?;
         }
         Ok(())
     }
@@ -666,18 +709,19 @@ impl<
         let Some(first) = sector_at(&self.rbuf, pu, mask.trailing_zeros()) else {
             return Ok(Reloc::Unreadable);
         };
-        let (stream, lpage) = (first.stream, first.lpage);
+        let stream = first.stream;
         let Some(o) = self.obj_get(stream)? else {
             return Ok(Reloc::Stale);
         };
-        if o.kind != ObjKind::Log || self.index_get(stream, lpage)? != page {
+        let lpage = self.log_lpage(first.lpage, o.size);
+        if o.kind != ObjKind::Log || self.index_get(stream, self.log_slot(lpage))? != page {
             return Ok(Reloc::Stale);
         }
         let (start, end) = (o.log_start, o.size);
         self.pbuf.fill(0xFF);
         let mut last = 0;
         for s in 0..spp {
-            let lsn = lpage as u64 * spp as u64 + s as u64;
+            let lsn = lpage * spp as u64 + s as u64;
             let at = s as usize * pu;
             let sector = &self.rbuf[at..at + pu];
             if mask & (1 << s) != 0 && lsn < end {
@@ -696,7 +740,7 @@ impl<
         loop {
             // A retry restamps the same numbers over the same sectors.
             if let Attempt::Done(np) = self.log_program(0, last, true, None)? {
-                self.index_set(stream, lpage, np)?;
+                self.index_set(stream, self.log_slot(lpage), np)?;
                 return Ok(Reloc::Moved);
             }
         }
@@ -712,4 +756,35 @@ pub(crate) enum Reloc {
     Stale,
     /// It does not read well enough to tell or to copy.
     Unreadable,
+}
+
+/// The logical page whose low 24 bits are `stored`, nearest `reference` (within 2^23
+/// pages either way).
+fn lpage_near(stored: u32, reference: u64) -> u64 {
+    let d = (stored.wrapping_sub(reference as u32) << 8) as i32 >> 8;
+    (reference as i64 + d as i64).max(0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lpage_near;
+
+    #[test]
+    fn logical_pages_past_the_24_bit_field() {
+        const M: u64 = 1 << 24;
+        for reference in [0u64, 5, M - 3, M, M + 7, 5 * M - 1, 40 * M + 12_345] {
+            for delta in [-1000i64, -2, -1, 0, 1, 2, 1000] {
+                let full = reference as i64 + delta;
+                if full < 0 {
+                    continue;
+                }
+                let stored = (full as u64 & (M - 1)) as u32;
+                assert_eq!(
+                    lpage_near(stored, reference),
+                    full as u64,
+                    "{reference} {delta}"
+                );
+            }
+        }
+    }
 }

@@ -203,6 +203,10 @@ struct Scanned {
     bound: [Bound; HEADS],
     /// One past the highest number seen per head (the heads continue from there).
     next_seq: [u32; HEADS],
+    /// Log sectors pass 1 applied; whether pass 2 must apply them all again (some
+    /// belonged to a stream created in the window).
+    replayed_logs: u32,
+    log_again: bool,
     /// Walk entries with log pages, and with cold copies.
     log_blocks: u64,
     cold_blocks: u64,
@@ -234,6 +238,10 @@ impl<
         if self.ckpt.fell_back && !no_write {
             self.restate_checkpoint()?;
         }
+        // Pass 1 applies log sectors, whose cache write-backs go to the index head: to
+        // a fresh block (the recorded one may hold pages written after the checkpoint).
+        self.dev.heads[INDEX_HEAD].block = NONE;
+        self.dev.heads[INDEX_HEAD].next_page = 0;
         let mut sc = self.scan_window()?;
         if !no_write {
             self.open_recovery_window(&sc)?;
@@ -312,6 +320,10 @@ impl<
         let mut log_suspect: Option<u32> = None;
         // The first unreadable page of the walk not yet proven a tail.
         let mut hole: Option<u32> = None;
+        // Log sectors applied in this pass, and whether some belonged to a stream not
+        // known yet.
+        let mut replayed_logs = 0u32;
+        let mut log_again = false;
         let mut broken = Broken::new();
         let mut superseded = heapless::Vec::<u32, MAX_BROKEN>::new();
         // The open (uncommitted) transaction of the data head.
@@ -324,20 +336,49 @@ impl<
         let mut last_cold: Option<u32> = None;
         let mut cold_key: Option<(u8, u32, u32, u32)> = None;
         let mut cold_cut = (walk.len(), 0u32);
-        for (wi, &(b, start)) in walk.iter().enumerate() {
+        // Heads take window blocks in order: the first window block that no head
+        // started after the checkpoint (its first page still holds an older life, or it
+        // holds nothing at all) ends the walk, and the blocks after it are not read.
+        let carried = walk.len() - self.dev.window.len();
+        let stale = |bp: &Backpointer| match head_of(bp.kind) {
+            // Index, table and checkpoint pages never go to window blocks.
+            None => true,
+            Some(_) if bp.relocated => !is_cold_copy(bp, fresh[DATA_HEAD].start),
+            Some(h) => seq_cmp(bp.seq, fresh[h].start).is_lt(),
+        };
+        let mut walk_end = walk.len();
+        'walk: for (wi, &(b, start)) in walk.iter().enumerate() {
             if self.dev.blocks[b as usize].state == BlockState::Bad {
                 continue;
             }
+            let mut started = false;
             for i in start..ppb {
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
                 scanned += 1;
-                let bp = match self.dev.scan_read(page)? {
+                // A block the log head wrote holds only log pages: read them whole at
+                // once (no spare-area read first).
+                let scan = if log_blocks & (1 << wi) != 0 {
+                    Scan::Garbage
+                } else {
+                    self.dev.scan_read(page)?
+                };
+                if wi >= carried && i == 0 {
+                    if let Scan::Bp(bp) = scan {
+                        if stale(&bp) {
+                            walk_end = wi;
+                            break 'walk;
+                        }
+                    }
+                }
+                started |= scan != Scan::Erased;
+                let bp = match scan {
                     Scan::Bp(bp) => bp,
                     // Unreadable as a whole: a torn page, or a log page one of whose
                     // sectors fails (a part with a page-wide ECC status hides the good
                     // ones from a plain read).
                     Scan::Garbage => match self.log_page_behind(page)? {
                         Some(bp) => bp,
+                        None if self.pbuf.iter().all(|&x| x == 0xFF) => continue,
                         None => {
                             hole.get_or_insert(page);
                             continue;
@@ -347,7 +388,12 @@ impl<
                 };
                 if bp.kind == PageKind::Log {
                     log_blocks |= 1 << wi;
-                    let mask = self.read_log_page(page)?;
+                    let mask = if scan == Scan::Garbage {
+                        // `log_page_behind` read it.
+                        complete_slots(&self.pbuf, pu, spp)
+                    } else {
+                        self.read_log_page(page)?
+                    };
                     // Every number on the page is seen, whole groups or not: none is
                     // ever used again.
                     for slot in 0..spp {
@@ -387,6 +433,17 @@ impl<
                         }
                         bound[LOG_HEAD].accept(page, t.backpointer());
                         any = true;
+                        // Applied now, in sequence order (groups count only whole, so
+                        // every accepted sector is below the final bound; a retry that
+                        // supersedes this page later remaps the same slots). A stream
+                        // this pass does not know yet is created in the window: all
+                        // log sectors are applied again after the metadata (pass 2b).
+                        if self.obj_get(t.stream)?.is_some() {
+                            self.apply_log(&t, page, slot)?;
+                            replayed_logs += 1;
+                        } else {
+                            log_again = true;
+                        }
                     }
                     if any {
                         // Read once: the page may hold unstable bits from the cut.
@@ -443,7 +500,13 @@ impl<
                 open_tx = (!bp.commit).then_some(bp.tx_id());
                 bound[h].accept(page, bp);
             }
+            if wi >= carried && !started {
+                // Nothing programmed since its erase (or since the checkpoint).
+                walk_end = wi;
+                break;
+            }
         }
+        walk.truncate(walk_end);
         self.dev.stats.recovery_scanned_pages = scanned;
 
         // The data head's last accepted commit page may be torn: read it once, keep it
@@ -465,6 +528,8 @@ impl<
             fresh,
             bound,
             next_seq,
+            replayed_logs,
+            log_again,
             log_blocks,
             cold_blocks,
             last_cold,
@@ -524,8 +589,10 @@ impl<
         let mut pending: Option<(u32, Backpointer)> = None;
         let mut unread: Option<u32> = None;
         for (wi, &(b, start)) in walk.iter().enumerate() {
+            // Blocks with log pages or cold copies hold nothing else (a block holds the
+            // pages of one head between erases).
             if self.dev.blocks[b as usize].state == BlockState::Bad
-                || sc.cold_blocks & (1 << wi) != 0
+                || (sc.cold_blocks | sc.log_blocks) & (1 << wi) != 0
             {
                 continue;
             }
@@ -583,10 +650,21 @@ impl<
         }
         replayed += self.replay_cold(&walk, &mut cold, limit)?;
 
-        // Pass 2b: replay log sectors, whole groups in sequence order. Blocks with log
-        // pages are the log head's: their pages are read whole at once.
+        // Pass 2b: if pass 1 met log sectors of a stream it did not know (created in the
+        // window), apply all log sectors again now that the metadata is in, whole
+        // groups in sequence order (applying them again in order is harmless: the last
+        // copy of each logical page wins). Blocks with log pages are the log head's:
+        // their pages are read whole at once.
         let pu = self.dev.pu();
         let mut prev_log: Option<u32> = None;
+        if !sc.log_again {
+            replayed += sc.replayed_logs;
+            self.dev.stats.recovery_replayed_pages = replayed;
+            last_block[LOG_HEAD] = sc.bound[LOG_HEAD]
+                .last_acc
+                .map(|(p, _)| self.dev.block_of(p) as u32);
+            return Ok(last_block);
+        }
         for (wi, &(b, start)) in walk.iter().enumerate() {
             if sc.log_blocks & (1 << wi) == 0
                 || self.dev.blocks[b as usize].state == BlockState::Bad

@@ -166,11 +166,9 @@ impl<
             Some(o) if o.kind == ObjKind::Log => {
                 // A log stream's metadata size is its trim point.
                 let spp = self.sectors_per_page() as u64;
-                let from = (o.log_start / spp) as u32;
-                let to = ((rec.size / spp) as u32).min(self.index_pages(&o));
-                if to > from {
-                    self.unmap_from(o.id, from, to)?;
-                }
+                // Pages wholly below the new trim point (and below the end).
+                let to = (rec.size / spp).min(o.size.div_ceil(spp));
+                self.log_unmap(o.id, o.log_start / spp, to)?;
                 self.dev.mark_invalid(o.meta);
                 self.dev.mark_valid(page);
                 self.obj_update(o.id, |o| {
