@@ -52,6 +52,9 @@ struct Plan {
     factory_bad: u32,
     unstable_after_cut: bool,
     out_of_order: bool,
+    /// Aimed transient read failures (`FaultConfig::read_fail_at`, `read_fail_len`).
+    read_fail_at: u16,
+    read_fail_len: u8,
 }
 
 impl Plan {
@@ -85,6 +88,8 @@ impl Plan {
                 factory_bad: self.factory_bad,
                 unstable_after_cut: self.unstable_after_cut,
                 out_of_order: self.out_of_order,
+                read_fail_at: self.read_fail_at as u32,
+                read_fail_len: self.read_fail_len as u32,
             },
         }
     }
@@ -108,6 +113,8 @@ struct Access {
 #[derive(Arbitrary, Debug)]
 enum Op {
     Read(Access),
+    /// The step-aware read (whole page; the length picks a wrong one sometimes).
+    ReadSteps(Access),
     Program(Access, Bytes, Bytes),
     Erase(u32),
     IsBad(u32),
@@ -225,6 +232,21 @@ fuzz_target!(|input: Input| {
                 let len = a.len as usize % (data_span as usize + 1);
                 let (d, o) = (&mut data[..len], &mut oob[..a.oob_len as usize]);
                 let r = h.sim.read(page, pick(a.column, data_span), d, o);
+                h.io(powered, r);
+            }
+            Op::ReadSteps(a) => {
+                let page = PageAddr(pick(a.page, g.pages()));
+                let len = if a.len % 4 == 0 {
+                    a.len as usize % (data_span as usize + 1)
+                } else {
+                    g.page_size() as usize
+                };
+                let (d, o) = (&mut data[..len], &mut oob[..a.oob_len as usize]);
+                let r = h.sim.read_steps(page, d, o);
+                if let Ok(rep) = &r {
+                    let unit = h.sim.capabilities().program_unit;
+                    assert_eq!(rep.steps().len() as u32, g.page_size() / unit);
+                }
                 h.io(powered, r);
             }
             Op::Program(a, db, ob) | Op::StartProgram(a, db, ob) => {

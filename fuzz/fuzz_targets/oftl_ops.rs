@@ -1,6 +1,7 @@
 //! `oftl` operations with a power cut, against a model: a sequence of writes, truncates,
-//! flushes, syncs, GC steps, log appends and trims and remounts on three objects and a
-//! log stream of a store on the simulated `TINY` part, with the power cut at a
+//! flushes, syncs, GC steps, log appends (large, small ones that continue a page with
+//! partial programs, and batches under one commit) and trims and remounts on three
+//! objects and a log stream of a store on the simulated `TINY` part, with the power cut at a
 //! fuzzer-chosen program/erase (clean or torn) and, as the fuzzer chooses, failed
 //! programs (all four shapes), transient uncorrectable reads anywhere, unstable pages
 //! and an aimed run of failing reads during the recovery after the cut. After the cut
@@ -48,6 +49,17 @@ enum Op {
         len: u16,
         fill: u8,
     },
+    /// A small record: one sector, continuing the log's open page.
+    AppendSmall {
+        len: u8,
+        fill: u8,
+    },
+    /// 1 to 3 records under one commit.
+    Batch {
+        n: u8,
+        len: u8,
+        fill: u8,
+    },
     Trim {
         records: u8,
     },
@@ -75,7 +87,8 @@ struct LogModel {
     /// Records dropped from the front of `records` by an acknowledged trim are gone;
     /// a trim in flight may or may not have dropped this many.
     trim_in_flight: Option<usize>,
-    append_in_flight: Option<Vec<u8>>,
+    /// The records of an append (or batch) in flight: all of them or none.
+    append_in_flight: Option<Vec<Vec<u8>>>,
 }
 
 /// One object's history since its last durable point.
@@ -223,12 +236,13 @@ fn run_ops(
                 r
             }
             Op::Gc { budget } => fs.gc_step(budget as u32 % 8 + 1).map(|_| ()),
-            Op::Append { len, fill } => {
-                let rec = vec![fill; len as usize % (fs.log_max_record() + 1)];
-                log.append_in_flight = Some(rec.clone());
-                let r = fs.log_append(log_id, &rec).map(|_| ());
+            Op::Append { .. } | Op::AppendSmall { .. } | Op::Batch { .. } => {
+                let recs = records_of(op, fs.log_max_record());
+                let refs: Vec<&[u8]> = recs.iter().map(|r| &r[..]).collect();
+                log.append_in_flight = Some(recs.clone());
+                let r = fs.log_append_batch(log_id, &refs).map(|_| ());
                 if r.is_ok() {
-                    log.records.push(rec);
+                    log.records.extend(recs);
                 }
                 log.append_in_flight = None;
                 r
@@ -276,10 +290,14 @@ fn run_ops(
                 }
             }
             // The cut (or a device failure): the operation is in flight.
-            Err(_) if matches!(op, Op::Append { .. } | Op::Trim { .. }) => {
-                if let Op::Append { len, fill } = *op {
-                    log.append_in_flight =
-                        Some(vec![fill; len as usize % (fs.log_max_record() + 1)]);
+            Err(_)
+                if matches!(
+                    op,
+                    Op::Append { .. } | Op::AppendSmall { .. } | Op::Batch { .. } | Op::Trim { .. }
+                ) =>
+            {
+                if !matches!(op, Op::Trim { .. }) {
+                    log.append_in_flight = Some(records_of(op, fs.log_max_record()));
                 }
                 if let Op::Trim { records } = *op {
                     log.trim_in_flight = Some((records as usize).min(log.records.len()));
@@ -335,14 +353,17 @@ fn check_after_cut(
     let mut seen = Vec::new();
     let (mut lsn, _) = fs.log_bounds(log_id).expect("log lost");
     let mut rb = vec![0u8; fs.log_max_record()];
-    while let Some(r) = fs.log_read(log_id, lsn, &mut rb).expect("log read after recovery") {
+    while let Some(r) = fs
+        .log_read(log_id, lsn, &mut rb)
+        .expect("log read after recovery")
+    {
         seen.push(rb[..r.len].to_vec());
         lsn = r.next;
     }
     let mut allowed = vec![log.records.clone()];
     if let Some(a) = &log.append_in_flight {
         let mut with = log.records.clone();
-        with.push(a.clone());
+        with.extend(a.iter().cloned());
         allowed.push(with);
     }
     if let Some(n) = log.trim_in_flight {
@@ -350,12 +371,29 @@ fn check_after_cut(
     }
     assert!(
         allowed.contains(&seen),
-        "log after the cut: {} records, none of the allowed states",
-        seen.len()
+        "log after the cut: {} records {:?}, none of the allowed states {:?}",
+        seen.len(),
+        seen.iter().map(|r| r.len()).collect::<Vec<_>>(),
+        allowed
+            .iter()
+            .map(|a| a.iter().map(|r| r.len()).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
     );
     assert_eq!(
         fs.flash().counters().misuse,
         0,
         "recovery broke a NAND rule"
     );
+}
+
+/// The records an append operation writes.
+fn records_of(op: &Op, max: usize) -> Vec<Vec<u8>> {
+    match *op {
+        Op::Append { len, fill } => vec![vec![fill; len as usize % (max + 1)]],
+        Op::AppendSmall { len, fill } => vec![vec![fill; len as usize % 200]],
+        Op::Batch { n, len, fill } => (0..1 + n % 3)
+            .map(|i| vec![fill ^ i; len as usize % 300])
+            .collect(),
+        _ => Vec::new(),
+    }
 }

@@ -343,7 +343,9 @@ impl<
         let stale = |bp: &Backpointer| match head_of(bp.kind) {
             // Index, table and checkpoint pages never go to window blocks.
             None => true,
-            Some(_) if bp.relocated => !is_cold_copy(bp, fresh[DATA_HEAD].start),
+            // A relocated data or metadata page is a cold copy (its number a watermark);
+            // a relocated log sector is a copy on the log head like any other.
+            Some(DATA_HEAD) if bp.relocated => !is_cold_copy(bp, fresh[DATA_HEAD].start),
             Some(h) => seq_cmp(bp.seq, fresh[h].start).is_lt(),
         };
         let mut walk_end = walk.len();

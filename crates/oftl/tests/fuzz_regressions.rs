@@ -1,0 +1,75 @@
+//! Minimized cases the fuzz targets found, replayed deterministically (same seeds, same
+//! fault plans as the target).
+
+use nand_hal::sim::profile::TINY;
+use nand_hal::sim::{CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand, TornMode};
+use oftl::{Config, ObjKind, Oftl};
+type Sim = SimNand<HeapStorage>;
+type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+/// `oftl_ops`: a log page collection copied (a relocated log sector) was the first page of
+/// the window block the log head took after the checkpoint; recovery took it for a
+/// stale cold copy, ended the window walk there, and dropped an acknowledged trim and an
+/// acknowledged append behind it.
+#[test]
+fn copied_log_page_opening_a_window_block() {
+    let seed = 18408463472584753151u64;
+    let mut sim = SimNand::heap(TINY, FaultPlan::seeded(seed));
+    let log_id;
+    {
+        let mut fs = Store::format(
+            &mut sim,
+            Config {
+                window_blocks: 6,
+                format_id: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for _ in 0..3 {
+            fs.create(ObjKind::Object).unwrap();
+        }
+        log_id = fs.create(ObjKind::Log).unwrap();
+        fs.sync().unwrap();
+    }
+    let faults = FaultConfig {
+        unstable_after_cut: true,
+        program_fail_ppm: 20_000,
+        read_uncorrectable_ppm: 5_000,
+        ..FaultConfig::default()
+    };
+    let plan = FaultPlan::seeded(seed)
+        .with_faults(faults)
+        .with_cut(1 + 43007 % 400, CutKind::Torn(TornMode::Random));
+    sim.arm(plan);
+    {
+        let mut fs = Store::mount(&mut sim).unwrap();
+        let a = vec![0u8; 1162];
+        assert_eq!(fs.log_append(log_id, &a), Ok(0));
+        let flash = fs.unmount().unwrap();
+        let mut fs = Store::mount(flash).unwrap();
+        assert!(fs.gc_step(8).unwrap().copied > 0);
+        let mut buf = vec![0u8; 2000];
+        let lsn = fs.log_read(log_id, 0, &mut buf).unwrap().unwrap().next;
+        fs.log_trim(log_id, lsn).unwrap();
+        assert_eq!(fs.log_append(log_id, &[0u8]), Ok(4));
+        assert_eq!(fs.log_bounds(log_id), Ok((3, 5)));
+    }
+    sim.power_on();
+    sim.arm(FaultPlan {
+        seed: sim.plan().seed ^ 0x5eed,
+        cut: None,
+        faults: FaultConfig {
+            program_fail_ppm: 0,
+            read_fail_at: 1 + 30583 % 400,
+            read_fail_len: 1 + 119 % 3,
+            ..faults
+        },
+    });
+    let mut fs = Store::mount(&mut sim).unwrap();
+    fs.flash_mut().disarm();
+    assert_eq!(fs.log_bounds(log_id), Ok((3, 5)));
+    let mut buf = vec![0u8; 2000];
+    let r = fs.log_read(log_id, 3, &mut buf).unwrap().unwrap();
+    assert_eq!((r.lsn, r.len, buf[0]), (4, 1, 0));
+    assert_eq!(fs.log_read(log_id, r.next, &mut buf).unwrap(), None);
+}
