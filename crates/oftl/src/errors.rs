@@ -108,8 +108,10 @@ pub enum WriteError<E> {
     WrongKind,
     /// Room ran out part-way through an operation (the updating window, the cache's
     /// in-flight list): RAM may be ahead of flash, so the handle is poisoned; remount
-    /// (recovery restores the last consistent state). The sizing rules in the crate
-    /// README keep this from happening; seeing it is a bug to report.
+    /// (recovery restores the last consistent state). Every operation keeps room for
+    /// one failed program or erase on its way (the window budget reserves a block for
+    /// it); two or more failures inside one operation can still run it out. Without
+    /// such failures, seeing it is a bug to report.
     Exhausted,
     /// The store is read-only: mounted by [`crate::Oftl::mount_salvage_in_place`], or
     /// too few good blocks are left to write safely (see [`crate::Oftl::health`]).

@@ -34,8 +34,8 @@
 //!
 //! These are the only durability promises; everything else is best effort.
 //!
-//! - Each `write`/`truncate`/`delete`/`set_attrs`/`transact`/`log_append`/`log_trim` is
-//!   all-or-nothing.
+//! - Each `write`/`truncate`/`delete`/`set_attrs`/`transact`/`log_append`/
+//!   `log_append_batch`/`log_trim` is all-or-nothing (a batch: all its records or none).
 //! - **Writes are buffered** (see *Write-back buffering*): after a crash each object is
 //!   a prefix of its write history that contains everything acknowledged by
 //!   [`Oftl::flush`] of that object or [`Oftl::sync`]; unflushed writes may be lost, but
@@ -43,7 +43,8 @@
 //!   one to the same object).
 //! - **Durable on return** (with every earlier write to the objects they touch):
 //!   `flush`, `sync`, `unmount`, `create`, `truncate`, `delete`, `set_attrs`,
-//!   `transact`, a `write` spanning more than one page, `log_append`, `log_trim`. A
+//!   `transact`, a `write` spanning more than one page, `log_append`,
+//!   `log_append_batch`, `log_trim`. A
 //!   buffered write that happens to complete a page may reach flash earlier, but that
 //!   is not promised: only the operations listed here are durable. Each committed
 //!   transaction is wholly present or wholly absent.

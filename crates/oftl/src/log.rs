@@ -43,8 +43,10 @@
 //! The stream's end LSN is its size in the object table; its trim point is persisted in
 //! its metadata page (the size field of a log's metadata page is the trim point).
 //!
-//! Recovery replays log sectors only after all metadata (so creations, trims and deletes
-//! are known), in sequence order, whole groups only.
+//! Recovery applies log groups as its scan finds them, in sequence order, whole groups
+//! only, to the streams the checkpoint knows (a trim or delete replayed later unmaps
+//! what lies below its point); when a group belongs to a stream created after the
+//! checkpoint, every group is applied again once the metadata has been replayed.
 
 use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 
@@ -52,7 +54,7 @@ use crate::errors::{Fault, ReadError, WriteError};
 use crate::format::backpointer::MAX_U24;
 use crate::format::checkpoint::{ObjKind, NONE};
 use crate::format::index::UNMAPPED;
-use crate::format::logsector::{complete_slots, sector_at, LogSector};
+use crate::format::logsector::{blank, complete_slots, sector_at, LogSector};
 use crate::format::table::ObjRecord;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
@@ -205,6 +207,12 @@ impl<
         } else {
             1
         }
+    }
+
+    /// Bit errors a sector may show and still read as never programmed (see
+    /// [`blank`]): the part's ECC strength, at least 1.
+    pub(crate) fn blank_flips(&self) -> u32 {
+        (self.dev.caps.ecc.strength as u32).max(1)
     }
 
     /// Positions of a log stream's index: logical page `p` lives at `p % ring`, so a
@@ -528,7 +536,7 @@ impl<
             };
             let Some(t) = t else {
                 let at = slot as usize * pu;
-                if self.pbuf[at..at + pu].iter().all(|&b| b == 0xFF) {
+                if blank(&self.pbuf[at..at + pu], pu, self.blank_flips()) {
                     // Never written: the page's records end here.
                     lsn = (lpage + 1) * spp;
                     continue;
@@ -618,8 +626,8 @@ impl<
         if lsn + 1 > o.size {
             self.obj_update(t.stream, |o| o.size = lsn + 1)?;
         }
-        // Metadata replays first: a sector below the trim point stays unmapped (but
-        // still moves the end, which the trim point never passes).
+        // A sector below the trim point known now stays unmapped (but still moves the
+        // end, which the trim point never passes); a trim replayed after it unmaps it.
         if lsn >= o.log_start {
             self.index_set(t.stream, self.log_slot(lpage), page)?;
         }
@@ -641,6 +649,7 @@ impl<
             return Ok(complete_slots(&self.pbuf, pu, spp));
         }
         let no_ecc = self.dev.caps.ecc.kind == nand_hal::EccKind::None;
+        let flips = self.blank_flips();
         let attempts = crate::io::READ_RETRIES + 1;
         let mut best = 0u32;
         let mut mask = 0;
@@ -666,7 +675,7 @@ impl<
                 || (no_ecc
                     && (0..spp).any(|s| {
                         let at = s as usize * pu;
-                        mask & (1 << s) == 0 && self.pbuf[at..at + pu].iter().any(|&b| b != 0xFF)
+                        mask & (1 << s) == 0 && !blank(&self.pbuf[at..at + pu], pu, flips)
                     }));
             let n = mask.count_ones();
             if n >= best {
@@ -699,7 +708,7 @@ impl<
             m
         };
         if mask == 0 {
-            let erased = self.rbuf.iter().all(|&b| b == 0xFF);
+            let erased = blank(&self.rbuf, pu, self.blank_flips());
             return Ok(if erased {
                 Reloc::Stale
             } else {
@@ -727,7 +736,7 @@ impl<
             if mask & (1 << s) != 0 && lsn < end {
                 self.pbuf[at..at + pu].copy_from_slice(sector);
                 last = s + 1;
-            } else if lsn >= start && lsn < end && sector.iter().any(|&b| b != 0xFF) {
+            } else if lsn >= start && lsn < end && !blank(sector, pu, self.blank_flips()) {
                 // A live sector that does not read: keep the page where it is.
                 return Ok(Reloc::Unreadable);
             }

@@ -80,7 +80,7 @@ use nand_hal::{BlockAddr, NandFlash};
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind};
 use crate::format::checkpoint::{BlockState, HEADS, NONE};
-use crate::format::logsector::{complete_slots, sector_at};
+use crate::format::logsector::{blank, complete_slots, sector_at};
 use crate::format::meta::MetaRecord;
 use crate::gc::COLD_HEAD;
 use crate::io::{FaultOf, Scan};
@@ -380,7 +380,7 @@ impl<
                     // ones from a plain read).
                     Scan::Garbage => match self.log_page_behind(page)? {
                         Some(bp) => bp,
-                        None if self.pbuf.iter().all(|&x| x == 0xFF) => continue,
+                        None if blank(&self.pbuf, pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
                             continue;

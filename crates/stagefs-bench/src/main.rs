@@ -89,8 +89,10 @@ fn run_one(t: &mut dyn Target, w: Workload, args: &Args, bar: &ProgressBar) -> R
     // hundred programs in, so the window holds work to replay).
     dev.borrow_mut()
         .arm(FaultPlan::seeded(args.seed).with_cut(300, CutKind::Clean));
-    let cut_budget = device::now(&dev) + budget / 10;
-    let mut until_cut = |_: u64| device::now(&dev) < cut_budget;
+    // Run until the cut lands (bounded by one more budget: a fast workload may need
+    // more than a tenth of it to reach the cut).
+    let cut_budget = device::now(&dev) + budget;
+    let mut until_cut = |_: u64| dev.borrow().is_powered() && device::now(&dev) < cut_budget;
     let _ = t.run(w, size, &mut rng, &mut until_cut);
     let cut = !dev.borrow().is_powered();
     dev.borrow_mut().power_on();

@@ -149,6 +149,24 @@ fn sector_crc(payload: &[u8], trailer: &[u8]) -> u32 {
     d.finalize()
 }
 
+/// Whether `bytes` read as never programmed: all `0xFF` but at most `flips` bits per
+/// `unit` bytes (an erased step's bit errors, which on-die ECC does not correct and a
+/// driver may deliver as they are; Linux's `nand_check_erased_ecc_chunk` allows the
+/// same). For interpreting reads only: whether a page may be programmed again takes a
+/// read that corrected nothing and all `0xFF`.
+pub fn blank(bytes: &[u8], unit: usize, flips: u32) -> bool {
+    bytes.chunks(unit.max(1)).all(|step| {
+        let mut zeros = 0u32;
+        for &b in step {
+            zeros += b.count_zeros();
+            if zeros > flips {
+                return false;
+            }
+        }
+        true
+    })
+}
+
 /// The sector in `slot` of a page held in `buf` (sectors of `unit` bytes), if valid on
 /// its own.
 pub fn sector_at(buf: &[u8], unit: usize, slot: u32) -> Option<LogSector> {
