@@ -166,8 +166,14 @@ fuzz_target!(|input: Input| {
         } else {
             0
         },
-        // Transient: fewer failures in a row than the store retries.
+        // Transient: fewer failures in a row than the store retries (and no random
+        // read errors on top, which could make the run one longer).
         read_fail_len: 1 + input.recovery_read_len as u32 % 3,
+        read_uncorrectable_ppm: if input.faults & 4 != 0 {
+            0
+        } else {
+            faults.read_uncorrectable_ppm
+        },
         ..faults
     };
     check_after_cut(&mut sim, &ids, log_id, &model, &log, recovery_faults);

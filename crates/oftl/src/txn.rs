@@ -16,7 +16,9 @@ use nand_hal::NandFlash;
 
 use crate::errors::{Fault, ReadError, WriteError};
 use crate::format::backpointer::MAX_TX_DELTA;
+use crate::format::backpointer::MAX_U24;
 use crate::format::checkpoint::ObjKind;
+use crate::format::meta::{MetaRecord, ATTR_LEN};
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::space::Room;
@@ -42,6 +44,40 @@ pub enum TxOp<'a> {
         /// New size in bytes.
         size: u64,
     },
+    /// Create an empty object of `kind`. The creates of a transaction take the ids
+    /// [`Oftl::next_object_id`] returned before it, in op order (the first create
+    /// takes that id, the next one more), so later ops of the same transaction (and
+    /// the caller's own records written in it) can name the new object.
+    Create {
+        /// Kind of the new object.
+        kind: ObjKind,
+    },
+    /// Delete `obj` (its buffered writes are dropped once the transaction is durable).
+    /// Later ops of the transaction may not name it.
+    Delete {
+        /// Object.
+        obj: ObjectId,
+    },
+    /// Replace the user attributes of `obj`.
+    SetAttrs {
+        /// Object.
+        obj: ObjectId,
+        /// The new attributes.
+        attrs: [u8; ATTR_LEN],
+    },
+}
+
+impl TxOp<'_> {
+    /// The existing object the op names (`None` for a create).
+    fn target(&self) -> Option<ObjectId> {
+        match *self {
+            TxOp::Write { obj, .. }
+            | TxOp::Truncate { obj, .. }
+            | TxOp::Delete { obj }
+            | TxOp::SetAttrs { obj, .. } => Some(obj),
+            TxOp::Create { .. } => None,
+        }
+    }
 }
 
 impl<
@@ -79,27 +115,40 @@ impl<
 
     pub(crate) fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
         self.check_writable()?;
+        let creates = ops
+            .iter()
+            .filter(|op| matches!(op, TxOp::Create { .. }))
+            .count() as u32;
+        if creates > 0
+            && self.next_obj_id.saturating_add(creates - 1) > self.max_object_id().min(MAX_U24)
+        {
+            return Err(Fault::TooManyObjects);
+        }
         // Each touched object's buffered writes commit first (their own transaction),
         // and its buffers are forgotten: this transaction rewrites committed pages. An
-        // object this transaction truncates to 0 loses them anyway: they are not
-        // programmed, and forgotten only once the transaction is durable (an error
-        // before that leaves them buffered).
+        // object this transaction truncates to 0 or deletes loses them anyway: they are
+        // not programmed, and forgotten only once the transaction is durable (an error
+        // before that leaves them buffered). Objects it creates have none.
         let cleared = |obj: ObjectId| {
-            ops.iter()
-                .any(|op| matches!(*op, TxOp::Truncate { obj: o, size: 0 } if o == obj))
+            ops.iter().any(|op| {
+                matches!(*op, TxOp::Truncate { obj: o, size: 0 } | TxOp::Delete { obj: o } if o == obj)
+            })
         };
         for op in ops {
-            let (TxOp::Write { obj, .. } | TxOp::Truncate { obj, .. }) = *op;
-            if !cleared(obj) && self.obj_get(obj)?.is_some() {
-                self.flush_obj(obj, true)?;
+            if let Some(obj) = op.target() {
+                if !cleared(obj) && !self.tx_created(obj, ops) && self.obj_get(obj)?.is_some() {
+                    self.flush_obj(obj, true)?;
+                }
             }
         }
         let mut total = 0u32;
         let mut growth = 0u64;
+        let mut shrink = true;
         for (i, op) in ops.iter().enumerate() {
-            let (n, g) = self.op_pages(op, &ops[..i])?;
+            let (n, g, shrinks) = self.op_pages(op, &ops[..i])?;
             total += n;
             growth += g as u64;
+            shrink &= shrinks;
         }
         if total == 0 {
             for op in ops {
@@ -112,15 +161,13 @@ impl<
         if total > MAX_TX_DELTA / 2 {
             return Err(Fault::TooLarge);
         }
-        // Only truncates that shrink may use the delete reserve.
-        let mut shrink = growth == 0;
-        for (i, op) in ops.iter().enumerate() {
-            shrink &= match *op {
-                TxOp::Truncate { obj, size } => size <= self.size_after(obj, &ops[..i])?,
-                TxOp::Write { .. } => false,
-            };
-        }
-        let room = if shrink { Room::Shrink } else { Room::Grow };
+        // Only transactions that only shrink (truncates, deletes) may use the delete
+        // reserve.
+        let room = if shrink && growth == 0 {
+            Room::Shrink
+        } else {
+            Room::Grow
+        };
         self.prepare(total, ops.len() as u32, growth, room)?;
         let first = self.dev.heads[DATA_HEAD].next_seq;
         let mut remaining = total;
@@ -132,21 +179,87 @@ impl<
                 TxOp::Truncate { obj, size } => {
                     self.tx_truncate(obj, size, first, &mut remaining)?
                 }
+                TxOp::Create { kind } => {
+                    let rec = MetaRecord {
+                        id: self.next_obj_id,
+                        kind,
+                        deleted: false,
+                        size: 0,
+                        attrs: [0; ATTR_LEN],
+                    };
+                    remaining -= 1;
+                    self.write_meta(&rec, Some((first, remaining == 0)))?;
+                }
+                TxOp::Delete { obj } => {
+                    let o = self.obj(obj)?;
+                    let mut rec = self.load_meta(&o)?;
+                    rec.deleted = true;
+                    remaining -= 1;
+                    self.write_meta(&rec, Some((first, remaining == 0)))?;
+                }
+                TxOp::SetAttrs { obj, attrs } => {
+                    let o = self.obj(obj)?;
+                    let mut rec = self.load_meta(&o)?;
+                    rec.attrs = attrs;
+                    remaining -= 1;
+                    self.write_meta(&rec, Some((first, remaining == 0)))?;
+                }
             }
         }
         debug_assert_eq!(remaining, 0);
         for op in ops {
-            if let TxOp::Truncate { obj, size: 0 } = *op {
+            if let TxOp::Truncate { obj, size: 0 } | TxOp::Delete { obj } = *op {
                 self.wbuf_drop(obj);
             }
         }
         Ok(())
     }
 
-    /// Pages an op programs, and how many of them extend the object.
-    /// The size `obj` will have after `earlier` ops of the same transaction.
-    fn size_after(&mut self, obj: ObjectId, earlier: &[TxOp<'_>]) -> Result<u64, FaultOf<F>> {
-        let mut size = self.obj(obj)?.size;
+    /// The id the next [`Oftl::create`] (or the first [`TxOp::Create`] of the next
+    /// transaction) will get.
+    pub fn next_object_id(&self) -> ObjectId {
+        self.next_obj_id
+    }
+
+    /// Whether `obj` is one of the objects `ops` create.
+    fn tx_created(&self, obj: ObjectId, ops: &[TxOp<'_>]) -> bool {
+        self.created_kind(obj, ops).is_some()
+    }
+
+    /// The kind of `obj` if one of `ops` creates it.
+    fn created_kind(&self, obj: ObjectId, ops: &[TxOp<'_>]) -> Option<ObjKind> {
+        let mut id = self.next_obj_id;
+        for op in ops {
+            if let TxOp::Create { kind } = *op {
+                if id == obj {
+                    return Some(kind);
+                }
+                id += 1;
+            }
+        }
+        None
+    }
+
+    /// Kind and size of `obj` after the `earlier` ops of a transaction (created by one
+    /// of them, or existing and not deleted by them).
+    fn state_after(
+        &mut self,
+        obj: ObjectId,
+        earlier: &[TxOp<'_>],
+    ) -> Result<(ObjKind, u64), FaultOf<F>> {
+        if earlier
+            .iter()
+            .any(|op| matches!(*op, TxOp::Delete { obj: o } if o == obj))
+        {
+            return Err(Fault::NotFound);
+        }
+        let (kind, mut size) = match self.created_kind(obj, earlier) {
+            Some(kind) => (kind, 0),
+            None => {
+                let o = self.obj(obj)?;
+                (o.kind, o.size)
+            }
+        };
         for op in earlier {
             match *op {
                 TxOp::Write {
@@ -158,18 +271,25 @@ impl<
                 _ => {}
             }
         }
-        Ok(size)
+        Ok((kind, size))
     }
 
-    fn op_pages(&mut self, op: &TxOp<'_>, earlier: &[TxOp<'_>]) -> Result<(u32, u32), FaultOf<F>> {
+    /// Pages an op programs, how many of them extend the store, and whether it only
+    /// shrinks (may use the delete reserve).
+    fn op_pages(
+        &mut self,
+        op: &TxOp<'_>,
+        earlier: &[TxOp<'_>],
+    ) -> Result<(u32, u32, bool), FaultOf<F>> {
         let p = self.dev.payload as u64;
         match *op {
             TxOp::Write { obj, offset, data } => {
-                if self.obj(obj)?.kind != ObjKind::Object {
+                let (kind, size) = self.state_after(obj, earlier)?;
+                if kind != ObjKind::Object {
                     return Err(Fault::WrongKind);
                 }
                 if data.is_empty() {
-                    return Ok((0, 0));
+                    return Ok((0, 0, true));
                 }
                 let end = offset
                     .checked_add(data.len() as u64)
@@ -179,20 +299,38 @@ impl<
                 }
                 let first = offset / p;
                 let last = (end - 1) / p;
-                let have = self.size_after(obj, earlier)?.div_ceil(p);
+                let have = size.div_ceil(p);
                 let growth = (last + 1).saturating_sub(have.max(first));
-                Ok(((last - first + 1) as u32, growth as u32))
+                Ok(((last - first + 1) as u32, growth as u32, false))
             }
             TxOp::Truncate { obj, size } => {
-                if self.obj(obj)?.kind != ObjKind::Object {
+                let (kind, cur) = self.state_after(obj, earlier)?;
+                if kind != ObjKind::Object {
                     return Err(Fault::WrongKind);
                 }
                 if size > self.max_object_size() {
                     return Err(Fault::TooLarge);
                 }
-                let cur = self.size_after(obj, earlier)?;
                 let tail = size < cur && size % p != 0;
-                Ok((1 + tail as u32, 0))
+                Ok((1 + tail as u32, 0, size <= cur))
+            }
+            TxOp::Create { .. } => Ok((1, 1, false)),
+            TxOp::Delete { obj } => {
+                self.state_after(obj, earlier)?;
+                if self.created_kind(obj, earlier).is_some() {
+                    // Created and deleted in one transaction: legal, but the delete
+                    // needs the object's metadata page on flash; keep it simple.
+                    return Err(Fault::NotFound);
+                }
+                Ok((1, 0, true))
+            }
+            TxOp::SetAttrs { obj, .. } => {
+                self.state_after(obj, earlier)?;
+                if self.created_kind(obj, earlier).is_some() {
+                    // The create's metadata page is not on flash before the transaction.
+                    return Err(Fault::NotFound);
+                }
+                Ok((1, 0, true))
             }
         }
     }

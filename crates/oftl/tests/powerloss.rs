@@ -125,6 +125,42 @@ fn basic() -> Objects {
     }
 }
 
+/// Namespace-shaped transactions: each creates an object with data, points a
+/// "directory" object at it and changes its attributes, and deletes another object,
+/// under one commit (what the file layer's create, rename-over and remove do).
+fn namespace() -> Objects {
+    let mut ops = Vec::new();
+    for i in 0..10u32 {
+        ops.push(Op::Replace {
+            dir: 0,
+            victim: 1 + i as usize % 3,
+            len: [64, 2100, 0, 4500][i as usize % 4],
+            seed: 100 + i,
+        });
+        if i % 3 == 1 {
+            ops.push(w(0, 8, 300, 200 + i));
+            ops.push(Op::Create);
+        }
+        if i == 5 {
+            ops.push(Op::Sync);
+        }
+    }
+    Objects {
+        profile: profile::TINY,
+        name: "objects-namespace",
+        para: false,
+        soft: false,
+        preload: vec![
+            Op::Create,
+            Op::Create,
+            Op::Create,
+            Op::Create,
+            w(0, 0, 500, 1),
+        ],
+        ops,
+    }
+}
+
 fn transactions() -> Objects {
     Objects {
         profile: profile::TINY,
@@ -662,6 +698,20 @@ fn exhaustive_basic() {
 }
 
 #[test]
+fn exhaustive_namespace_transactions() {
+    sweep_ok(&namespace(), &Sweep::exhaustive(31), 40);
+    let mut sw = clean_and_random(Sweep::exhaustive(32));
+    sw.schedule = Schedule::Log;
+    sw.recovery_cuts = RecoveryCuts::Exhaustive;
+    let r = powerloss::sweep(&namespace(), &sw);
+    println!(
+        "objects-namespace with recovery cuts: {} runs, {} recovery cuts",
+        r.runs, r.recovery_cuts
+    );
+    r.assert_ok();
+}
+
+#[test]
 fn exhaustive_transactions() {
     sweep_ok(&transactions(), &Sweep::exhaustive(2), 20);
 }
@@ -864,6 +914,7 @@ fn replay() {
     let scenarios = [
         basic(),
         transactions(),
+        namespace(),
         gc_heavy(),
         cold_copies(),
         logs(),
@@ -918,6 +969,7 @@ fn soak() {
     let scenarios = [
         basic(),
         transactions(),
+        namespace(),
         gc_heavy(),
         cold_copies(),
         logs(),

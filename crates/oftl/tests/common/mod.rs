@@ -80,6 +80,15 @@ pub enum Op {
         seed: u32,
         size: u64,
     },
+    /// A namespace-like transaction: create an object with `len` bytes, write its id
+    /// at the start of object `dir` and set `dir`'s attribute, delete object `victim`
+    /// (unless it is `dir`), all under one commit.
+    Replace {
+        dir: usize,
+        victim: usize,
+        len: usize,
+        seed: u32,
+    },
     Sync,
     /// Make one object's buffered writes durable.
     Flush {
@@ -199,6 +208,23 @@ impl Model {
                     m.objs.get_mut(&ia).unwrap().0.resize(size as usize, 0);
                 }
             }
+            Op::Replace {
+                dir,
+                victim,
+                len,
+                seed,
+            } => {
+                if let (Some(d), Some(v)) = (m.id_of(dir), m.id_of(victim)) {
+                    let new = m.next_id;
+                    m.next_id += 1;
+                    m.objs.insert(new, (bytes(seed, len), 0));
+                    m.write(d, 0, &new.to_le_bytes());
+                    m.objs.get_mut(&d).unwrap().1 = seed as u8;
+                    if v != d {
+                        m.objs.remove(&v);
+                    }
+                }
+            }
             Op::Sync | Op::Flush { .. } | Op::Gc { .. } => {}
             Op::CreateLog => {
                 m.logs.insert(m.next_id, Vec::new());
@@ -310,6 +336,46 @@ pub fn run_op<F: NandFlash, P: SpacePolicy>(
                     TxOp::Truncate { obj: ia, size },
                 ])
                 .map_err(werr)?;
+            }
+        }
+        Op::Replace {
+            dir,
+            victim,
+            len,
+            seed,
+        } => {
+            if let (Some(d), Some(v)) = (model.id_of(dir), model.id_of(victim)) {
+                let new = fs.next_object_id();
+                if new != model.next_id {
+                    return Err(OpError::Other(format!("id {new} != {}", model.next_id)));
+                }
+                let data = bytes(seed, len);
+                let id = new.to_le_bytes();
+                let mut attrs = fs
+                    .attrs(d)
+                    .map_err(|e| OpError::Other(format!("{e:?}")))?
+                    .user;
+                attrs[0] = seed as u8;
+                let mut ops = vec![
+                    TxOp::Create {
+                        kind: ObjKind::Object,
+                    },
+                    TxOp::Write {
+                        obj: new,
+                        offset: 0,
+                        data: &data,
+                    },
+                    TxOp::Write {
+                        obj: d,
+                        offset: 0,
+                        data: &id,
+                    },
+                    TxOp::SetAttrs { obj: d, attrs },
+                ];
+                if v != d {
+                    ops.push(TxOp::Delete { obj: v });
+                }
+                fs.transact(&ops).map_err(werr)?;
             }
         }
         Op::Sync => fs.sync().map_err(werr)?,
@@ -505,6 +571,14 @@ impl Pending {
             Op::Delete { slot } => {
                 if let Some(id) = d.id_of(slot) {
                     p.writes.retain(|(o, _, _)| *o != id);
+                }
+            }
+            Op::Replace { dir, victim, .. } => {
+                if let (Some(dd), Some(v)) = (d.id_of(dir), d.id_of(victim)) {
+                    p.commit(dd);
+                    if v != dd {
+                        p.writes.retain(|(o, _, _)| *o != v);
+                    }
                 }
             }
             Op::Sync => {
