@@ -1,0 +1,417 @@
+//! Open files: a fixed table of handles, and the file operations.
+//!
+//! A file is **inline** (its bytes in its directory entry, at most
+//! [`crate::INLINE_MAX`]) or has its **own object**. An open inline file keeps its
+//! bytes in its handle; `fsync`/`close` write them into the entry (one transaction).
+//! When a write takes it past `INLINE_MAX` it moves to an object of its own in one
+//! transaction (object created, bytes written, entry changed). Writes to a file with
+//! an object go through oftl's write-back buffers; `fsync` flushes them.
+//!
+//! Opening with `truncate` makes the handle an empty inline file that replaces the
+//! old contents (and deletes the old object) only at the next `fsync`/`close`, in the
+//! same transaction as the new bytes.
+
+use oftl::{ObjKind, TxOp};
+
+use crate::error::Error;
+use crate::format::bucket::Kind;
+use crate::namespace::{self, OwnedEntry};
+use crate::path;
+use crate::store::Store;
+use crate::{push, Fs, INLINE_MAX, NAME_MAX};
+
+/// An open file: an index into the volume's handle table, valid until it is closed
+/// or the volume is unmounted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct File {
+    pub(crate) slot: u8,
+    pub(crate) session: u32,
+}
+
+/// How to open a file (the `std::fs::OpenOptions` set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    read: bool,
+    write: bool,
+    append: bool,
+    create: bool,
+    create_new: bool,
+    truncate: bool,
+}
+
+impl OpenOptions {
+    /// Nothing allowed yet.
+    pub const fn new() -> Self {
+        OpenOptions {
+            read: false,
+            write: false,
+            append: false,
+            create: false,
+            create_new: false,
+            truncate: false,
+        }
+    }
+    /// Allow reads.
+    pub const fn read(mut self, on: bool) -> Self {
+        self.read = on;
+        self
+    }
+    /// Allow writes.
+    pub const fn write(mut self, on: bool) -> Self {
+        self.write = on;
+        self
+    }
+    /// Every write goes to the end (implies write).
+    pub const fn append(mut self, on: bool) -> Self {
+        self.append = on;
+        self
+    }
+    /// Create the file if it does not exist (needs write).
+    pub const fn create(mut self, on: bool) -> Self {
+        self.create = on;
+        self
+    }
+    /// Create the file; fail with [`Error::Exists`] if it exists (needs write).
+    pub const fn create_new(mut self, on: bool) -> Self {
+        self.create_new = on;
+        self
+    }
+    /// Empty the file (needs write; takes effect with the next fsync/close).
+    pub const fn truncate(mut self, on: bool) -> Self {
+        self.truncate = on;
+        self
+    }
+}
+
+/// Where a seek goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeekFrom {
+    /// From the start.
+    Start(u64),
+    /// From the end.
+    End(i64),
+    /// From the current position.
+    Current(i64),
+}
+
+/// One slot of the handle table.
+#[derive(Clone, Copy)]
+pub(crate) struct Handle {
+    pub(crate) open: bool,
+    pub(crate) dir: u32,
+    name: [u8; NAME_MAX],
+    name_len: u8,
+    read: bool,
+    write: bool,
+    append: bool,
+    pos: u64,
+    /// The file's object (0: inline, bytes in `inline`).
+    obj: u32,
+    pub(crate) size: u64,
+    inline: [u8; INLINE_MAX],
+    /// Inline bytes (or a truncate) not yet in the entry.
+    dirty: bool,
+    /// An object the next commit deletes (the file was truncated to inline).
+    replaced: u32,
+}
+
+impl Handle {
+    pub(crate) const CLOSED: Handle = Handle {
+        open: false,
+        dir: 0,
+        name: [0; NAME_MAX],
+        name_len: 0,
+        read: false,
+        write: false,
+        append: false,
+        pos: 0,
+        obj: 0,
+        size: 0,
+        inline: [0; INLINE_MAX],
+        dirty: false,
+        replaced: 0,
+    };
+
+    pub(crate) fn name(&self) -> &[u8] {
+        &self.name[..self.name_len as usize]
+    }
+}
+
+impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
+    /// Opens (and with `create`, creates: durable on return) a file.
+    pub fn open(&mut self, path: &str, o: OpenOptions) -> Result<File, Error<S::FlashError>> {
+        let write = o.write || o.append;
+        let needs_write = o.create || o.create_new || o.truncate;
+        if !write && (needs_write || !o.read) {
+            return Err(Error::Access);
+        }
+        let (parent, name) = path::parent_and_name(path)?;
+        let dir = self.dir_of(parent)?;
+        let slot = self
+            .handles
+            .iter()
+            .position(|h| !h.open)
+            .ok_or(Error::TooManyOpen)?;
+        if self.is_open(dir, name.as_bytes()) {
+            return Err(Error::Busy);
+        }
+        let mut loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
+        let entry = match loc.found {
+            Some(_) if o.create_new => return Err(Error::Exists),
+            Some(at) => namespace::entry_at(&self.a, &loc, at)?,
+            None if !(o.create || o.create_new) => return Err(Error::NotFound),
+            None => {
+                let e = OwnedEntry::new(Kind::File, name.as_bytes(), 0)?;
+                loc = self.locate_with_room(dir, name.as_bytes(), e.entry().len())?;
+                let old = loc.root.entries;
+                if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
+                    return Err(Error::Corrupted);
+                }
+                let count = (old + 1).to_le_bytes();
+                let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+                self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+                self.store.transact(&ops)?;
+                e
+            }
+        };
+        if entry.kind == Kind::Dir {
+            return Err(Error::IsADirectory);
+        }
+        let mut h = Handle::CLOSED;
+        h.open = true;
+        h.dir = dir;
+        h.name[..name.len()].copy_from_slice(name.as_bytes());
+        h.name_len = name.len() as u8;
+        h.read = o.read;
+        h.write = write;
+        h.append = o.append;
+        if o.truncate {
+            h.dirty = entry.object != 0 || !entry.inline().is_empty();
+            h.replaced = entry.object;
+        } else if entry.object == 0 {
+            let d = entry.inline();
+            h.inline[..d.len()].copy_from_slice(d);
+            h.size = d.len() as u64;
+        } else {
+            h.obj = entry.object;
+            h.size = self.store.size(entry.object)?;
+        }
+        self.handles[slot] = h;
+        Ok(File {
+            slot: slot as u8,
+            session: self.session,
+        })
+    }
+
+    fn handle(&self, f: File) -> Result<usize, Error<S::FlashError>> {
+        let i = f.slot as usize;
+        match self.handles.get(i) {
+            Some(h) if h.open && f.session == self.session && self.vol.is_some() => Ok(i),
+            _ => Err(Error::BadHandle),
+        }
+    }
+
+    /// Reads from the current position; returns the bytes read (0 at the end).
+    pub fn read(&mut self, f: File, buf: &mut [u8]) -> Result<usize, Error<S::FlashError>> {
+        let i = self.handle(f)?;
+        let h = self.handles[i];
+        if !h.read {
+            return Err(Error::Access);
+        }
+        let n = if h.pos >= h.size {
+            0
+        } else if h.obj == 0 {
+            let n = ((h.size - h.pos) as usize).min(buf.len());
+            buf[..n].copy_from_slice(&h.inline[h.pos as usize..h.pos as usize + n]);
+            n
+        } else {
+            self.store.read(h.obj, h.pos, buf)?
+        };
+        self.handles[i].pos += n as u64;
+        Ok(n)
+    }
+
+    /// Writes at the current position (at the end with `append`); returns `data.len()`.
+    /// Durable at the next `fsync`/`close`.
+    pub fn write(&mut self, f: File, data: &[u8]) -> Result<usize, Error<S::FlashError>> {
+        let i = self.handle(f)?;
+        let h = self.handles[i];
+        if !h.write {
+            return Err(Error::Access);
+        }
+        let pos = if h.append { h.size } else { h.pos };
+        let end = pos
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= self.store.max_object_size())
+            .ok_or(Error::TooLarge)?;
+        if data.is_empty() {
+            return Ok(0);
+        }
+        if h.obj == 0 {
+            if end <= INLINE_MAX as u64 {
+                let h = &mut self.handles[i];
+                if h.size < pos {
+                    h.inline[h.size as usize..pos as usize].fill(0);
+                }
+                h.inline[pos as usize..end as usize].copy_from_slice(data);
+                h.size = h.size.max(end);
+                h.pos = end;
+                h.dirty = true;
+                return Ok(data.len());
+            }
+            self.promote(i)?;
+        }
+        let obj = self.handles[i].obj;
+        self.store.write(obj, pos, data)?;
+        let h = &mut self.handles[i];
+        h.size = h.size.max(end);
+        h.pos = end;
+        Ok(data.len())
+    }
+
+    /// Moves an inline file to an object of its own (one transaction, durable).
+    fn promote(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
+        let h = self.handles[i];
+        let new = self.store.next_object_id();
+        let mut loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
+        let at = loc.found.ok_or(Error::Corrupted)?;
+        let mut e = namespace::entry_at(&self.a, &loc, at)?;
+        let old = loc.root.entries;
+        namespace::remove_from(&mut self.a, &mut loc)?;
+        e.object = new;
+        if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
+            return Err(Error::Corrupted);
+        }
+        let count = old.to_le_bytes();
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        push(
+            &mut ops,
+            TxOp::Create {
+                kind: ObjKind::Object,
+            },
+        )?;
+        let bytes = &self.handles[i].inline[..h.size as usize];
+        if !bytes.is_empty() {
+            push(
+                &mut ops,
+                TxOp::Write {
+                    obj: new,
+                    offset: 0,
+                    data: bytes,
+                },
+            )?;
+        }
+        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        if h.replaced != 0 {
+            push(&mut ops, TxOp::Delete { obj: h.replaced })?;
+        }
+        self.store.transact(&ops)?;
+        drop(ops);
+        let h = &mut self.handles[i];
+        h.obj = new;
+        h.replaced = 0;
+        h.dirty = false;
+        Ok(())
+    }
+
+    /// Moves the position; returns the new one. A position past the end is allowed
+    /// (a write there fills the gap with zeros).
+    pub fn seek(&mut self, f: File, to: SeekFrom) -> Result<u64, Error<S::FlashError>> {
+        let i = self.handle(f)?;
+        let h = &mut self.handles[i];
+        let base = match to {
+            SeekFrom::Start(p) => {
+                h.pos = p;
+                return Ok(p);
+            }
+            SeekFrom::End(d) => (h.size, d),
+            SeekFrom::Current(d) => (h.pos, d),
+        };
+        let p = base.0.checked_add_signed(base.1).ok_or(Error::TooLarge)?;
+        h.pos = p;
+        Ok(p)
+    }
+
+    /// Sets the file's size (zeros when it grows). Durable on return.
+    pub fn truncate(&mut self, f: File, size: u64) -> Result<(), Error<S::FlashError>> {
+        let i = self.handle(f)?;
+        if !self.handles[i].write {
+            return Err(Error::Access);
+        }
+        if size > self.store.max_object_size() {
+            return Err(Error::TooLarge);
+        }
+        if self.handles[i].obj == 0 && size > INLINE_MAX as u64 {
+            self.promote(i)?;
+        }
+        let h = &mut self.handles[i];
+        if h.obj == 0 {
+            let old = h.size as usize;
+            if (size as usize) > old {
+                h.inline[old..size as usize].fill(0);
+            }
+            h.size = size;
+            h.dirty = true;
+            return self.commit(i);
+        }
+        let obj = h.obj;
+        self.store.transact(&[TxOp::Truncate { obj, size }])?;
+        self.handles[i].size = size;
+        Ok(())
+    }
+
+    /// Makes everything written through `f` durable.
+    pub fn fsync(&mut self, f: File) -> Result<(), Error<S::FlashError>> {
+        let i = self.handle(f)?;
+        self.commit(i)
+    }
+
+    fn commit(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
+        let h = self.handles[i];
+        if h.obj != 0 {
+            return self.store.flush(h.obj);
+        }
+        if !h.dirty {
+            return Ok(());
+        }
+        let loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
+        let at = loc.found.ok_or(Error::Corrupted)?;
+        let mut e = namespace::entry_at(&self.a, &loc, at)?;
+        let grow = (h.size as usize).saturating_sub(e.inline().len());
+        let mut loc = self.locate_with_room(h.dir, h.name(), grow)?;
+        e.set_inline(&h.inline[..h.size as usize])?;
+        let old = loc.root.entries;
+        namespace::remove_from(&mut self.a, &mut loc)?;
+        if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
+            return Err(Error::Corrupted);
+        }
+        let count = old.to_le_bytes();
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        if h.replaced != 0 {
+            ops.push(TxOp::Delete { obj: h.replaced })
+                .map_err(|_| Error::Corrupted)?;
+        }
+        self.store.transact(&ops)?;
+        drop(ops);
+        let h = &mut self.handles[i];
+        h.dirty = false;
+        h.replaced = 0;
+        Ok(())
+    }
+
+    /// Makes the file durable and closes the handle (closed even when the commit
+    /// fails: the error says what was not made durable).
+    pub fn close(&mut self, f: File) -> Result<(), Error<S::FlashError>> {
+        let i = self.handle(f)?;
+        let r = self.commit(i);
+        self.handles[i] = Handle::CLOSED;
+        r
+    }
+
+    /// The file's size (writes not yet durable included).
+    pub fn len(&self, f: File) -> Result<u64, Error<S::FlashError>> {
+        let i = self.handle(f)?;
+        Ok(self.handles[i].size)
+    }
+}

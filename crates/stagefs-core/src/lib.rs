@@ -1,0 +1,617 @@
+//! StageFS's file layer: files and directories on the [`oftl`] object store.
+//!
+//! A volume is an oftl store holding a volume header (object 1), a root directory and
+//! a staging log stream. Every directory is an oftl object holding a hash trie of
+//! entries (see `namespace`: a lookup reads at most 4 pages per path component,
+//! 3 for directories of up to about 16,000 names); a file is either **inline** (up to
+//! [`INLINE_MAX`] bytes, kept in its directory entry, so rewriting it costs no data
+//! page of its own) or has its own oftl object.
+//!
+//! # Guarantees after power loss
+//!
+//! These are the only promises; everything else is best effort.
+//!
+//! - **Namespace operations are atomic and durable on return**: `create_dir`,
+//!   `remove_dir`, `remove`, `rename` (also over an existing name), `set_attributes`,
+//!   and the creation of a file by `open`. Each is one oftl transaction: after a power
+//!   cut at any instant it is wholly done or wholly undone, and once it returns it
+//!   survives any cut.
+//! - **File contents are durable at [`Fs::fsync`] and [`Fs::close`]** (and at
+//!   [`Fs::truncate`], which is durable on return). After a cut, a file holds what its
+//!   last fsync/close made durable, plus possibly some of the writes since (an inline
+//!   file: all or nothing of them; a file with its own object: a prefix of its write
+//!   history, see oftl's write-back buffering).
+//! - Opening with `truncate` and the writes before the next fsync/close land together:
+//!   a cut in between leaves the old contents.
+//!
+//! # Misuse
+//!
+//! Bad paths, names too long, handles that are closed or from an earlier mount, and
+//! operations on the wrong kind of entry get their own [`Error`] variants and change
+//! nothing. A file can be open through one handle at a time: opening it again,
+//! removing it or renaming it (either name) while it is open fails with
+//! [`Error::Busy`].
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error;
+mod file;
+pub mod format;
+mod namespace;
+mod path;
+mod readdir;
+mod store;
+
+use oftl::{Config, ObjKind, TxOp};
+
+pub use error::{Error, PathError};
+pub use file::{File, OpenOptions, SeekFrom};
+pub use format::bucket::Kind;
+pub use path::{MAX_DEPTH, NAME_MAX};
+pub use readdir::{DirEntry, ReadDir};
+pub use store::Store;
+
+use file::Handle;
+use format::bucket;
+use format::volume::{self, Volume};
+use namespace::{Loc, OwnedEntry};
+
+/// Longest user attributes of an entry, in bytes.
+pub const ATTR_MAX: usize = 32;
+/// Largest file kept inline in its directory entry, in bytes.
+pub const INLINE_MAX: usize = 256;
+
+/// Object id of the volume header (the first object `format` creates).
+const VOLUME_OBJECT: u32 = 1;
+
+/// What [`Fs::metadata`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    /// File or directory.
+    pub kind: Kind,
+    /// Size in bytes (files; 0 for directories).
+    pub size: u64,
+    attrs: [u8; ATTR_MAX],
+    attrs_len: u8,
+}
+
+impl Metadata {
+    /// The user attributes.
+    pub fn attributes(&self) -> &[u8] {
+        &self.attrs[..self.attrs_len as usize]
+    }
+}
+
+/// A StageFS volume over the object store `S`, with `PAGE`-byte scratch pages (at
+/// least the store's payload) and a table of `HANDLES` open files.
+///
+/// Build it with [`Fs::new`] (a `const fn`, so it can live in a `static`), then
+/// [`Fs::format`] or [`Fs::mount`] in place.
+pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
+    store: S,
+    vol: Option<Volume>,
+    /// Bumped at every mount: handles of an earlier mount are refused.
+    session: u32,
+    handles: [Handle; HANDLES],
+    a: [u8; PAGE],
+    b: [u8; PAGE],
+}
+
+impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
+    /// A volume over `store`, not mounted.
+    pub const fn new(store: S) -> Self {
+        Fs {
+            store,
+            vol: None,
+            session: 0,
+            handles: [Handle::CLOSED; HANDLES],
+            a: [0; PAGE],
+            b: [0; PAGE],
+        }
+    }
+
+    /// The object store (for figures and health).
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The object store, mutably (its own maintenance calls: `gc_step`, `sync`).
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Gives the store back.
+    pub fn into_store(self) -> S {
+        self.store
+    }
+
+    /// Formats the device (everything on it is lost) and mounts the empty volume.
+    pub fn format(&mut self, config: Config) -> Result<(), Error<S::FlashError>> {
+        self.vol = None;
+        self.store.format(config)?;
+        self.check_geometry()?;
+        let first = self.store.next_object_id();
+        if first != VOLUME_OBJECT {
+            return Err(Error::Corrupted);
+        }
+        let v = Volume {
+            root: first + 1,
+            staging: first + 2,
+        };
+        let header = v.encode();
+        let root_page = namespace::new_dir_page(v.root);
+        self.store.transact(&[
+            TxOp::Create {
+                kind: ObjKind::Object,
+            },
+            TxOp::Create {
+                kind: ObjKind::Object,
+            },
+            TxOp::Create { kind: ObjKind::Log },
+            TxOp::Write {
+                obj: VOLUME_OBJECT,
+                offset: 0,
+                data: &header,
+            },
+            TxOp::Write {
+                obj: v.root,
+                offset: 0,
+                data: &root_page,
+            },
+        ])?;
+        self.start(v);
+        Ok(())
+    }
+
+    /// Mounts the volume (the store recovers from a crash first).
+    pub fn mount(&mut self) -> Result<(), Error<S::FlashError>> {
+        self.vol = None;
+        self.store.mount()?;
+        self.check_geometry()?;
+        let mut h = [0u8; volume::LEN];
+        let n = match self.store.read(VOLUME_OBJECT, 0, &mut h) {
+            Ok(n) => n,
+            Err(Error::Corrupted) => return Err(Error::NotFormatted),
+            Err(e) => return Err(e),
+        };
+        let v = Volume::parse(&h[..n])?.ok_or(Error::NotFormatted)?;
+        self.start(v);
+        Ok(())
+    }
+
+    /// Closes every open file (making it durable) and unmounts. The volume is not
+    /// mounted afterwards, whatever the result.
+    pub fn unmount(&mut self) -> Result<(), Error<S::FlashError>> {
+        self.mounted()?;
+        let mut r = Ok(());
+        for i in 0..HANDLES {
+            if self.handles[i].open {
+                let f = File {
+                    slot: i as u8,
+                    session: self.session,
+                };
+                if let Err(e) = self.close(f) {
+                    if r.is_ok() {
+                        r = Err(e);
+                    }
+                }
+            }
+        }
+        self.vol = None;
+        r?;
+        self.store.unmount()
+    }
+
+    fn start(&mut self, v: Volume) {
+        self.vol = Some(v);
+        self.session = self.session.wrapping_add(1);
+        self.handles = [Handle::CLOSED; HANDLES];
+    }
+
+    fn check_geometry(&self) -> Result<(), Error<S::FlashError>> {
+        let p = self.store.payload();
+        let longest = bucket::ENTRY_HEADER_LEN + NAME_MAX + ATTR_MAX + INLINE_MAX;
+        if p > PAGE
+            || bucket::capacity(p) < 2 * longest
+            || bucket::page0_len() > p
+            || self.store.max_object_size() < bucket::max_pages() as u64 * p as u64
+        {
+            return Err(Error::Format(oftl::FormatError::Unsupported(
+                oftl::Mismatch::Geometry,
+            )));
+        }
+        Ok(())
+    }
+
+    fn mounted(&self) -> Result<Volume, Error<S::FlashError>> {
+        self.vol.ok_or(Error::NotMounted)
+    }
+
+    /// The directory object `comps` names.
+    fn dir_of<'p>(
+        &mut self,
+        comps: impl Iterator<Item = &'p str>,
+    ) -> Result<u32, Error<S::FlashError>> {
+        let mut dir = self.mounted()?.root;
+        for c in comps {
+            let loc = namespace::locate(&mut self.store, dir, c.as_bytes(), &mut self.a)?;
+            let at = loc.found.ok_or(Error::NotFound)?;
+            let e = namespace::entry_at(&self.a, &loc, at)?;
+            match (e.kind, e.object) {
+                (Kind::Dir, o) if o != 0 => dir = o,
+                (Kind::Dir, _) => return Err(Error::Corrupted),
+                (Kind::File, _) => return Err(Error::NotADirectory),
+            }
+        }
+        Ok(dir)
+    }
+
+    /// Locates `name` in `dir` with its bucket in `a`, splitting full buckets until
+    /// `room` more bytes fit there (0: no room needed).
+    fn locate_with_room(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        room: usize,
+    ) -> Result<Loc, Error<S::FlashError>> {
+        loop {
+            let loc = namespace::locate(&mut self.store, dir, name, &mut self.a)?;
+            let free = bucket::capacity(self.store.payload()) - loc.head.used as usize;
+            if room == 0 || free >= room {
+                return Ok(loc);
+            }
+            namespace::split(&mut self.store, &loc, &mut self.a, &mut self.b)?;
+        }
+    }
+
+    /// The write of a bucket image (in `a` or `b`) and, when the bucket is not page 0,
+    /// of page 0's new entry count.
+    fn bucket_ops<'x>(
+        &self,
+        loc: &Loc,
+        image: &'x [u8],
+        count: &'x [u8; 4],
+        ops: &mut heapless::Vec<TxOp<'x>, 8>,
+        old_count: u32,
+    ) -> Result<(), Error<S::FlashError>> {
+        let p = self.store.payload();
+        let page = TxOp::Write {
+            obj: loc.dir,
+            offset: loc.page as u64 * p as u64,
+            data: &image[..p],
+        };
+        ops.push(page).map_err(|_| Error::Corrupted)?;
+        if u32::from_le_bytes(*count) != old_count {
+            ops.push(TxOp::Write {
+                obj: loc.dir,
+                offset: namespace::COUNT_AT,
+                data: count,
+            })
+            .map_err(|_| Error::Corrupted)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a file handle has `dir`/`name` open.
+    fn is_open(&self, dir: u32, name: &[u8]) -> bool {
+        self.handles
+            .iter()
+            .any(|h| h.open && h.dir == dir && h.name() == name)
+    }
+
+    /// Creates a directory. Durable on return.
+    pub fn create_dir(&mut self, path: &str) -> Result<(), Error<S::FlashError>> {
+        let (parent, name) = path::parent_and_name(path)?;
+        let dir = self.dir_of(parent)?;
+        let new = self.store.next_object_id();
+        let e = OwnedEntry::new(Kind::Dir, name.as_bytes(), new)?;
+        let mut loc = self.locate_with_room(dir, name.as_bytes(), e.entry().len())?;
+        if loc.found.is_some() {
+            return Err(Error::Exists);
+        }
+        let old = loc.root.entries;
+        if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
+            return Err(Error::Corrupted);
+        }
+        let count = (old + 1).to_le_bytes();
+        let page0 = namespace::new_dir_page(dir);
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        ops.push(TxOp::Create {
+            kind: ObjKind::Object,
+        })
+        .map_err(|_| Error::Corrupted)?;
+        ops.push(TxOp::Write {
+            obj: new,
+            offset: 0,
+            data: &page0,
+        })
+        .map_err(|_| Error::Corrupted)?;
+        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.store.transact(&ops)
+    }
+
+    /// Removes an empty directory. Durable on return.
+    pub fn remove_dir(&mut self, path: &str) -> Result<(), Error<S::FlashError>> {
+        self.remove_entry(path, Kind::Dir)
+    }
+
+    /// Removes a file (refused while it is open: [`Error::Busy`]). Durable on return.
+    pub fn remove(&mut self, path: &str) -> Result<(), Error<S::FlashError>> {
+        self.remove_entry(path, Kind::File)
+    }
+
+    fn remove_entry(&mut self, path: &str, kind: Kind) -> Result<(), Error<S::FlashError>> {
+        let (parent, name) = path::parent_and_name(path)?;
+        let dir = self.dir_of(parent)?;
+        let mut loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
+        let at = loc.found.ok_or(Error::NotFound)?;
+        let e = namespace::entry_at(&self.a, &loc, at)?;
+        match (kind, e.kind) {
+            (Kind::File, Kind::Dir) => return Err(Error::IsADirectory),
+            (Kind::Dir, Kind::File) => return Err(Error::NotADirectory),
+            _ => {}
+        }
+        if e.kind == Kind::File && self.is_open(dir, name.as_bytes()) {
+            return Err(Error::Busy);
+        }
+        if e.kind == Kind::Dir {
+            self.check_empty(e.object)?;
+        }
+        let old = loc.root.entries;
+        namespace::remove_from(&mut self.a, &mut loc)?;
+        let count = old.checked_sub(1).ok_or(Error::Corrupted)?.to_le_bytes();
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        if e.object != 0 {
+            ops.push(TxOp::Delete { obj: e.object })
+                .map_err(|_| Error::Corrupted)?;
+        }
+        self.store.transact(&ops)
+    }
+
+    /// `NotEmpty` unless directory object `d` has no entries (reads its page 0 into `b`).
+    fn check_empty(&mut self, d: u32) -> Result<(), Error<S::FlashError>> {
+        namespace::read_page(&mut self.store, d, 0, &mut self.b)?;
+        let h = bucket::DirHeader::parse(&self.b[..self.store.payload()])?;
+        if h.entries != 0 {
+            return Err(Error::NotEmpty);
+        }
+        Ok(())
+    }
+
+    /// Kind, size and attributes of a path (`/` is the root directory).
+    pub fn metadata(&mut self, path: &str) -> Result<Metadata, Error<S::FlashError>> {
+        let comps = path::components(path)?;
+        let mut m = Metadata {
+            kind: Kind::Dir,
+            size: 0,
+            attrs: [0; ATTR_MAX],
+            attrs_len: 0,
+        };
+        if comps.clone().next().is_none() {
+            self.mounted()?;
+            return Ok(m);
+        }
+        let (parent, name) = path::parent_and_name(path)?;
+        let dir = self.dir_of(parent)?;
+        let loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
+        let at = loc.found.ok_or(Error::NotFound)?;
+        let e = namespace::entry_at(&self.a, &loc, at)?;
+        m.kind = e.kind;
+        m.attrs[..e.attrs().len()].copy_from_slice(e.attrs());
+        m.attrs_len = e.attrs().len() as u8;
+        if e.kind == Kind::File {
+            m.size = match self.open_handle(dir, name.as_bytes()) {
+                Some(i) => self.handles[i].size,
+                None if e.object == 0 => e.inline().len() as u64,
+                None => self.store.size(e.object)?,
+            };
+        }
+        Ok(m)
+    }
+
+    fn open_handle(&self, dir: u32, name: &[u8]) -> Option<usize> {
+        self.handles
+            .iter()
+            .position(|h| h.open && h.dir == dir && h.name() == name)
+    }
+
+    /// Replaces the user attributes of a file or directory (at most [`ATTR_MAX`]
+    /// bytes). Durable on return.
+    pub fn set_attributes(&mut self, path: &str, attrs: &[u8]) -> Result<(), Error<S::FlashError>> {
+        if attrs.len() > ATTR_MAX {
+            return Err(Error::TooLarge);
+        }
+        let (parent, name) = path::parent_and_name(path)?;
+        let dir = self.dir_of(parent)?;
+        let loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
+        let at = loc.found.ok_or(Error::NotFound)?;
+        let mut e = namespace::entry_at(&self.a, &loc, at)?;
+        let grow = attrs.len().saturating_sub(e.attrs().len());
+        let mut loc = self.locate_with_room(dir, name.as_bytes(), grow)?;
+        e.set_attrs(attrs)?;
+        self.replace_entry(&mut loc, &e)
+    }
+
+    /// Replaces the entry at `loc.found` (bucket in `a`) with `e`, durably. The caller
+    /// made room for any growth.
+    fn replace_entry(&mut self, loc: &mut Loc, e: &OwnedEntry) -> Result<(), Error<S::FlashError>> {
+        let old = loc.root.entries;
+        namespace::remove_from(&mut self.a, loc)?;
+        if !namespace::insert_into(&mut self.a, loc, &e.entry()) {
+            return Err(Error::Corrupted);
+        }
+        let count = old.to_le_bytes();
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        self.bucket_ops(loc, &self.a, &count, &mut ops, old)?;
+        self.store.transact(&ops)
+    }
+
+    /// Renames `from` to `to`, replacing `to` if it exists (a file replaces a file, a
+    /// directory an empty directory). Atomic and durable on return.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), Error<S::FlashError>> {
+        let (fp, fname) = path::parent_and_name(from)?;
+        let (tp, tname) = path::parent_and_name(to)?;
+        let fdir = self.dir_of(fp)?;
+        let tdir = self.dir_of(tp)?;
+        let src = {
+            let loc = namespace::locate(&mut self.store, fdir, fname.as_bytes(), &mut self.a)?;
+            let at = loc.found.ok_or(Error::NotFound)?;
+            namespace::entry_at(&self.a, &loc, at)?
+        };
+        if self.is_open(fdir, fname.as_bytes()) || self.is_open(tdir, tname.as_bytes()) {
+            return Err(Error::Busy);
+        }
+        if fdir == tdir && fname == tname {
+            return Ok(());
+        }
+        if src.kind == Kind::Dir {
+            // Not into itself or below it.
+            let mut d = tdir;
+            let root = self.mounted()?.root;
+            loop {
+                if d == src.object {
+                    return Err(Error::Path(PathError::IntoItself));
+                }
+                if d == root {
+                    break;
+                }
+                namespace::read_page(&mut self.store, d, 0, &mut self.b)?;
+                let h = bucket::DirHeader::parse(&self.b[..self.store.payload()])?;
+                if h.parent == d {
+                    return Err(Error::Corrupted);
+                }
+                d = h.parent;
+            }
+        }
+        let mut moved = src;
+        moved.set_name(tname.as_bytes())?;
+        // The destination bucket, with room for the entry (splits are transactions of
+        // their own that change no name).
+        let need = moved.entry().len();
+        let mut tloc = self.locate_with_room(tdir, tname.as_bytes(), need)?;
+        let mut replaced = 0;
+        if let Some(at) = tloc.found {
+            let old = namespace::entry_at(&self.a, &tloc, at)?;
+            match (src.kind, old.kind) {
+                (Kind::File, Kind::Dir) => return Err(Error::IsADirectory),
+                (Kind::Dir, Kind::File) => return Err(Error::NotADirectory),
+                (Kind::Dir, Kind::Dir) => {
+                    let o = old.object;
+                    // check_empty uses `b` only.
+                    self.check_empty(o)?;
+                }
+                _ => {}
+            }
+            replaced = old.object;
+        }
+        let p = self.store.payload();
+        // New entry counts: the destination gains a name unless one was replaced; the
+        // source directory loses one.
+        let t_old = tloc.root.entries;
+        if tloc.found.is_some() {
+            namespace::remove_from(&mut self.a, &mut tloc)?;
+        }
+        let mut floc = namespace::locate(&mut self.store, fdir, fname.as_bytes(), &mut self.b)?;
+        let f_old = floc.root.entries;
+        let same_page = fdir == tdir && floc.page == tloc.page;
+        if same_page {
+            // Both names in one bucket: both changes go to `a`.
+            floc = tloc;
+            floc.found =
+                bucket::find(&self.a[..p], &tloc.head, fname.as_bytes())?.map(|(at, _)| at);
+            namespace::remove_from(&mut self.a, &mut floc)?;
+            tloc = floc;
+        } else {
+            namespace::remove_from(&mut self.b, &mut floc)?;
+        }
+        if !namespace::insert_into(&mut self.a, &mut tloc, &moved.entry()) {
+            return Err(Error::Corrupted);
+        }
+        let (t_new, f_new) = if fdir == tdir {
+            let n = t_old - (replaced != 0) as u32;
+            (n, n)
+        } else {
+            (
+                t_old + (replaced == 0) as u32,
+                f_old.checked_sub(1).ok_or(Error::Corrupted)?,
+            )
+        };
+        let tc = t_new.to_le_bytes();
+        let fc = f_new.to_le_bytes();
+        let parent_link = tdir.to_le_bytes();
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        push(
+            &mut ops,
+            TxOp::Write {
+                obj: tdir,
+                offset: tloc.page as u64 * p as u64,
+                data: &self.a[..p],
+            },
+        )?;
+        if !same_page {
+            push(
+                &mut ops,
+                TxOp::Write {
+                    obj: fdir,
+                    offset: floc.page as u64 * p as u64,
+                    data: &self.b[..p],
+                },
+            )?;
+        }
+        if t_new != t_old {
+            push(
+                &mut ops,
+                TxOp::Write {
+                    obj: tdir,
+                    offset: namespace::COUNT_AT,
+                    data: &tc,
+                },
+            )?;
+        }
+        if fdir != tdir {
+            push(
+                &mut ops,
+                TxOp::Write {
+                    obj: fdir,
+                    offset: namespace::COUNT_AT,
+                    data: &fc,
+                },
+            )?;
+        }
+        if src.kind == Kind::Dir && fdir != tdir {
+            push(
+                &mut ops,
+                TxOp::Write {
+                    obj: src.object,
+                    offset: namespace::PARENT_AT,
+                    data: &parent_link,
+                },
+            )?;
+        }
+        if replaced != 0 {
+            push(&mut ops, TxOp::Delete { obj: replaced })?;
+        }
+        self.store.transact(&ops)
+    }
+
+    /// Lists a directory: an iterator over its entries that needs no allocation (the
+    /// order is the hash order; entries added or removed meanwhile may be missed).
+    pub fn read_dir(
+        &mut self,
+        path: &str,
+    ) -> Result<ReadDir<'_, S, PAGE, HANDLES>, Error<S::FlashError>> {
+        let comps = path::components(path)?;
+        let dir = self.dir_of(comps)?;
+        Ok(ReadDir::new(self, dir))
+    }
+}
+
+/// Adds an op to a transaction being built.
+pub(crate) fn push<'x, E>(
+    ops: &mut heapless::Vec<TxOp<'x>, 8>,
+    op: TxOp<'x>,
+) -> Result<(), Error<E>> {
+    ops.push(op).map_err(|_| Error::Corrupted)
+}

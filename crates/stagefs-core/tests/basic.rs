@@ -1,0 +1,298 @@
+//! End-to-end behaviour of the file layer on the simulated part: namespace operations,
+//! inline and object files, listing, remount and crash.
+
+use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+use oftl::{Config, Oftl};
+use stagefs_core::{Error, Fs, Kind, OpenOptions, PathError, SeekFrom, INLINE_MAX};
+
+type Sim = SimNand<HeapStorage>;
+type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
+type Vol<'a> = Fs<Store<'a>, 2048, 4>;
+
+fn cfg() -> Config {
+    Config {
+        window_blocks: 6,
+        format_id: 3,
+        ..Default::default()
+    }
+}
+
+fn vol(sim: &mut Sim) -> Vol<'_> {
+    Fs::new(Store::new(sim))
+}
+
+fn rw() -> OpenOptions {
+    OpenOptions::new().read(true).write(true)
+}
+
+fn create() -> OpenOptions {
+    rw().create(true)
+}
+
+fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2654435761).wrapping_add(seed) as u8)
+        .collect()
+}
+
+fn read_all(fs: &mut Vol<'_>, path: &str) -> Vec<u8> {
+    let f = fs.open(path, OpenOptions::new().read(true)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 700];
+    loop {
+        let n = fs.read(f, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    fs.close(f).unwrap();
+    out
+}
+
+fn write_file(fs: &mut Vol<'_>, path: &str, data: &[u8]) {
+    let f = fs.open(path, create().truncate(true)).unwrap();
+    assert_eq!(fs.write(f, data).unwrap(), data.len());
+    fs.close(f).unwrap();
+}
+
+fn names(fs: &mut Vol<'_>, path: &str) -> Vec<(String, Kind)> {
+    let mut v: Vec<_> = fs
+        .read_dir(path)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.name().to_string(), e.kind)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn files_and_directories_survive_remount_and_crash() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+    {
+        let mut fs = vol(&mut sim);
+        fs.format(cfg()).unwrap();
+        fs.create_dir("/etc").unwrap();
+        fs.create_dir("/etc/net").unwrap();
+        write_file(&mut fs, "/etc/hostname", b"stagefs");
+        write_file(&mut fs, "/big.bin", &pattern(1, 10_000));
+        fs.set_attributes("/etc/hostname", b"\x01\x02").unwrap();
+        assert_eq!(
+            names(&mut fs, "/"),
+            vec![("big.bin".into(), Kind::File), ("etc".into(), Kind::Dir)]
+        );
+        fs.unmount().unwrap();
+    }
+    for crash in [false, true] {
+        let mut fs = vol(&mut sim);
+        fs.mount().unwrap();
+        assert_eq!(read_all(&mut fs, "/etc/hostname"), b"stagefs");
+        assert_eq!(read_all(&mut fs, "/big.bin"), pattern(1, 10_000));
+        let m = fs.metadata("/etc/hostname").unwrap();
+        assert_eq!(
+            (m.kind, m.size, m.attributes()),
+            (Kind::File, 7, &b"\x01\x02"[..])
+        );
+        assert_eq!(fs.metadata("/etc").unwrap().kind, Kind::Dir);
+        assert_eq!(
+            names(&mut fs, "/etc"),
+            vec![("hostname".into(), Kind::File), ("net".into(), Kind::Dir)]
+        );
+        if !crash {
+            // A change, then no unmount: the next mount recovers it.
+            write_file(&mut fs, "/etc/motd", b"hello");
+            fs.rename("/etc/motd", "/etc/net/motd").unwrap();
+            write_file(&mut fs, "/etc/hostname", b"stagefs");
+        } else {
+            assert_eq!(read_all(&mut fs, "/etc/net/motd"), b"hello");
+        }
+    }
+}
+
+#[test]
+fn inline_files_grow_into_objects_and_back() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
+    let mut fs = vol(&mut sim);
+    fs.format(cfg()).unwrap();
+    let f = fs.open("/f", create()).unwrap();
+    fs.write(f, &pattern(3, INLINE_MAX)).unwrap();
+    fs.fsync(f).unwrap();
+    // One byte more: the file moves to an object.
+    fs.write(f, b"!").unwrap();
+    fs.seek(f, SeekFrom::Start(5000)).unwrap();
+    fs.write(f, b"end").unwrap();
+    assert_eq!(fs.len(f).unwrap(), 5003);
+    fs.close(f).unwrap();
+    let mut want = pattern(3, INLINE_MAX);
+    want.push(b'!');
+    want.resize(5000, 0);
+    want.extend_from_slice(b"end");
+    assert_eq!(read_all(&mut fs, "/f"), want);
+    // Truncate at open: inline again, the object deleted at close.
+    write_file(&mut fs, "/f", b"small");
+    assert_eq!(read_all(&mut fs, "/f"), b"small");
+    let f = fs.open("/f", rw()).unwrap();
+    fs.truncate(f, 2).unwrap();
+    fs.seek(f, SeekFrom::End(0)).unwrap();
+    fs.write(f, b"xy").unwrap();
+    fs.close(f).unwrap();
+    assert_eq!(read_all(&mut fs, "/f"), b"smxy");
+    // Append mode.
+    let f = fs
+        .open("/f", OpenOptions::new().append(true).read(true))
+        .unwrap();
+    fs.seek(f, SeekFrom::Start(0)).unwrap();
+    fs.write(f, b"++").unwrap();
+    fs.close(f).unwrap();
+    assert_eq!(read_all(&mut fs, "/f"), b"smxy++");
+}
+
+#[test]
+fn renames_replace_and_refuse_what_they_must() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
+    let mut fs = vol(&mut sim);
+    fs.format(cfg()).unwrap();
+    fs.create_dir("/a").unwrap();
+    fs.create_dir("/b").unwrap();
+    write_file(&mut fs, "/a/x", b"x");
+    write_file(&mut fs, "/a/y", &pattern(4, 3000));
+    write_file(&mut fs, "/b/z", b"z");
+    // Over an existing file, in one directory and across directories.
+    fs.rename("/a/x", "/a/y").unwrap();
+    assert_eq!(read_all(&mut fs, "/a/y"), b"x");
+    assert_eq!(fs.metadata("/a/x"), Err(Error::NotFound));
+    fs.rename("/b/z", "/a/y").unwrap();
+    assert_eq!(read_all(&mut fs, "/a/y"), b"z");
+    assert_eq!(names(&mut fs, "/b"), vec![]);
+    // Directories: into a sibling, over an empty one, never into themselves.
+    fs.create_dir("/a/sub").unwrap();
+    fs.rename("/a/sub", "/b/sub").unwrap();
+    write_file(&mut fs, "/b/sub/f", b"f");
+    assert_eq!(
+        fs.rename("/b", "/b/sub/inner"),
+        Err(Error::Path(PathError::IntoItself))
+    );
+    fs.create_dir("/c").unwrap();
+    fs.rename("/b/sub", "/c").unwrap();
+    assert_eq!(read_all(&mut fs, "/c/f"), b"f");
+    assert_eq!(fs.rename("/a/y", "/c"), Err(Error::IsADirectory));
+    assert_eq!(fs.rename("/c", "/a/y"), Err(Error::NotADirectory));
+    fs.create_dir("/d").unwrap();
+    write_file(&mut fs, "/d/keep", b"k");
+    assert_eq!(fs.rename("/c", "/d"), Err(Error::NotEmpty));
+    // Removing.
+    assert_eq!(fs.remove_dir("/d"), Err(Error::NotEmpty));
+    assert_eq!(fs.remove("/d"), Err(Error::IsADirectory));
+    assert_eq!(fs.remove_dir("/d/keep"), Err(Error::NotADirectory));
+    fs.remove("/d/keep").unwrap();
+    fs.remove_dir("/d").unwrap();
+    // An open file cannot be removed or renamed.
+    let f = fs.open("/a/y", rw()).unwrap();
+    assert_eq!(fs.remove("/a/y"), Err(Error::Busy));
+    assert_eq!(fs.rename("/a/y", "/a/w"), Err(Error::Busy));
+    assert_eq!(fs.open("/a/y", rw()), Err(Error::Busy));
+    fs.close(f).unwrap();
+    assert_eq!(fs.read(f, &mut [0u8; 4]), Err(Error::BadHandle));
+    assert_eq!(
+        names(&mut fs, "/"),
+        vec![
+            ("a".into(), Kind::Dir),
+            ("b".into(), Kind::Dir),
+            ("c".into(), Kind::Dir)
+        ]
+    );
+}
+
+#[test]
+fn misuse_gets_its_own_errors() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
+    let mut fs = vol(&mut sim);
+    assert_eq!(fs.metadata("/"), Err(Error::NotMounted));
+    fs.format(cfg()).unwrap();
+    assert_eq!(fs.create_dir("x"), Err(Error::Path(PathError::NotAbsolute)));
+    assert_eq!(fs.create_dir("/"), Err(Error::Path(PathError::Root)));
+    assert_eq!(
+        fs.create_dir("/a//b"),
+        Err(Error::Path(PathError::EmptyComponent))
+    );
+    let long = format!("/{}", "n".repeat(65));
+    assert_eq!(
+        fs.create_dir(&long),
+        Err(Error::Path(PathError::NameTooLong))
+    );
+    fs.create_dir("/d").unwrap();
+    assert_eq!(fs.create_dir("/d"), Err(Error::Exists));
+    assert_eq!(fs.open("/nope", rw()), Err(Error::NotFound));
+    assert_eq!(fs.open("/d", rw()), Err(Error::IsADirectory));
+    assert_eq!(
+        fs.open("/x", OpenOptions::new().read(true).create(true)),
+        Err(Error::Access)
+    );
+    write_file(&mut fs, "/f", b"1");
+    assert_eq!(fs.open("/f", create().create_new(true)), Err(Error::Exists));
+    assert_eq!(fs.create_dir("/f/g"), Err(Error::NotADirectory));
+    let r = fs.open("/f", OpenOptions::new().read(true)).unwrap();
+    assert_eq!(fs.write(r, b"no"), Err(Error::Access));
+    fs.close(r).unwrap();
+    assert_eq!(fs.set_attributes("/f", &[0u8; 33]), Err(Error::TooLarge));
+    let handles: Vec<_> = (0..4)
+        .map(|i| fs.open(&format!("/h{i}"), create()).unwrap())
+        .collect();
+    assert_eq!(fs.open("/h9", create()), Err(Error::TooManyOpen));
+    for h in handles {
+        fs.close(h).unwrap();
+    }
+}
+
+/// Enough names to split page 0 and its children: every name is found, listed once,
+/// removed, and the directory ends empty.
+#[test]
+fn large_directories_split_and_stay_exact() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
+    let mut fs = vol(&mut sim);
+    fs.format(cfg()).unwrap();
+    fs.create_dir("/many").unwrap();
+    let n = 1500;
+    for i in 0..n {
+        let path = format!("/many/file-{i:05}");
+        let f = fs.open(&path, create().truncate(true));
+        let f = f.unwrap_or_else(|e| {
+            panic!(
+                "{i}: {e:?} used {} of {}",
+                fs.store().used_pages(),
+                fs.store().capacity_pages()
+            )
+        });
+        fs.write(f, &pattern(i, 40)).unwrap();
+        if let Err(e) = fs.close(f) {
+            panic!(
+                "{i}: {e:?} used {} of {}",
+                fs.store().used_pages(),
+                fs.store().capacity_pages()
+            )
+        }
+    }
+    // 1,500 entries of 60 bytes in buckets about 70 % full, plus page 0: never a
+    // page per name. (Everything else on the store is a few pages.)
+    let used = fs.store().used_pages();
+    assert!(used < 100, "{used} pages");
+    let listed = names(&mut fs, "/many");
+    assert_eq!(listed.len(), n as usize);
+    for i in (0..n).step_by(97) {
+        assert_eq!(
+            read_all(&mut fs, &format!("/many/file-{i:05}")),
+            pattern(i, 40)
+        );
+    }
+    fs.unmount().unwrap();
+    let mut fs = vol(&mut sim);
+    fs.mount().unwrap();
+    for i in 0..n {
+        fs.remove(&format!("/many/file-{i:05}")).unwrap();
+    }
+    assert_eq!(names(&mut fs, "/many"), vec![]);
+    fs.remove_dir("/many").unwrap();
+}
