@@ -12,7 +12,7 @@ set -euo pipefail
 # Library crates built for the MCU targets, as `name` or `name:feature,feature` (built with
 # --no-default-features plus those features). nand-hal must build; the others are built
 # when crates/<name>/Cargo.toml exists.
-NO_STD_CRATES=("nand-hal:sim,spi,ecc" "paragc" "oftl")
+NO_STD_CRATES=("nand-hal:sim,spi,ecc" "paragc" "oftl" "stagefs-core")
 REQUIRED_CRATES=("nand-hal")
 TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
 FIRMWARE=boards/qemu-m4
