@@ -309,6 +309,57 @@ impl<
         r.map_err(|e| self.fail(e))
     }
 
+    /// [`Oftl::flush`] and [`Oftl::set_attrs`] as one transaction: `obj`'s buffered
+    /// pages and a metadata page with the new user attributes are durable together or
+    /// not at all (a layer above can stamp what the flushed bytes contain, e.g. the
+    /// last log record they include).
+    pub fn flush_with_attrs(
+        &mut self,
+        obj: ObjectId,
+        attrs: &[u8; crate::ATTR_LEN],
+    ) -> Result<(), WriteError<F::Error>> {
+        let r = self.check_writable().and_then(|()| {
+            let o = self.obj(obj)?;
+            if o.kind != crate::ObjKind::Object {
+                return Err(Fault::WrongKind);
+            }
+            let mut rec = self.load_meta(&o)?;
+            rec.attrs = *attrs;
+            let mut dirty: heapless::Vec<(u32, u8), 64> = heapless::Vec::new();
+            for (i, w) in self.wbuf.iter().enumerate() {
+                if w.used && w.dirty && w.obj == obj {
+                    let _ = dirty.push((w.lpn, i as u8));
+                }
+            }
+            dirty.sort_unstable();
+            let p = self.dev.payload as u64;
+            let size = self.pending_size(&o);
+            let have = o.size.div_ceil(p);
+            let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
+            let total = dirty.len() as u32 + 1;
+            self.prepare(total, 1, growth as u64, Room::Grow)?;
+            let first = self.dev.heads[DATA_HEAD].next_seq;
+            for &(lpn, s) in dirty.iter() {
+                let s = s as usize;
+                let pu = p as usize;
+                self.pbuf[..pu].copy_from_slice(&self.wbuf[s].data[..pu]);
+                self.pbuf[pu..].fill(0xFF);
+                let start = lpn as u64 * p;
+                let valid = size.saturating_sub(start).min(p) as u16;
+                let bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
+                let (page, bp) =
+                    self.dev
+                        .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+                self.apply_data(&bp, page)?;
+                self.wbuf[s].dirty = false;
+                self.wbuf[s].end = 0;
+            }
+            rec.size = self.obj(obj)?.size;
+            self.write_meta(&rec, Some((first, true)))
+        });
+        r.map_err(|e| self.fail(e))
+    }
+
     /// Copies buffered bytes of `(obj, lpn)` at `col` into `out`, if the page is
     /// buffered.
     pub(crate) fn wbuf_read(&mut self, obj: u32, lpn: u32, col: usize, out: &mut [u8]) -> bool {

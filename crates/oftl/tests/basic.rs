@@ -732,3 +732,26 @@ fn transactions_create_and_delete_objects() {
     assert_eq!(&buf[..r.len], b"record");
     assert_eq!(fs.next_object_id(), n2 + 1);
 }
+
+/// `flush_with_attrs`: the buffered pages and the new attributes are durable together.
+#[test]
+fn flush_with_attrs_commits_pages_and_attributes_together() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(10));
+    let a;
+    {
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        a = fs.create(ObjKind::Object).unwrap();
+        fs.write(a, 0, &pattern(1, 3000)).unwrap();
+        let mut attrs = [0u8; oftl::ATTR_LEN];
+        attrs[..8].copy_from_slice(&77u64.to_le_bytes());
+        fs.flush_with_attrs(a, &attrs).unwrap();
+        // A write after it that is never flushed.
+        fs.write(a, 3000, &pattern(2, 10)).unwrap();
+    }
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    assert_eq!(fs.size(a).unwrap(), 3000);
+    let mut buf = vec![0u8; 3000];
+    fs.read(a, 0, &mut buf).unwrap();
+    assert_eq!(buf, pattern(1, 3000));
+    assert_eq!(fs.attrs(a).unwrap().user[..8], 77u64.to_le_bytes());
+}

@@ -113,7 +113,15 @@ pub(crate) struct Handle {
     dirty: bool,
     /// An object the next commit deletes (the file was truncated to inline).
     replaced: u32,
+    /// Byte ranges of the object written since the last commit (sorted, disjoint).
+    ranges: [(u64, u64); RANGES],
+    nranges: u8,
+    /// More scattered writes than `ranges` holds: the next commit writes home.
+    scattered: bool,
 }
+
+/// Dirty ranges a handle tracks before its next commit goes home directly.
+const RANGES: usize = 4;
 
 impl Handle {
     pub(crate) const CLOSED: Handle = Handle {
@@ -130,10 +138,64 @@ impl Handle {
         inline: [0; INLINE_MAX],
         dirty: false,
         replaced: 0,
+        ranges: [(0, 0); RANGES],
+        nranges: 0,
+        scattered: false,
     };
 
     pub(crate) fn name(&self) -> &[u8] {
         &self.name[..self.name_len as usize]
+    }
+
+    /// Notes that `[a, b)` of the object was written.
+    fn mark(&mut self, a: u64, b: u64) {
+        let mut a = a;
+        let mut b = b;
+        // Merge every range it touches, keep the others in order.
+        let mut out = [(0u64, 0u64); RANGES + 1];
+        let mut n = 0;
+        let mut placed = false;
+        for &(x, y) in &self.ranges[..self.nranges as usize] {
+            if y < a {
+                out[n] = (x, y);
+                n += 1;
+            } else if x > b {
+                if !placed {
+                    out[n] = (a, b);
+                    n += 1;
+                    placed = true;
+                }
+                out[n] = (x, y);
+                n += 1;
+            } else {
+                a = a.min(x);
+                b = b.max(y);
+            }
+        }
+        if !placed {
+            out[n] = (a, b);
+            n += 1;
+        }
+        if n > RANGES {
+            self.scattered = true;
+            self.nranges = 0;
+            return;
+        }
+        self.ranges[..n].copy_from_slice(&out[..n]);
+        self.nranges = n as u8;
+    }
+
+    /// Drops what lies at or past `size` from the dirty ranges.
+    fn clip(&mut self, size: u64) {
+        let mut n = 0;
+        for k in 0..self.nranges as usize {
+            let (x, y) = self.ranges[k];
+            if x < size {
+                self.ranges[n] = (x, y.min(size));
+                n += 1;
+            }
+        }
+        self.nranges = n as u8;
     }
 }
 
@@ -266,6 +328,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let h = &mut self.handles[i];
         h.size = h.size.max(end);
         h.pos = end;
+        if !h.scattered {
+            h.mark(pos, end);
+        }
         Ok(data.len())
     }
 
@@ -355,8 +420,16 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             return self.commit(i);
         }
         let obj = h.obj;
-        self.store.transact(&[TxOp::Truncate { obj, size }])?;
-        self.handles[i].size = size;
+        // Older staged records of the object must never be replayed over this.
+        match self.supersede(obj)? {
+            Some(attrs) => self
+                .store
+                .transact(&[TxOp::Truncate { obj, size }, TxOp::SetAttrs { obj, attrs }])?,
+            None => self.store.transact(&[TxOp::Truncate { obj, size }])?,
+        }
+        let h = &mut self.handles[i];
+        h.size = size;
+        h.clip(size);
         Ok(())
     }
 
@@ -366,10 +439,20 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.commit(i)
     }
 
-    fn commit(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
+    pub(crate) fn commit(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
         let h = self.handles[i];
         if h.obj != 0 {
-            return self.store.flush(h.obj);
+            if h.scattered {
+                self.flush_home(h.obj)?;
+            } else if h.nranges > 0 {
+                self.make_durable(h.obj, &h.ranges[..h.nranges as usize])?;
+            } else {
+                return Ok(());
+            }
+            let h = &mut self.handles[i];
+            h.nranges = 0;
+            h.scattered = false;
+            return Ok(());
         }
         if !h.dirty {
             return Ok(());

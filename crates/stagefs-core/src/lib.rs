@@ -41,6 +41,7 @@ pub mod format;
 mod namespace;
 mod path;
 mod readdir;
+mod stage;
 mod store;
 
 use oftl::{Config, ObjKind, TxOp};
@@ -94,6 +95,7 @@ pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     /// Bumped at every mount: handles of an earlier mount are refused.
     session: u32,
     handles: [Handle; HANDLES],
+    stage: stage::Staging,
     a: [u8; PAGE],
     b: [u8; PAGE],
 }
@@ -106,6 +108,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             vol: None,
             session: 0,
             handles: [Handle::CLOSED; HANDLES],
+            stage: stage::Staging::EMPTY,
             a: [0; PAGE],
             b: [0; PAGE],
         }
@@ -177,7 +180,25 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         };
         let v = Volume::parse(&h[..n])?.ok_or(Error::NotFormatted)?;
         self.start(v);
+        if let Err(e) = self.replay() {
+            self.vol = None;
+            return Err(e);
+        }
         Ok(())
+    }
+
+    /// Makes everything durable: every open file (as `fsync`), every staged record
+    /// patched home, and a checkpoint of the store (the next mount after a crash scans
+    /// little).
+    pub fn sync(&mut self) -> Result<(), Error<S::FlashError>> {
+        self.mounted()?;
+        for i in 0..HANDLES {
+            if self.handles[i].open {
+                self.commit(i)?;
+            }
+        }
+        self.patch()?;
+        self.store.sync()
     }
 
     /// Closes every open file (making it durable) and unmounts. The volume is not
@@ -198,6 +219,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 }
             }
         }
+        r?;
+        let r = self.patch();
         self.vol = None;
         r?;
         self.store.unmount()
@@ -205,6 +228,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
 
     fn start(&mut self, v: Volume) {
         self.vol = Some(v);
+        self.stage = stage::Staging::EMPTY;
         self.session = self.session.wrapping_add(1);
         self.handles = [Handle::CLOSED; HANDLES];
     }
@@ -213,6 +237,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let p = self.store.payload();
         let longest = bucket::ENTRY_HEADER_LEN + NAME_MAX + ATTR_MAX + INLINE_MAX;
         if p > PAGE
+            || self.store.log_max_record() > PAGE
             || bucket::capacity(p) < 2 * longest
             || bucket::page0_len() > p
             || self.store.max_object_size() < bucket::max_pages() as u64 * p as u64

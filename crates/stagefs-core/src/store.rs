@@ -3,7 +3,7 @@
 //! Implemented for every `Oftl`.
 
 use nand_hal::NandFlash;
-use oftl::{Config, ObjectId, Oftl, SpacePolicy, TxOp};
+use oftl::{Config, LogRecord, ObjKind, ObjectId, Oftl, SpacePolicy, TxOp, ATTR_LEN};
 
 use crate::error::Error;
 
@@ -46,6 +46,32 @@ pub trait Store {
     fn transact(&mut self, ops: &[TxOp<'_>]) -> Result<(), Error<Self::FlashError>>;
     /// Makes everything durable and checkpoints.
     fn sync(&mut self) -> Result<(), Error<Self::FlashError>>;
+    /// An object's user attributes.
+    fn attrs(&mut self, obj: ObjectId) -> Result<[u8; ATTR_LEN], Error<Self::FlashError>>;
+    /// Makes an object's writes durable together with new user attributes.
+    fn flush_with_attrs(
+        &mut self,
+        obj: ObjectId,
+        attrs: &[u8; ATTR_LEN],
+    ) -> Result<(), Error<Self::FlashError>>;
+    /// Largest log record.
+    fn log_max_record(&self) -> usize;
+    /// Appends one record to a log stream, durably; returns its LSN.
+    fn log_append(&mut self, stream: ObjectId, data: &[u8])
+        -> Result<u64, Error<Self::FlashError>>;
+    /// The first record at or after `lsn` (copied to the start of `buf`).
+    fn log_read(
+        &mut self,
+        stream: ObjectId,
+        lsn: u64,
+        buf: &mut [u8],
+    ) -> Result<Option<LogRecord>, Error<Self::FlashError>>;
+    /// `(first, end)` LSNs of a log stream.
+    fn log_bounds(&mut self, stream: ObjectId) -> Result<(u64, u64), Error<Self::FlashError>>;
+    /// Drops the records below `lsn`, durably.
+    fn log_trim(&mut self, stream: ObjectId, lsn: u64) -> Result<(), Error<Self::FlashError>>;
+    /// Whether an object exists (and is a plain object, not a log stream).
+    fn is_object(&mut self, obj: ObjectId) -> Result<bool, Error<Self::FlashError>>;
 }
 
 impl<
@@ -110,5 +136,49 @@ impl<
 
     fn sync(&mut self) -> Result<(), Error<F::Error>> {
         Ok(Oftl::sync(self)?)
+    }
+
+    fn attrs(&mut self, obj: ObjectId) -> Result<[u8; ATTR_LEN], Error<F::Error>> {
+        Ok(Oftl::attrs(self, obj)?.user)
+    }
+
+    fn flush_with_attrs(
+        &mut self,
+        obj: ObjectId,
+        attrs: &[u8; ATTR_LEN],
+    ) -> Result<(), Error<F::Error>> {
+        Ok(Oftl::flush_with_attrs(self, obj, attrs)?)
+    }
+
+    fn log_max_record(&self) -> usize {
+        Oftl::log_max_record(self)
+    }
+
+    fn log_append(&mut self, stream: ObjectId, data: &[u8]) -> Result<u64, Error<F::Error>> {
+        Ok(Oftl::log_append(self, stream, data)?)
+    }
+
+    fn log_read(
+        &mut self,
+        stream: ObjectId,
+        lsn: u64,
+        buf: &mut [u8],
+    ) -> Result<Option<LogRecord>, Error<F::Error>> {
+        Ok(Oftl::log_read(self, stream, lsn, buf)?)
+    }
+
+    fn log_bounds(&mut self, stream: ObjectId) -> Result<(u64, u64), Error<F::Error>> {
+        Ok(Oftl::log_bounds(self, stream)?)
+    }
+
+    fn log_trim(&mut self, stream: ObjectId, lsn: u64) -> Result<(), Error<F::Error>> {
+        Ok(Oftl::log_trim(self, stream, lsn)?)
+    }
+
+    fn is_object(&mut self, obj: ObjectId) -> Result<bool, Error<F::Error>> {
+        if !Oftl::exists(self, obj)? {
+            return Ok(false);
+        }
+        Ok(Oftl::attrs(self, obj)?.kind == ObjKind::Object)
     }
 }

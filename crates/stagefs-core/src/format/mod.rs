@@ -2,6 +2,7 @@
 //! are [`Corrupted`], never a panic). Byte diagrams here and in `docs/SPEC.md` section 4.
 
 pub mod bucket;
+pub mod stage;
 pub mod volume;
 
 /// The bytes did not parse as the structure they should hold.
