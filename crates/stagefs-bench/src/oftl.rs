@@ -25,7 +25,8 @@ pub struct Shared {
 }
 
 impl Shared {
-    fn new(dev: Device) -> Self {
+    /// A handle on `dev`.
+    pub fn new(dev: Device) -> Self {
         let (geo, caps) = {
             let d = dev.borrow();
             (d.geometry(), *d.capabilities())

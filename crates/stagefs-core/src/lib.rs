@@ -38,6 +38,7 @@
 pub mod error;
 mod file;
 pub mod format;
+mod io;
 mod namespace;
 mod path;
 mod readdir;
@@ -49,6 +50,7 @@ use oftl::{Config, ObjKind, TxOp};
 pub use error::{Error, PathError};
 pub use file::{File, OpenOptions, SeekFrom};
 pub use format::bucket::Kind;
+pub use io::FileView;
 pub use path::{MAX_DEPTH, NAME_MAX};
 pub use readdir::{DirEntry, ReadDir};
 pub use store::Store;
@@ -185,6 +187,22 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// One bounded step of background work: a patch of the staged records if there
+    /// are any (at most one flush per object with records, 8 at most), then garbage
+    /// collection of at most `budget` page copies. Returns whether calling again now
+    /// would do useful work (`false`: idle until more is written). Call it when the
+    /// device is otherwise idle; foreground operations do the same work only when they
+    /// must (a full staging list, a full store).
+    pub fn step(&mut self, budget: u32) -> Result<bool, Error<S::FlashError>> {
+        self.mounted()?;
+        self.patch()?;
+        match self.store.gc_step(budget) {
+            Ok(more) => Ok(more),
+            Err(Error::ReadOnly) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Makes everything durable: every open file (as `fsync`), every staged record

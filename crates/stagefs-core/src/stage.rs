@@ -35,7 +35,7 @@ use crate::Fs;
 pub const LIVE: usize = 8;
 /// Record bytes since the last patch that trigger one (bounds the log replayed at
 /// mount after a crash to this much plus one record).
-pub const STAGE_LIMIT: u64 = 32 * 1024;
+pub const STAGE_LIMIT: u64 = 16 * 1024;
 /// Bytes of a log sector's payload (a 512-byte program unit less its 20-byte trailer):
 /// what one staged sector holds.
 const SECTOR_PAYLOAD: usize = 492;

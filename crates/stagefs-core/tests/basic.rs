@@ -339,3 +339,74 @@ fn small_fsyncs_are_staged_one_sector_each() {
     fs.mount().unwrap();
     assert_eq!(read_all(&mut fs, "/log"), want);
 }
+
+/// The borrowed view works with code written against `embedded-io` (and `std::io`).
+#[test]
+fn file_views_speak_embedded_io_and_std_io() {
+    use embedded_io::{Read as _, Seek as _, Write as _};
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(7));
+    let mut fs = vol(&mut sim);
+    fs.format(cfg()).unwrap();
+    let f = fs.open("/v", create()).unwrap();
+    {
+        let mut v = fs.view(f);
+        v.write_all(&pattern(1, 3000)).unwrap();
+        v.flush().unwrap();
+        v.seek(embedded_io::SeekFrom::Start(100)).unwrap();
+        let mut buf = [0u8; 50];
+        v.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf[..], &pattern(1, 3000)[100..150]);
+        assert_eq!(v.seek(embedded_io::SeekFrom::End(0)).unwrap(), 3000);
+    }
+    #[cfg(feature = "std")]
+    {
+        use std::io::{Read, Seek, Write};
+        let mut v = fs.view(f);
+        Write::write_all(&mut v, b"tail").unwrap();
+        Write::flush(&mut v).unwrap();
+        Seek::seek(&mut v, std::io::SeekFrom::Start(2990)).unwrap();
+        let mut s = Vec::new();
+        Read::read_to_end(&mut v, &mut s).unwrap();
+        assert_eq!(&s[10..], b"tail");
+    }
+    fs.close(f).unwrap();
+    let e = fs.open("/missing", rw()).unwrap_err();
+    assert_eq!(
+        embedded_io::Error::kind(&e),
+        embedded_io::ErrorKind::NotFound
+    );
+}
+
+/// `step` patches staged records home and collects; idle once there is nothing to do.
+#[test]
+fn background_steps_patch_and_go_idle() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(8));
+    let mut fs = vol(&mut sim);
+    fs.format(cfg()).unwrap();
+    write_file(&mut fs, "/log", &pattern(1, 600));
+    let f = fs.open("/log", OpenOptions::new().append(true)).unwrap();
+    for i in 0..5 {
+        fs.write(f, &pattern(i, 64)).unwrap();
+        fs.fsync(f).unwrap();
+    }
+    fs.close(f).unwrap();
+    let before = fs.store().flash().counters().programs;
+    let mut steps = 0;
+    while fs.step(4).unwrap() {
+        steps += 1;
+        assert!(steps < 1000);
+    }
+    assert!(
+        fs.store().flash().counters().programs > before,
+        "the patch programmed"
+    );
+    // Nothing left: another step programs nothing.
+    let idle = fs.store().flash().counters().programs;
+    assert!(!fs.step(4).unwrap());
+    assert_eq!(fs.store().flash().counters().programs, idle);
+    let mut want = pattern(1, 600);
+    for i in 0..5 {
+        want.extend(pattern(i, 64));
+    }
+    assert_eq!(read_all(&mut fs, "/log"), want);
+}
