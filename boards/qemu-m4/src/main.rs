@@ -7,6 +7,9 @@
 //! 3. an `oftl` object workload cut and recovered ([`objects`]), once per cut kind with the
 //!    small `TINY` store configuration and once with the default W25N01GV configuration,
 //!    each store built once in a `static` and formatted/mounted/unmounted in place,
+//! 4. a file-layer workload ([`files`]: a settings file rewritten, 64-byte records
+//!    appended with `fsync` through the staging log) cut and recovered, once per cut
+//!    kind, with the volume in a `static`,
 //!
 //! then prints the peak stack use ([`stack`]; per `oftl` phase too, with the store's
 //! size: together they bound its RAM) and exits through semihosting: the QEMU
@@ -16,6 +19,7 @@
 #![no_std]
 #![no_main]
 
+mod files;
 mod objects;
 mod power_cut;
 mod shared;
@@ -74,6 +78,13 @@ const OBJECT_RUNS: [(u64, u64, CutKind); 4] = [
     (14, 53, CutKind::Torn(TornMode::Random)),
 ];
 
+/// File-layer runs: (seed, program/erase the cut hits, cut kind).
+const FILE_RUNS: [(u64, u64, CutKind); 3] = [
+    (21, 90, CutKind::Clean),
+    (22, 141, CutKind::Torn(TornMode::MostBits)),
+    (23, 187, CutKind::Torn(TornMode::Random)),
+];
+
 #[entry]
 fn main() -> ! {
     // cortex-m-rt turns these into `&'static mut` borrows, taken once, in `main`.
@@ -86,6 +97,13 @@ fn main() -> ! {
         objects::Tiny::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
     static mut FULL_STORE: objects::Full =
         objects::Full::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
+    // The file layer over the TINY store configuration, in place too.
+    static mut VOLUME: files::Vol = files::Vol::new(objects::Tiny::new_const(
+        PART,
+        Greedy::DEFAULT,
+        TINY.geometry,
+        TINY.capabilities,
+    ));
 
     let mut ok = run_conformance(CELLS, PAGES, BLOCKS, BUF);
 
@@ -163,11 +181,55 @@ fn main() -> ! {
     );
     hprintln!("stack before the oftl phase: peak {} bytes", before);
 
+    // The file layer: settings rewritten, 64-byte records appended with fsync, cut,
+    // recovered (the staging log replayed) and checked, once per cut kind.
+    let vol = VOLUME;
+    let mut files_peak = 0;
+    for (seed, at_op, kind) in FILE_RUNS {
+        let plan = FaultPlan::seeded(seed)
+            .with_faults(FaultConfig {
+                unstable_after_cut: true,
+                ..FaultConfig::default()
+            })
+            .with_cut(at_op, kind);
+        part.renew(FaultPlan::seeded(seed));
+        whole = whole.max(stack::peak_use().used);
+        stack::repaint();
+        let outcome = files::run(vol, part, plan);
+        files_peak = files_peak.max(stack::peak_use().used);
+        match outcome {
+            Ok(o) => hprintln!(
+                "stagefs power cut {}: ok: {} records fsynced, {} recovered, mount after the \
+                 cut {} us simulated",
+                plan,
+                o.acked,
+                o.recovered,
+                o.mount_us
+            ),
+            Err(e) => {
+                hprintln!("stagefs power cut {}: FAILED: {}", plan, e);
+                ok = false;
+            }
+        }
+    }
+    let (vol_size, store_size) = (size_of::<files::Vol>(), size_of::<objects::Tiny>());
+    hprintln!(
+        "stagefs-core (Fs<_, 2048, 4> over the TINY store): volume {} B in a static (store {} B \
+         + file layer {} B), peak stack {} B: RAM <= {} B; the file layer adds <= {} B over \
+         the store's own figure",
+        vol_size,
+        store_size,
+        vol_size - store_size,
+        files_peak,
+        vol_size + files_peak,
+        vol_size - store_size + files_peak.saturating_sub(tiny)
+    );
+
     // Phases repaint the stack: the whole run's peak is the deepest of theirs.
     let stack = stack::peak_use();
     hprintln!(
         "stack: peak {} bytes of {} available (painted)",
-        stack.used.max(whole).max(tiny).max(full),
+        stack.used.max(whole).max(tiny).max(full).max(files_peak),
         stack.available
     );
     if ok {

@@ -1,6 +1,6 @@
 //! `oftl` on the simulated NAND, in its default W25N01GV configuration
 //! ([`oftl::W25n01gv`]: 12 cached object-table and index pages, 2 write-back buffers;
-//! `size_of` = 48,504 B of RAM, no heap; objects are limited by flash, not RAM) with the
+//! `size_of` = 48,608 B of RAM, no heap; objects are limited by flash, not RAM) with the
 //! default 16-block updating window.
 //!
 //! The workloads map onto the object API as littlefs's file operations do:
