@@ -115,3 +115,52 @@ impl<E> From<crate::format::Corrupted> for Error<E> {
         Error::Corrupted
     }
 }
+
+impl core::fmt::Display for PathError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            PathError::NotAbsolute => "path is not absolute",
+            PathError::EmptyComponent => "empty path component",
+            PathError::DotComponent => "`.` or `..` in a path",
+            PathError::NameTooLong => "name longer than 64 bytes",
+            PathError::Nul => "NUL byte in a name",
+            PathError::Root => "the root has no name",
+            PathError::TooDeep => "more than 32 path components",
+            PathError::IntoItself => "a directory cannot move into itself",
+        })
+    }
+}
+
+impl<E: core::fmt::Debug> core::fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Flash(e) => write!(f, "flash error: {e:?}"),
+            Error::Path(p) => write!(f, "bad path: {p}"),
+            Error::Mount(e) => write!(f, "mount failed: {e:?}"),
+            Error::Format(e) => write!(f, "format failed: {e:?}"),
+            other => f.write_str(match other {
+                Error::Corrupted => "flash content is corrupted",
+                Error::NotFound => "no such file or directory",
+                Error::Exists => "the name exists",
+                Error::NotADirectory => "not a directory",
+                Error::IsADirectory => "is a directory",
+                Error::NotEmpty => "directory not empty",
+                Error::Busy => "the file is open",
+                Error::TooManyOpen => "too many open files",
+                Error::BadHandle => "the file is not open",
+                Error::Access => "not opened for this access",
+                Error::TooLarge => "too large",
+                Error::DirectoryFull => "directory full (names hash alike)",
+                Error::NoSpace => "no space left",
+                Error::ReadOnly => "read-only",
+                Error::Poisoned => "a failure needs a remount",
+                Error::NotMounted => "not mounted",
+                Error::NotFormatted => "not a StageFS volume",
+                _ => "error",
+            }),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl<E: core::fmt::Debug> std::error::Error for Error<E> {}
