@@ -248,12 +248,18 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         h.write = write;
         h.append = o.append;
         if o.truncate {
-            h.dirty = entry.object != 0 || !entry.inline().is_empty();
+            let staged = self.staged_len(dir, name.as_bytes()).unwrap_or(0);
+            h.dirty = entry.object != 0 || !entry.inline().is_empty() || staged > 0;
             h.replaced = entry.object;
         } else if entry.object == 0 {
-            let d = entry.inline();
-            h.inline[..d.len()].copy_from_slice(d);
-            h.size = d.len() as u64;
+            match self.staged_contents(dir, name.as_bytes(), &mut h.inline)? {
+                Some(n) => h.size = n as u64,
+                None => {
+                    let d = entry.inline();
+                    h.inline[..d.len()].copy_from_slice(d);
+                    h.size = d.len() as u64;
+                }
+            }
         } else {
             h.obj = entry.object;
             h.size = self.store.size(entry.object)?;
@@ -337,6 +343,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// Moves an inline file to an object of its own (one transaction, durable).
     fn promote(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
         let h = self.handles[i];
+        self.settle(h.dir, h.name())?;
         let new = self.store.next_object_id();
         let mut loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
         let at = loc.found.ok_or(Error::Corrupted)?;
@@ -457,6 +464,17 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !h.dirty {
             return Ok(());
         }
+        if h.replaced == 0 {
+            let (dir, name, len) = (h.dir, h.name, h.name_len as usize);
+            let contents = &self.handles[i].inline[..h.size as usize];
+            let mut copy = [0u8; INLINE_MAX];
+            copy[..contents.len()].copy_from_slice(contents);
+            if self.stage_inline(dir, &name[..len], &copy[..h.size as usize])? {
+                self.handles[i].dirty = false;
+                return Ok(());
+            }
+        }
+        self.settle(h.dir, h.name())?;
         let loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
         let at = loc.found.ok_or(Error::Corrupted)?;
         let mut e = namespace::entry_at(&self.a, &loc, at)?;

@@ -387,6 +387,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     fn remove_entry(&mut self, path: &str, kind: Kind) -> Result<(), Error<S::FlashError>> {
         let (parent, name) = path::parent_and_name(path)?;
         let dir = self.dir_of(parent)?;
+        self.settle(dir, name.as_bytes())?;
         let mut loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
         let at = loc.found.ok_or(Error::NotFound)?;
         let e = namespace::entry_at(&self.a, &loc, at)?;
@@ -445,9 +446,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         m.attrs[..e.attrs().len()].copy_from_slice(e.attrs());
         m.attrs_len = e.attrs().len() as u8;
         if e.kind == Kind::File {
+            let staged = self.staged_len(dir, name.as_bytes());
             m.size = match self.open_handle(dir, name.as_bytes()) {
                 Some(i) => self.handles[i].size,
-                None if e.object == 0 => e.inline().len() as u64,
+                None if e.object == 0 => staged.unwrap_or(e.inline().len() as u64),
                 None => self.store.size(e.object)?,
             };
         }
@@ -468,6 +470,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         let (parent, name) = path::parent_and_name(path)?;
         let dir = self.dir_of(parent)?;
+        self.settle(dir, name.as_bytes())?;
         let loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
         let at = loc.found.ok_or(Error::NotFound)?;
         let mut e = namespace::entry_at(&self.a, &loc, at)?;
@@ -498,6 +501,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let (tp, tname) = path::parent_and_name(to)?;
         let fdir = self.dir_of(fp)?;
         let tdir = self.dir_of(tp)?;
+        self.settle(fdir, fname.as_bytes())?;
+        self.settle(tdir, tname.as_bytes())?;
         let src = {
             let loc = namespace::locate(&mut self.store, fdir, fname.as_bytes(), &mut self.a)?;
             let at = loc.found.ok_or(Error::NotFound)?;

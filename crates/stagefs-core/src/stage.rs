@@ -25,14 +25,31 @@
 //! **Bypass.** An fsync stages only when its records cost fewer programmed bytes than
 //! writing the dirty pages home (sectors of 512 bytes against whole pages); large or
 //! scattered dirty data goes home directly.
+//!
+//! **Inline files.** Closing (or fsyncing) a changed inline file stages its whole new
+//! contents as one record and notes `(directory, name) -> record` in a small table
+//! ([`INLINE_STAGED`] entries); opening it reads the contents back from the log. A patch
+//! rewrites each bucket once for all its staged names. That pays only when several
+//! records land in one bucket between patches (a file rewritten often); when a patch
+//! writes about as many buckets as it had records (many files touched once), inline
+//! staging is bypassed for the next [`INLINE_PROBE`] commits. Any change of a staged name
+//! that does not go through the log (remove, rename, attributes, growing into an object,
+//! a bypassed commit) patches first, so the log never holds a record older than a
+//! name's directory entry: replay applies inline records in order, unconditionally.
 
 use crate::error::Error;
+use crate::format::bucket;
 use crate::format::stage::{self, Record};
+use crate::namespace::{self, Loc};
 use crate::store::Store;
 use crate::Fs;
 
 /// Objects with records since the last patch.
 pub const LIVE: usize = 8;
+/// Inline files with staged contents since the last patch.
+pub const INLINE_STAGED: usize = 8;
+/// Commits of inline files that bypass staging after a patch showed it did not pay.
+pub const INLINE_PROBE: u16 = 256;
 /// Record bytes since the last patch that trigger one (bounds the log replayed at
 /// mount after a crash to this much plus one record).
 pub const STAGE_LIMIT: u64 = 16 * 1024;
@@ -42,16 +59,40 @@ const SECTOR_PAYLOAD: usize = 492;
 /// Bytes programmed per staged sector.
 const SECTOR: usize = 512;
 
+/// An inline file whose latest contents are a record in the log.
+#[derive(Clone, Copy, Debug)]
+struct StagedInline {
+    dir: u32,
+    name: [u8; crate::NAME_MAX],
+    name_len: u8,
+    len: u16,
+    lsn: u64,
+}
+
+impl StagedInline {
+    fn is(&self, dir: u32, name: &[u8]) -> bool {
+        self.dir == dir && &self.name[..self.name_len as usize] == name
+    }
+}
+
 /// The staging state of a mounted volume.
 #[derive(Clone, Debug)]
 pub(crate) struct Staging {
     live: heapless::Vec<u32, LIVE>,
+    inline: heapless::Vec<StagedInline, INLINE_STAGED>,
+    /// Inline records since the last patch.
+    inline_records: u32,
+    /// Inline commits left to bypass.
+    inline_skip: u16,
     bytes: u64,
 }
 
 impl Staging {
     pub(crate) const EMPTY: Staging = Staging {
         live: heapless::Vec::new(),
+        inline: heapless::Vec::new(),
+        inline_records: 0,
+        inline_skip: 0,
         bytes: 0,
     };
 }
@@ -158,17 +199,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
     }
 
-    /// Patches: every object with records home (with its version), then the log
-    /// trimmed to its end.
+    /// Patches: every staged inline file and every object with records home (with its
+    /// version), then the log trimmed to its end.
     pub(crate) fn patch(&mut self) -> Result<(), Error<S::FlashError>> {
         let stream = self.staging_stream()?;
         let end = self.store.log_bounds(stream)?.1;
-        while let Some(&obj) = self.stage.live.last() {
-            if self.store.is_object(obj)? {
-                self.store.flush_with_attrs(obj, &attrs_for(end))?;
-            }
-            self.stage.live.pop();
-        }
+        self.patch_homes(end)?;
         if self.stage.bytes > 0 {
             self.store.log_trim(stream, end)?;
             self.stage.bytes = 0;
@@ -176,8 +212,272 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Ok(())
     }
 
-    /// After mounting: applies the records a crash left in the log to their objects
-    /// (those at or above their object's version), then patches.
+    /// Writes home what the log holds (objects stamped with version `end`), without
+    /// trimming.
+    fn patch_homes(&mut self, end: u64) -> Result<(), Error<S::FlashError>> {
+        self.patch_inline()?;
+        while let Some(&obj) = self.stage.live.last() {
+            if self.store.is_object(obj)? {
+                self.store.flush_with_attrs(obj, &attrs_for(end))?;
+            }
+            self.stage.live.pop();
+        }
+        Ok(())
+    }
+
+    /// Writes the staged inline contents into their buckets, one bucket write for all
+    /// the staged names it holds, and decides whether inline staging pays.
+    fn patch_inline(&mut self) -> Result<(), Error<S::FlashError>> {
+        if self.stage.inline.is_empty() {
+            return Ok(());
+        }
+        let p = self.store.payload();
+        let records = self.stage.inline_records;
+        let mut writes = 0u32;
+        // Each staged name's bucket page, so names sharing a bucket go together.
+        let mut todo: heapless::Vec<(u32, u32, usize), INLINE_STAGED> = heapless::Vec::new();
+        for (k, e) in self.stage.inline.iter().enumerate() {
+            let e = *e;
+            let loc = namespace::locate(
+                &mut self.store,
+                e.dir,
+                &e.name[..e.name_len as usize],
+                &mut self.a,
+            )?;
+            let _ = todo.push((e.dir, loc.page, k));
+        }
+        todo.sort_unstable();
+        // Entries of one bucket are adjacent now; the image in `a` is reused while the
+        // next name is on it, and written when the next one is not (or after a split).
+        let mut loc: Option<Loc> = None;
+        let mut dirty = false;
+        for &(dir, _, k) in todo.iter() {
+            let e = self.stage.inline[k];
+            let name = &e.name[..e.name_len as usize];
+            if let Some(l) = loc.as_mut() {
+                l.found = if l.dir == dir {
+                    bucket::find(&self.a[..p], &l.head, name)?.map(|(at, _)| at)
+                } else {
+                    None
+                };
+            }
+            if loc.is_none_or(|l| l.found.is_none()) {
+                if dirty {
+                    self.write_bucket(&loc.ok_or(Error::Corrupted)?)?;
+                    writes += 1;
+                    dirty = false;
+                }
+                let l = namespace::locate(&mut self.store, dir, name, &mut self.a)?;
+                if l.found.is_none() {
+                    // A staged name always has its entry (changes settle first).
+                    return Err(Error::Corrupted);
+                }
+                loc = Some(l);
+            }
+            let l = loc.as_mut().ok_or(Error::Corrupted)?;
+            if self.apply_staged(l, &e)? {
+                dirty = true;
+                continue;
+            }
+            // No room in the bucket as it is: write what is done, then this one on its
+            // own, splitting first.
+            if dirty {
+                self.write_bucket(l)?;
+                writes += 1;
+                dirty = false;
+            }
+            let mut own = self.locate_with_room(dir, name, e.len as usize)?;
+            if own.found.is_none() || !self.apply_staged(&mut own, &e)? {
+                return Err(Error::Corrupted);
+            }
+            self.write_bucket(&own)?;
+            writes += 1;
+            loc = None;
+        }
+        if dirty {
+            self.write_bucket(&loc.ok_or(Error::Corrupted)?)?;
+            writes += 1;
+        }
+        self.stage.inline.clear();
+        self.stage.inline_records = 0;
+        // Staging cost a sector per record and a bucket per write; writing home directly
+        // a bucket per record.
+        if writes * 4 >= records * 3 {
+            self.stage.inline_skip = INLINE_PROBE;
+        }
+        Ok(())
+    }
+
+    /// Replaces, in the bucket image in `a`, the contents of the entry at `loc.found`
+    /// with the staged record of `e` (read into `b`); `false` if it does not fit.
+    fn apply_staged(
+        &mut self,
+        loc: &mut Loc,
+        e: &StagedInline,
+    ) -> Result<bool, Error<S::FlashError>> {
+        let at = loc.found.ok_or(Error::Corrupted)?;
+        let orig = namespace::entry_at(&self.a, loc, at)?;
+        if orig.object != 0 {
+            // No longer inline (cannot happen: growing settles first).
+            return Ok(true);
+        }
+        let n = self.read_staged(e.lsn, e.dir, &e.name[..e.name_len as usize])?;
+        let mut entry = orig;
+        entry.set_inline(&self.b[..n])?;
+        namespace::remove_from(&mut self.a, loc)?;
+        if namespace::insert_into(&mut self.a, loc, &entry.entry()) {
+            return Ok(true);
+        }
+        // The old entry goes back where there was room for it.
+        if !namespace::insert_into(&mut self.a, loc, &orig.entry()) {
+            return Err(Error::Corrupted);
+        }
+        Ok(false)
+    }
+
+    fn write_bucket(&mut self, loc: &Loc) -> Result<(), Error<S::FlashError>> {
+        let p = self.store.payload();
+        self.store.transact(&[oftl::TxOp::Write {
+            obj: loc.dir,
+            offset: loc.page as u64 * p as u64,
+            data: &self.a[..p],
+        }])
+    }
+
+    /// Reads the contents staged for `dir`/`name` at `lsn` into the start of `b`;
+    /// returns their length.
+    fn read_staged(
+        &mut self,
+        lsn: u64,
+        dir: u32,
+        name: &[u8],
+    ) -> Result<usize, Error<S::FlashError>> {
+        let stream = self.staging_stream()?;
+        let r = self
+            .store
+            .log_read(stream, lsn, &mut self.b)?
+            .ok_or(Error::Corrupted)?;
+        if r.lsn != lsn {
+            return Err(Error::Corrupted);
+        }
+        let mut pos = 0;
+        while pos < r.len {
+            let (rec, data, end) = Record::parse(&self.b[..r.len], pos)?;
+            if let Record::Inline {
+                dir: d,
+                name_len,
+                len,
+            } = rec
+            {
+                let nl = name_len as usize;
+                if d == dir && &self.b[data..data + nl] == name {
+                    self.b.copy_within(data + nl..data + nl + len as usize, 0);
+                    return Ok(len as usize);
+                }
+            }
+            pos = end;
+        }
+        Err(Error::Corrupted)
+    }
+
+    /// The staged contents of inline file `dir`/`name`, if any: copied into `out`,
+    /// returns their length.
+    pub(crate) fn staged_contents(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        out: &mut [u8],
+    ) -> Result<Option<usize>, Error<S::FlashError>> {
+        let Some(e) = self.stage.inline.iter().find(|e| e.is(dir, name)).copied() else {
+            return Ok(None);
+        };
+        let n = self.read_staged(e.lsn, dir, name)?;
+        out[..n].copy_from_slice(&self.b[..n]);
+        Ok(Some(n))
+    }
+
+    /// The size of inline file `dir`/`name` if its contents are staged.
+    pub(crate) fn staged_len(&self, dir: u32, name: &[u8]) -> Option<u64> {
+        self.stage
+            .inline
+            .iter()
+            .find(|e| e.is(dir, name))
+            .map(|e| e.len as u64)
+    }
+
+    /// Before a change of `dir`/`name` that does not go through the log: patches if the
+    /// name has staged contents.
+    pub(crate) fn settle(&mut self, dir: u32, name: &[u8]) -> Result<(), Error<S::FlashError>> {
+        if self.stage.inline.iter().any(|e| e.is(dir, name)) {
+            self.patch()?;
+        }
+        Ok(())
+    }
+
+    /// Makes the new contents of inline file `dir`/`name` durable as a record in the
+    /// log; `false` when staging is bypassed (the caller writes the bucket).
+    pub(crate) fn stage_inline(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        contents: &[u8],
+    ) -> Result<bool, Error<S::FlashError>> {
+        if self.stage.inline_skip > 0 {
+            self.stage.inline_skip -= 1;
+            return Ok(false);
+        }
+        let n = stage::HEADER_LEN + name.len() + contents.len();
+        let known = self.stage.inline.iter().any(|e| e.is(dir, name));
+        if self.stage.bytes + n as u64 > STAGE_LIMIT || (!known && self.stage.inline.is_full()) {
+            self.patch()?;
+            if self.stage.inline_skip > 0 {
+                self.stage.inline_skip -= 1;
+                return Ok(false);
+            }
+        }
+        Record::Inline {
+            dir,
+            name_len: name.len() as u8,
+            len: contents.len() as u16,
+        }
+        .encode(&mut self.b[..stage::HEADER_LEN]);
+        let at = stage::HEADER_LEN;
+        self.b[at..at + name.len()].copy_from_slice(name);
+        self.b[at + name.len()..n].copy_from_slice(contents);
+        let stream = self.staging_stream()?;
+        let lsn = self.store.log_append(stream, &self.b[..n])?;
+        self.note_inline(dir, name, contents.len() as u16, lsn)?;
+        self.stage.bytes += n as u64;
+        self.stage.inline_records += 1;
+        Ok(true)
+    }
+
+    fn note_inline(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        len: u16,
+        lsn: u64,
+    ) -> Result<(), Error<S::FlashError>> {
+        if let Some(e) = self.stage.inline.iter_mut().find(|e| e.is(dir, name)) {
+            e.len = len;
+            e.lsn = lsn;
+            return Ok(());
+        }
+        let mut e = StagedInline {
+            dir,
+            name: [0; crate::NAME_MAX],
+            name_len: name.len() as u8,
+            len,
+            lsn,
+        };
+        e.name[..name.len()].copy_from_slice(name);
+        self.stage.inline.push(e).map_err(|_| Error::Corrupted)
+    }
+
+    /// After mounting: applies the records a crash left in the log (object bytes at or
+    /// above their object's version; inline contents, the latest per name), then
+    /// patches.
     pub(crate) fn replay(&mut self) -> Result<(), Error<S::FlashError>> {
         self.stage = Staging::EMPTY;
         let stream = self.staging_stream()?;
@@ -193,35 +493,60 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             while pos < len {
                 let (rec, data_at, rec_end) = Record::parse(&self.b[..len], pos)?;
                 pos = rec_end;
-                let Record::Data {
-                    object,
-                    offset,
-                    len: n,
-                } = rec;
-                let v = match versions.iter().find(|(o, _)| *o == object) {
-                    Some(&(_, v)) => v,
-                    None => {
-                        let v = if self.store.is_object(object)? {
-                            version_of(&self.store.attrs(object)?)
-                        } else {
-                            u64::MAX
-                        };
-                        if versions.is_full() {
-                            // Make room: what was applied so far goes home first.
-                            for &(o, _) in versions.iter() {
-                                if self.store.is_object(o)? {
-                                    self.store.flush_with_attrs(o, &attrs_for(at))?;
+                match rec {
+                    Record::Data {
+                        object,
+                        offset,
+                        len: n,
+                    } => {
+                        let v = match versions.iter().find(|(o, _)| *o == object) {
+                            Some(&(_, v)) => v,
+                            None => {
+                                let v = if self.store.is_object(object)? {
+                                    version_of(&self.store.attrs(object)?)
+                                } else {
+                                    u64::MAX
+                                };
+                                if versions.is_full() {
+                                    // Make room: what was applied so far goes home first.
+                                    for &(o, _) in versions.iter() {
+                                        if self.store.is_object(o)? {
+                                            self.store.flush_with_attrs(o, &attrs_for(at))?;
+                                        }
+                                    }
+                                    versions.clear();
                                 }
+                                let _ = versions.push((object, v));
+                                v
                             }
-                            versions.clear();
+                        };
+                        if at >= v {
+                            self.store.write(
+                                object,
+                                offset,
+                                &self.b[data_at..data_at + n as usize],
+                            )?;
                         }
-                        let _ = versions.push((object, v));
-                        v
                     }
-                };
-                if at >= v {
-                    self.store
-                        .write(object, offset, &self.b[data_at..data_at + n as usize])?;
+                    Record::Inline {
+                        dir,
+                        name_len,
+                        len: n,
+                    } => {
+                        let nl = name_len as usize;
+                        let mut name = [0u8; crate::NAME_MAX];
+                        name[..nl].copy_from_slice(&self.b[data_at..data_at + nl]);
+                        let known = self.stage.inline.iter().any(|e| e.is(dir, &name[..nl]));
+                        if !known && self.stage.inline.is_full() {
+                            // Applied so far goes home (no trim: the log is still being
+                            // read). It needs `b`: read this record again after.
+                            self.patch_inline()?;
+                            self.stage.inline_skip = 0;
+                            self.store.log_read(stream, lsn, &mut self.b)?;
+                        }
+                        self.note_inline(dir, &name[..nl], n, at)?;
+                        self.stage.inline_records += 1;
+                    }
                 }
             }
             lsn = next;
@@ -232,6 +557,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
         }
         self.stage.bytes = (end > start) as u64;
-        self.patch()
+        self.patch()?;
+        self.stage.inline_skip = 0;
+        Ok(())
     }
 }

@@ -93,11 +93,30 @@ impl Scenario for Files {
         if seen == o.now || o.in_flight.contains(&seen) {
             return Ok(());
         }
-        Err(format!(
-            "tree matches no allowed state:\n  seen {seen:?}\n  acknowledged {:?}\n  in flight {:?}",
-            o.now, o.in_flight
-        )
-        .into())
+        let diff = |want: &Tree| {
+            let mut d = Vec::new();
+            for (k, v) in want {
+                match seen.get(k) {
+                    None => d.push(format!("missing {k}")),
+                    Some(x) if x != v => d.push(format!("differs {k}: {x:?} != {v:?}")),
+                    _ => {}
+                }
+            }
+            for k in seen.keys() {
+                if !want.contains_key(k) {
+                    d.push(format!("extra {k}"));
+                }
+            }
+            d.join("; ")
+        };
+        let mut msg = format!(
+            "tree matches no allowed state:\n  vs acknowledged: {}",
+            diff(&o.now)
+        );
+        for t in &o.in_flight {
+            msg.push_str(&format!("\n  vs in flight: {}", diff(t)));
+        }
+        Err(msg.into())
     }
 }
 

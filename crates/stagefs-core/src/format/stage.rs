@@ -2,13 +2,21 @@
 //! one `fsync`) is a sequence of these.
 //!
 //! ```text
-//! record
-//!  0   1  type: 1 = data (bytes of a file object)
+//! data record (bytes of a file with its own object)
+//!  0   1  type: 1
 //!  1   1  reserved (0)
 //!  2   2  data length
 //!  4   4  object id
 //!  8   8  byte offset in the object
 //! 16   .  data
+//!
+//! inline record (the whole new contents of an inline file)
+//!  0   1  type: 2
+//!  1   1  name length (1..=64)
+//!  2   2  contents length (0..=256)
+//!  4   4  directory (object id)
+//!  8   8  reserved (0)
+//! 16   .  name, then contents
 //! ```
 //!
 //! The log record's LSN is every record's LSN (replay compares it with the object's
@@ -20,6 +28,7 @@ use super::{le16, le32, put16, put32, Corrupted};
 /// Bytes before a record's data.
 pub const HEADER_LEN: usize = 16;
 const DATA: u8 = 1;
+const INLINE: u8 = 2;
 
 /// A staging record (its data follows its header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,49 +42,85 @@ pub enum Record {
         /// Data length.
         len: u16,
     },
+    /// The contents of inline file `name` (bytes after the header: the name, then the
+    /// contents) in directory `dir`.
+    Inline {
+        /// Directory.
+        dir: u32,
+        /// Name length.
+        name_len: u8,
+        /// Contents length.
+        len: u16,
+    },
 }
 
 impl Record {
     /// Writes the header into `out` (16 bytes).
     pub fn encode(&self, out: &mut [u8]) {
-        let Record::Data {
-            object,
-            offset,
-            len,
-        } = *self;
-        out[0] = DATA;
-        out[1] = 0;
-        put16(out, 2, len);
-        put32(out, 4, object);
-        out[8..16].copy_from_slice(&offset.to_le_bytes());
+        match *self {
+            Record::Data {
+                object,
+                offset,
+                len,
+            } => {
+                out[0] = DATA;
+                out[1] = 0;
+                put16(out, 2, len);
+                put32(out, 4, object);
+                out[8..16].copy_from_slice(&offset.to_le_bytes());
+            }
+            Record::Inline { dir, name_len, len } => {
+                out[0] = INLINE;
+                out[1] = name_len;
+                put16(out, 2, len);
+                put32(out, 4, dir);
+                out[8..16].fill(0);
+            }
+        }
+    }
+
+    /// Bytes after the header.
+    pub fn body_len(&self) -> usize {
+        match *self {
+            Record::Data { len, .. } => len as usize,
+            Record::Inline { name_len, len, .. } => name_len as usize + len as usize,
+        }
     }
 
     /// Parses the record at `at` of a commit: `(record, where its data starts, where
     /// the next record starts)`.
     pub fn parse(b: &[u8], at: usize) -> Result<(Record, usize, usize), Corrupted> {
         let h = b.get(at..at + HEADER_LEN).ok_or(Corrupted)?;
-        if h[0] != DATA || h[1] != 0 {
-            return Err(Corrupted);
-        }
         let len = le16(h, 2);
-        let object = le32(h, 4);
+        let id = le32(h, 4);
         let mut o = [0u8; 8];
         o.copy_from_slice(&h[8..16]);
-        let offset = u64::from_le_bytes(o);
-        let data = at + HEADER_LEN;
-        let end = data + len as usize;
-        if end > b.len() || object == 0 || offset.checked_add(len as u64).is_none() {
-            return Err(Corrupted);
-        }
-        Ok((
-            Record::Data {
-                object,
-                offset,
+        let word = u64::from_le_bytes(o);
+        let r = match h[0] {
+            DATA if h[1] == 0 && word.checked_add(len as u64).is_some() => Record::Data {
+                object: id,
+                offset: word,
                 len,
             },
-            data,
-            end,
-        ))
+            INLINE
+                if (1..=crate::NAME_MAX).contains(&(h[1] as usize))
+                    && len as usize <= crate::INLINE_MAX
+                    && word == 0 =>
+            {
+                Record::Inline {
+                    dir: id,
+                    name_len: h[1],
+                    len,
+                }
+            }
+            _ => return Err(Corrupted),
+        };
+        let data = at + HEADER_LEN;
+        let end = data + r.body_len();
+        if end > b.len() || id == 0 {
+            return Err(Corrupted);
+        }
+        Ok((r, data, end))
     }
 }
 
@@ -98,5 +143,15 @@ mod tests {
         b[0] = 7;
         assert_eq!(Record::parse(&b[..21], 0), Err(Corrupted));
         assert_eq!(Record::parse(&[0xFF; 40], 0), Err(Corrupted));
+        let r = Record::Inline {
+            dir: 4,
+            name_len: 3,
+            len: 2,
+        };
+        r.encode(&mut b);
+        b[16..21].copy_from_slice(b"abcxy");
+        assert_eq!(Record::parse(&b[..21], 0), Ok((r, 16, 21)));
+        b[1] = 0;
+        assert_eq!(Record::parse(&b[..21], 0), Err(Corrupted));
     }
 }
