@@ -19,8 +19,6 @@ pub enum PathError {
     Nul,
     /// The root itself, where a name is needed.
     Root,
-    /// More components than [`crate::MAX_DEPTH`].
-    TooDeep,
     /// A rename would move a directory into itself or below it.
     IntoItself,
 }
@@ -125,7 +123,6 @@ impl core::fmt::Display for PathError {
             PathError::NameTooLong => "name longer than 64 bytes",
             PathError::Nul => "NUL byte in a name",
             PathError::Root => "the root has no name",
-            PathError::TooDeep => "more than 32 path components",
             PathError::IntoItself => "a directory cannot move into itself",
         })
     }

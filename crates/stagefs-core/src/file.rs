@@ -25,6 +25,8 @@ use crate::{push, Fs, INLINE_MAX, NAME_MAX};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct File {
     pub(crate) slot: u8,
+    /// The volume's open counter when this file was opened: a closed handle never
+    /// names a later open of the same slot.
     pub(crate) session: u32,
 }
 
@@ -98,6 +100,8 @@ pub enum SeekFrom {
 #[derive(Clone, Copy)]
 pub(crate) struct Handle {
     pub(crate) open: bool,
+    /// Which open this is (see [`File`]).
+    pub(crate) open_id: u32,
     pub(crate) dir: u32,
     name: [u8; NAME_MAX],
     name_len: u8,
@@ -113,6 +117,12 @@ pub(crate) struct Handle {
     dirty: bool,
     /// An object the next commit deletes (the file was truncated to inline).
     replaced: u32,
+    /// Opened with `truncate`, and the entry still names the old contents (the next
+    /// commit replaces them).
+    truncated: bool,
+    /// `obj` was created while `truncated` and no entry names it yet (a pending record
+    /// in the log says so until the commit adopts it).
+    pending: bool,
     /// Byte ranges of the object written since the last commit (sorted, disjoint).
     ranges: [(u64, u64); RANGES],
     nranges: u8,
@@ -126,6 +136,7 @@ const RANGES: usize = 4;
 impl Handle {
     pub(crate) const CLOSED: Handle = Handle {
         open: false,
+        open_id: 0,
         dir: 0,
         name: [0; NAME_MAX],
         name_len: 0,
@@ -138,6 +149,8 @@ impl Handle {
         inline: [0; INLINE_MAX],
         dirty: false,
         replaced: 0,
+        truncated: false,
+        pending: false,
         ranges: [(0, 0); RANGES],
         nranges: 0,
         scattered: false,
@@ -145,6 +158,11 @@ impl Handle {
 
     pub(crate) fn name(&self) -> &[u8] {
         &self.name[..self.name_len as usize]
+    }
+
+    /// The object of an open file that no entry names yet.
+    pub(crate) fn pending_object(&self) -> Option<u32> {
+        (self.open && self.pending).then_some(self.obj)
     }
 
     /// Notes that `[a, b)` of the object was written.
@@ -250,6 +268,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if o.truncate {
             let staged = self.staged_len(dir, name.as_bytes()).unwrap_or(0);
             h.dirty = entry.object != 0 || !entry.inline().is_empty() || staged > 0;
+            h.truncated = h.dirty;
             h.replaced = entry.object;
         } else if entry.object == 0 {
             match self.staged_contents(dir, name.as_bytes(), &mut h.inline)? {
@@ -264,17 +283,19 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             h.obj = entry.object;
             h.size = self.store.size(entry.object)?;
         }
+        self.opens = self.opens.wrapping_add(1);
+        h.open_id = self.opens;
         self.handles[slot] = h;
         Ok(File {
             slot: slot as u8,
-            session: self.session,
+            session: self.opens,
         })
     }
 
     fn handle(&self, f: File) -> Result<usize, Error<S::FlashError>> {
         let i = f.slot as usize;
         match self.handles.get(i) {
-            Some(h) if h.open && f.session == self.session && self.vol.is_some() => Ok(i),
+            Some(h) if h.open && f.session == h.open_id && self.vol.is_some() => Ok(i),
             _ => Err(Error::BadHandle),
         }
     }
@@ -345,6 +366,36 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let h = self.handles[i];
         self.settle(h.dir, h.name())?;
         let new = self.store.next_object_id();
+        if h.truncated {
+            // The old contents stay until the commit: the new object is not named by
+            // the entry yet, and a pending record makes replay delete it if the commit
+            // never comes.
+            self.log_pending(new)?;
+            let bytes = &self.handles[i].inline[..h.size as usize];
+            let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+            push(
+                &mut ops,
+                TxOp::Create {
+                    kind: ObjKind::Object,
+                },
+            )?;
+            if !bytes.is_empty() {
+                push(
+                    &mut ops,
+                    TxOp::Write {
+                        obj: new,
+                        offset: 0,
+                        data: bytes,
+                    },
+                )?;
+            }
+            self.store.transact(&ops)?;
+            drop(ops);
+            let h = &mut self.handles[i];
+            h.obj = new;
+            h.pending = true;
+            return Ok(());
+        }
         let mut loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
         let at = loc.found.ok_or(Error::Corrupted)?;
         let mut e = namespace::entry_at(&self.a, &loc, at)?;
@@ -437,6 +488,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let h = &mut self.handles[i];
         h.size = size;
         h.clip(size);
+        if h.pending {
+            // Durable on return: the file's entry names the object from now on.
+            return self.adopt(i);
+        }
         Ok(())
     }
 
@@ -448,6 +503,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
 
     pub(crate) fn commit(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
         let h = self.handles[i];
+        if h.pending {
+            return self.adopt(i);
+        }
         if h.obj != 0 {
             if h.scattered {
                 self.flush_home(h.obj)?;
@@ -471,6 +529,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             copy[..contents.len()].copy_from_slice(contents);
             if self.stage_inline(dir, &name[..len], &copy[..h.size as usize])? {
                 self.handles[i].dirty = false;
+                self.handles[i].truncated = false;
                 return Ok(());
             }
         }
@@ -498,6 +557,43 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let h = &mut self.handles[i];
         h.dirty = false;
         h.replaced = 0;
+        h.truncated = false;
+        Ok(())
+    }
+
+    /// Commits a file whose object no entry names yet: its bytes home, then in one
+    /// transaction the entry names it, it is marked adopted, and the old object (if
+    /// any) is deleted.
+    fn adopt(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
+        let h = self.handles[i];
+        self.store.flush(h.obj)?;
+        let mut loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
+        let at = loc.found.ok_or(Error::Corrupted)?;
+        let mut e = namespace::entry_at(&self.a, &loc, at)?;
+        let old = loc.root.entries;
+        namespace::remove_from(&mut self.a, &mut loc)?;
+        e.set_inline(&[])?;
+        e.object = h.obj;
+        if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
+            return Err(Error::Corrupted);
+        }
+        let count = old.to_le_bytes();
+        let attrs = crate::stage::attrs_for(0);
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        push(&mut ops, TxOp::SetAttrs { obj: h.obj, attrs })?;
+        if h.replaced != 0 {
+            push(&mut ops, TxOp::Delete { obj: h.replaced })?;
+        }
+        self.store.transact(&ops)?;
+        drop(ops);
+        let h = &mut self.handles[i];
+        h.pending = false;
+        h.truncated = false;
+        h.dirty = false;
+        h.replaced = 0;
+        h.nranges = 0;
+        h.scattered = false;
         Ok(())
     }
 
@@ -506,6 +602,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn close(&mut self, f: File) -> Result<(), Error<S::FlashError>> {
         let i = self.handle(f)?;
         let r = self.commit(i);
+        if r.is_err() {
+            if let Some(obj) = self.handles[i].pending_object() {
+                // Not adopted: give its room back (replay would, at the next mount).
+                let _ = self.store.transact(&[TxOp::Delete { obj }]);
+            }
+        }
         self.handles[i] = Handle::CLOSED;
         r
     }

@@ -51,7 +51,7 @@ pub use error::{Error, PathError};
 pub use file::{File, OpenOptions, SeekFrom};
 pub use format::bucket::Kind;
 pub use io::FileView;
-pub use path::{MAX_DEPTH, NAME_MAX};
+pub use path::NAME_MAX;
 pub use readdir::{DirEntry, ReadDir};
 pub use store::Store;
 
@@ -94,8 +94,9 @@ impl Metadata {
 pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     store: S,
     vol: Option<Volume>,
-    /// Bumped at every mount: handles of an earlier mount are refused.
-    session: u32,
+    /// Counts opens (never reset): a handle is valid only for the open that made it,
+    /// so one that was closed, or is from before a remount, is refused.
+    opens: u32,
     handles: [Handle; HANDLES],
     stage: stage::Staging,
     a: [u8; PAGE],
@@ -108,7 +109,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Fs {
             store,
             vol: None,
-            session: 0,
+            opens: 0,
             handles: [Handle::CLOSED; HANDLES],
             stage: stage::Staging::EMPTY,
             a: [0; PAGE],
@@ -228,7 +229,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             if self.handles[i].open {
                 let f = File {
                     slot: i as u8,
-                    session: self.session,
+                    session: self.handles[i].open_id,
                 };
                 if let Err(e) = self.close(f) {
                     if r.is_ok() {
@@ -237,9 +238,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 }
             }
         }
-        r?;
-        let r = self.patch();
+        let r = r.and_then(|()| self.patch());
         self.vol = None;
+        self.handles = [Handle::CLOSED; HANDLES];
         r?;
         self.store.unmount()
     }
@@ -247,7 +248,6 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     fn start(&mut self, v: Volume) {
         self.vol = Some(v);
         self.stage = stage::Staging::EMPTY;
-        self.session = self.session.wrapping_add(1);
         self.handles = [Handle::CLOSED; HANDLES];
     }
 
@@ -558,7 +558,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         // New entry counts: the destination gains a name unless one was replaced; the
         // source directory loses one.
         let t_old = tloc.root.entries;
-        if tloc.found.is_some() {
+        // Whether a name was replaced (an inline file has no object: `replaced` is 0).
+        let existed = tloc.found.is_some();
+        if existed {
             namespace::remove_from(&mut self.a, &mut tloc)?;
         }
         let mut floc = namespace::locate(&mut self.store, fdir, fname.as_bytes(), &mut self.b)?;
@@ -578,11 +580,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             return Err(Error::Corrupted);
         }
         let (t_new, f_new) = if fdir == tdir {
-            let n = t_old - (replaced != 0) as u32;
+            let n = t_old - existed as u32;
             (n, n)
         } else {
             (
-                t_old + (replaced == 0) as u32,
+                t_old + !existed as u32,
                 f_old.checked_sub(1).ok_or(Error::Corrupted)?,
             )
         };

@@ -104,9 +104,16 @@ fn version_of(attrs: &[u8]) -> u64 {
     u64::from_le_bytes(v)
 }
 
-fn attrs_for(version: u64) -> [u8; oftl::ATTR_LEN] {
+/// Attribute byte 8 of a file object: set once an entry names the object. Objects a
+/// pending record names are deleted at replay unless they carry it.
+const ADOPTED_AT: usize = 8;
+const ADOPTED: u8 = 1;
+
+/// The attributes of a file object with `version`, adopted.
+pub(crate) fn attrs_for(version: u64) -> [u8; oftl::ATTR_LEN] {
     let mut a = [0u8; oftl::ATTR_LEN];
     a[..8].copy_from_slice(&version.to_le_bytes());
+    a[ADOPTED_AT] = ADOPTED;
     a
 }
 
@@ -200,7 +207,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     /// Patches: every staged inline file and every object with records home (with its
-    /// version), then the log trimmed to its end.
+    /// version), then the log trimmed to its end (and the pending records of files
+    /// still open appended again).
     pub(crate) fn patch(&mut self) -> Result<(), Error<S::FlashError>> {
         let stream = self.staging_stream()?;
         let end = self.store.log_bounds(stream)?.1;
@@ -208,7 +216,22 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if self.stage.bytes > 0 {
             self.store.log_trim(stream, end)?;
             self.stage.bytes = 0;
+            for i in 0..HANDLES {
+                if let Some(obj) = self.handles[i].pending_object() {
+                    self.log_pending(obj)?;
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Durably notes that `obj` exists but no entry names it yet.
+    pub(crate) fn log_pending(&mut self, obj: u32) -> Result<(), Error<S::FlashError>> {
+        let mut r = [0u8; stage::HEADER_LEN];
+        Record::Pending { object: obj }.encode(&mut r);
+        let stream = self.staging_stream()?;
+        self.store.log_append(stream, &r)?;
+        self.stage.bytes += r.len() as u64;
         Ok(())
     }
 
@@ -508,10 +531,15 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                                     u64::MAX
                                 };
                                 if versions.is_full() {
-                                    // Make room: what was applied so far goes home first.
-                                    for &(o, _) in versions.iter() {
-                                        if self.store.is_object(o)? {
-                                            self.store.flush_with_attrs(o, &attrs_for(at))?;
+                                    // Make room: what was applied so far goes home first,
+                                    // stamped so that nothing below this record is
+                                    // applied again, and no version ever goes down (an
+                                    // object whose records were all superseded keeps
+                                    // its own).
+                                    for &(o, ov) in versions.iter() {
+                                        if ov != u64::MAX {
+                                            self.store
+                                                .flush_with_attrs(o, &attrs_for(ov.max(at)))?;
                                         }
                                     }
                                     versions.clear();
@@ -546,6 +574,14 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                         }
                         self.note_inline(dir, &name[..nl], n, at)?;
                         self.stage.inline_records += 1;
+                    }
+                    Record::Pending { object } => {
+                        // Created for a file that never committed it: nothing names it.
+                        if self.store.is_object(object)?
+                            && self.store.attrs(object)?[ADOPTED_AT] != ADOPTED
+                        {
+                            self.store.transact(&[oftl::TxOp::Delete { obj: object }])?;
+                        }
                     }
                 }
             }

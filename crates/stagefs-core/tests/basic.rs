@@ -410,3 +410,42 @@ fn background_steps_patch_and_go_idle() {
     }
     assert_eq!(read_all(&mut fs, "/log"), want);
 }
+
+/// Opening with truncate and writing past 256 bytes moves the new contents to an
+/// object no entry names until the close: a crash before it leaves the old contents,
+/// and the mount deletes the unnamed object (no leak).
+#[test]
+fn truncate_open_large_rewrite_lands_at_close_and_leaks_nothing() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(12));
+    let objects_before;
+    {
+        let mut fs = vol(&mut sim);
+        fs.format(cfg()).unwrap();
+        write_file(&mut fs, "/f", &pattern(1, 1000));
+        fs.sync().unwrap();
+        objects_before = fs.store().object_count();
+        let f = fs.open("/f", rw().truncate(true)).unwrap();
+        fs.write(f, &pattern(2, 5000)).unwrap();
+        // No close: a crash.
+    }
+    {
+        let mut fs = vol(&mut sim);
+        fs.mount().unwrap();
+        assert_eq!(read_all(&mut fs, "/f"), pattern(1, 1000));
+        assert_eq!(
+            fs.store().object_count(),
+            objects_before,
+            "the unnamed object is gone"
+        );
+        // And with the close: the new contents, the old object deleted.
+        let f = fs.open("/f", rw().truncate(true)).unwrap();
+        fs.write(f, &pattern(3, 5000)).unwrap();
+        fs.close(f).unwrap();
+        assert_eq!(read_all(&mut fs, "/f"), pattern(3, 5000));
+        assert_eq!(fs.store().object_count(), objects_before);
+        fs.unmount().unwrap();
+    }
+    let mut fs = vol(&mut sim);
+    fs.mount().unwrap();
+    assert_eq!(read_all(&mut fs, "/f"), pattern(3, 5000));
+}

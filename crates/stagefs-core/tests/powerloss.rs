@@ -136,6 +136,7 @@ fn namespace() -> Files {
             Rename("/etc/a", "/var/a"),
             Append("/var/log/x", 300, 6),
             Put("/big", 100, 7),
+            Put("/big", 2600, 12),
             Put("/var/y", 2500, 8),
             Rename("/var/y", "/big"),
             Rename("/var/log", "/log"),

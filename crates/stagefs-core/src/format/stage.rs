@@ -10,6 +10,12 @@
 //!  8   8  byte offset in the object
 //! 16   .  data
 //!
+//! pending record (an object a file opened with truncate moved to before its commit)
+//!  0   1  type: 3
+//!  1   3  reserved (0)
+//!  4   4  object id
+//!  8   8  reserved (0)
+//!
 //! inline record (the whole new contents of an inline file)
 //!  0   1  type: 2
 //!  1   1  name length (1..=64)
@@ -29,6 +35,7 @@ use super::{le16, le32, put16, put32, Corrupted};
 pub const HEADER_LEN: usize = 16;
 const DATA: u8 = 1;
 const INLINE: u8 = 2;
+const PENDING: u8 = 3;
 
 /// A staging record (its data follows its header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +58,12 @@ pub enum Record {
         name_len: u8,
         /// Contents length.
         len: u16,
+    },
+    /// `object` was created for a file whose entry does not name it yet: if no commit
+    /// adopted it (see `stage`), replay deletes it.
+    Pending {
+        /// Object.
+        object: u32,
     },
 }
 
@@ -76,6 +89,12 @@ impl Record {
                 put32(out, 4, dir);
                 out[8..16].fill(0);
             }
+            Record::Pending { object } => {
+                out[0] = PENDING;
+                out[1..4].fill(0);
+                put32(out, 4, object);
+                out[8..16].fill(0);
+            }
         }
     }
 
@@ -84,6 +103,7 @@ impl Record {
         match *self {
             Record::Data { len, .. } => len as usize,
             Record::Inline { name_len, len, .. } => name_len as usize + len as usize,
+            Record::Pending { .. } => 0,
         }
     }
 
@@ -113,6 +133,7 @@ impl Record {
                     len,
                 }
             }
+            PENDING if h[1..4] == [0; 3] && len == 0 && word == 0 => Record::Pending { object: id },
             _ => return Err(Corrupted),
         };
         let data = at + HEADER_LEN;

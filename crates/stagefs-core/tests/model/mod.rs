@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use nand_hal::powerloss::Sim;
 use nand_hal::ErrorKind;
 use oftl::Oftl;
-use stagefs_core::{Error, Fs, Kind, OpenOptions, INLINE_MAX};
+use stagefs_core::{Error, Fs, Kind, OpenOptions};
 
 pub type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
 pub type Vol<'a> = Fs<Store<'a>, 2048, 4>;
@@ -60,11 +60,9 @@ pub fn effects(tree: &Tree, op: &Op) -> Vec<Tree> {
                 // Creation is durable at open.
                 t.insert(p.to_string(), Node::File(Vec::new()));
                 out.push(t.clone());
-            } else if *len > INLINE_MAX {
-                // Moving to an object empties the file first.
-                t.insert(p.to_string(), Node::File(Vec::new()));
-                out.push(t.clone());
             }
+            // An existing file keeps its old contents until the close commits the new
+            // ones (also when they move to an object of their own on the way).
             t.insert(p.to_string(), Node::File(bytes(*len, *seed)));
         }
         Op::Append(p, len, seed) => {
