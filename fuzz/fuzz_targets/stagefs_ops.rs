@@ -138,7 +138,15 @@ fuzz_target!(|input: Input| {
         },
     });
     let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim));
-    fs.mount().expect("mount after the cut");
+    match fs.mount() {
+        Ok(()) => {}
+        // Failed programs retired so many blocks that the store is read-only: the
+        // volume refuses to mount while staged records wait (documented).
+        Err(stagefs_core::Error::ReadOnly) if fs.store().health() != oftl::Health::Writable => {
+            return
+        }
+        Err(e) => panic!("mount after the cut: {e:?}"),
+    }
     let seen = observe(&mut fs).expect("read back");
     assert!(
         seen == now || in_flight.contains(&seen),

@@ -170,7 +170,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Ok(())
     }
 
-    /// Mounts the volume (the store recovers from a crash first).
+    /// Mounts the volume (the store recovers from a crash first, then the staging log is
+    /// replayed). A store that mounts read-only (too many grown bad blocks) mounts as a
+    /// read-only volume when its staging log is empty, and is refused with
+    /// [`Error::ReadOnly`] when it holds records (replaying them needs writes; showing the
+    /// files without them would serve stale bytes).
     pub fn mount(&mut self) -> Result<(), Error<S::FlashError>> {
         self.vol = None;
         self.store.mount()?;

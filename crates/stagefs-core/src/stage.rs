@@ -505,6 +505,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.stage = Staging::EMPTY;
         let stream = self.staging_stream()?;
         let (start, end) = self.store.log_bounds(stream)?;
+        if start < end && !self.store.writable() {
+            // Replay writes; a read-only store (too many bad blocks, salvage) with staged
+            // records cannot show them: refused rather than served stale.
+            return Err(Error::ReadOnly);
+        }
         let mut lsn = start;
         let mut versions: heapless::Vec<(u32, u64), LIVE> = heapless::Vec::new();
         while lsn < end {

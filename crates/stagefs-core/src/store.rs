@@ -72,6 +72,8 @@ pub trait Store {
     fn log_trim(&mut self, stream: ObjectId, lsn: u64) -> Result<(), Error<Self::FlashError>>;
     /// Whether an object exists (and is a plain object, not a log stream).
     fn is_object(&mut self, obj: ObjectId) -> Result<bool, Error<Self::FlashError>>;
+    /// Whether the store takes writes (not read-only).
+    fn writable(&self) -> bool;
     /// One bounded step of garbage collection (at most `budget` page copies); whether
     /// more would be useful now.
     fn gc_step(&mut self, budget: u32) -> Result<bool, Error<Self::FlashError>>;
@@ -176,6 +178,10 @@ impl<
 
     fn log_trim(&mut self, stream: ObjectId, lsn: u64) -> Result<(), Error<F::Error>> {
         Ok(Oftl::log_trim(self, stream, lsn)?)
+    }
+
+    fn writable(&self) -> bool {
+        Oftl::health(self) == oftl::Health::Writable
     }
 
     fn gc_step(&mut self, budget: u32) -> Result<bool, Error<F::Error>> {
