@@ -83,6 +83,12 @@ impl Scenario for Files {
             if power_loss(&e) {
                 return Err(CheckError::PowerLoss);
             }
+            // Failed programs retired so many blocks of the small part that the store
+            // mounts read-only: the volume refuses to mount while staged records wait
+            // (documented limitation), never serves stale files.
+            if e == stagefs_core::Error::ReadOnly && fs.store().health() != oftl::Health::Writable {
+                return Ok(());
+            }
             return Err(format!("mount: {e:?}").into());
         }
         let seen = match observe(&mut fs) {
