@@ -34,6 +34,7 @@ use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind, Placement};
 use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
+use crate::format::meta::MetaRecord;
 use crate::format::table::ObjRecord;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
@@ -249,43 +250,61 @@ impl<
     /// [`Oftl::flush_obj`]; `prepared` when the caller has just made room for exactly
     /// these pages with `prepare` (nothing programmed since).
     fn flush_obj_with(&mut self, obj: u32, drop: bool, prepared: bool) -> Result<(), FaultOf<F>> {
+        self.program_dirty(obj, prepared, None)?;
+        if drop {
+            self.wbuf_drop(obj);
+        }
+        Ok(())
+    }
+
+    /// Programs `obj`'s dirty buffered pages as one transaction, with `meta` (its size
+    /// set to the object's size after the pages) as the transaction's last page when
+    /// given. Nothing is programmed when there is neither.
+    fn program_dirty(
+        &mut self,
+        obj: u32,
+        prepared: bool,
+        meta: Option<MetaRecord>,
+    ) -> Result<(), FaultOf<F>> {
         let mut dirty: heapless::Vec<(u32, u8), 64> = heapless::Vec::new();
         for (i, w) in self.wbuf.iter().enumerate() {
             if w.used && w.dirty && w.obj == obj {
                 let _ = dirty.push((w.lpn, i as u8));
             }
         }
-        if !dirty.is_empty() {
-            dirty.sort_unstable();
-            let o = self.obj(obj)?;
-            let p = self.dev.payload as u64;
-            let size = self.pending_size(&o);
-            let have = o.size.div_ceil(p);
-            let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
-            let total = dirty.len() as u32;
-            if !prepared {
-                self.prepare(total, 1, growth as u64, Room::Grow)?;
-            }
-            let first = self.dev.heads[DATA_HEAD].next_seq;
-            for (k, &(lpn, s)) in dirty.iter().enumerate() {
-                let s = s as usize;
-                let pu = p as usize;
-                self.pbuf[..pu].copy_from_slice(&self.wbuf[s].data[..pu]);
-                self.pbuf[pu..].fill(0xFF);
-                let start = lpn as u64 * p;
-                let valid = size.saturating_sub(start).min(p) as u16;
-                let mut bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
-                bp.commit = k + 1 == dirty.len();
-                let (page, bp) =
-                    self.dev
-                        .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
-                self.apply_data(&bp, page)?;
-                self.wbuf[s].dirty = false;
-                self.wbuf[s].end = 0;
-            }
+        if dirty.is_empty() && meta.is_none() {
+            return Ok(());
         }
-        if drop {
-            self.wbuf_drop(obj);
+        dirty.sort_unstable();
+        let o = self.obj(obj)?;
+        let p = self.dev.payload as u64;
+        let size = self.pending_size(&o);
+        let have = o.size.div_ceil(p);
+        let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
+        let total = dirty.len() as u32 + meta.is_some() as u32;
+        if !prepared {
+            self.prepare(total, 1, growth as u64, Room::Grow)?;
+        }
+        let first = self.dev.heads[DATA_HEAD].next_seq;
+        for (k, &(lpn, s)) in dirty.iter().enumerate() {
+            let s = s as usize;
+            let pu = p as usize;
+            self.pbuf[..pu].copy_from_slice(&self.wbuf[s].data[..pu]);
+            self.pbuf[pu..].fill(0xFF);
+            let start = lpn as u64 * p;
+            let valid = size.saturating_sub(start).min(p) as u16;
+            let mut bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
+            bp.commit = meta.is_none() && k + 1 == dirty.len();
+            let (page, bp) = self
+                .dev
+                .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+            self.apply_data(&bp, page)?;
+            self.wbuf[s].dirty = false;
+            self.wbuf[s].end = 0;
+        }
+        if let Some(mut rec) = meta {
+            rec.size = self.obj(obj)?.size;
+            self.write_meta(&rec, Some((first, true)))?;
         }
         Ok(())
     }
@@ -320,42 +339,12 @@ impl<
     ) -> Result<(), WriteError<F::Error>> {
         let r = self.check_writable().and_then(|()| {
             let o = self.obj(obj)?;
-            if o.kind != crate::ObjKind::Object {
+            if o.kind != ObjKind::Object {
                 return Err(Fault::WrongKind);
             }
             let mut rec = self.load_meta(&o)?;
             rec.attrs = *attrs;
-            let mut dirty: heapless::Vec<(u32, u8), 64> = heapless::Vec::new();
-            for (i, w) in self.wbuf.iter().enumerate() {
-                if w.used && w.dirty && w.obj == obj {
-                    let _ = dirty.push((w.lpn, i as u8));
-                }
-            }
-            dirty.sort_unstable();
-            let p = self.dev.payload as u64;
-            let size = self.pending_size(&o);
-            let have = o.size.div_ceil(p);
-            let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
-            let total = dirty.len() as u32 + 1;
-            self.prepare(total, 1, growth as u64, Room::Grow)?;
-            let first = self.dev.heads[DATA_HEAD].next_seq;
-            for &(lpn, s) in dirty.iter() {
-                let s = s as usize;
-                let pu = p as usize;
-                self.pbuf[..pu].copy_from_slice(&self.wbuf[s].data[..pu]);
-                self.pbuf[pu..].fill(0xFF);
-                let start = lpn as u64 * p;
-                let valid = size.saturating_sub(start).min(p) as u16;
-                let bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
-                let (page, bp) =
-                    self.dev
-                        .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
-                self.apply_data(&bp, page)?;
-                self.wbuf[s].dirty = false;
-                self.wbuf[s].end = 0;
-            }
-            rec.size = self.obj(obj)?.size;
-            self.write_meta(&rec, Some((first, true)))
+            self.program_dirty(obj, false, Some(rec))
         });
         r.map_err(|e| self.fail(e))
     }
