@@ -75,8 +75,16 @@ fn run_one(t: &mut dyn Target, w: Workload, args: &Args, bar: &ProgressBar) -> R
     let start = device::counters(&dev);
     let t0 = start.time_ns;
     let mut rng = Rng::new(args.seed);
+    // The workload asks before each step (an append, an fsync'd append, a rewrite of a
+    // small file): the time between two asks is one step, the slowest is reported.
+    let mut last: Option<u64> = None;
+    let mut worst = 0u64;
     let mut go_on = |_: u64| {
         let now = device::now(&dev);
+        if let Some(l) = last {
+            worst = worst.max(now - l);
+        }
+        last = Some(now);
         bar.set_position(((now - t0) / 1_000_000).min(budget / 1_000_000));
         now - t0 < budget
     };
@@ -114,6 +122,7 @@ fn run_one(t: &mut dyn Target, w: Workload, args: &Args, bar: &ProgressBar) -> R
         counters: d,
         mount_clean_ns: mount_clean,
         mount_unclean_ns: mount_unclean,
+        worst_step_ns: worst,
         wear: device::wear(&dev),
     })
 }

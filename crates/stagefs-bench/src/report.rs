@@ -18,6 +18,9 @@ pub struct Row {
     pub mount_clean_ns: u64,
     /// Mount time after a power cut (simulated ns), if the cut landed.
     pub mount_unclean_ns: Option<u64>,
+    /// The slowest workload step (simulated ns): an append, an fsync'd append, a small
+    /// file's rewrite (open, write, close), including the collection it triggered.
+    pub worst_step_ns: u64,
     /// Erase spread at the end.
     pub wear: WearStats,
 }
@@ -41,9 +44,9 @@ fn rate(bps: f64) -> String {
 pub fn print(rows: &[Row], setup: &str) {
     println!("{setup}\n");
     println!(
-        "| workload | target | throughput | WA (bytes) | programs / KiB | erases | mount clean | mount after cut | erase spread (max-min, max/mean) |"
+        "| workload | target | throughput | WA (bytes) | programs / KiB | erases | worst step | mount clean | mount after cut | erase spread (max-min, max/mean) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         let c = &r.counters;
         let per_kib = if r.user_bytes == 0 {
@@ -52,13 +55,14 @@ pub fn print(rows: &[Row], setup: &str) {
             c.programs as f64 * 1024.0 / r.user_bytes as f64
         };
         println!(
-            "| {} | {} | {} | {:.2} | {:.2} | {} | {:.2} ms | {} | {}, {:.2} |",
+            "| {} | {} | {} | {:.2} | {:.2} | {} | {:.2} ms | {:.2} ms | {} | {}, {:.2} |",
             r.workload,
             r.target,
             rate(r.throughput()),
             c.write_amplification(r.user_bytes),
             per_kib,
             c.erases,
+            r.worst_step_ns as f64 / 1e6,
             r.mount_clean_ns as f64 / 1e6,
             r.mount_unclean_ns
                 .map_or("-".to_string(), |n| format!("{:.2} ms", n as f64 / 1e6)),
