@@ -1,11 +1,12 @@
 //! StageFS's file layer: files and directories on the [`oftl`] object store.
 //!
 //! A volume is an oftl store holding a volume header (object 1), a root directory and
-//! a staging log stream. Every directory is an oftl object holding a hash trie of
-//! entries (see `namespace`: a lookup reads at most 4 pages per path component,
-//! 3 for directories of up to about 16,000 names); a file is either **inline** (up to
-//! [`INLINE_MAX`] bytes, kept in its directory entry, so rewriting it costs no data
-//! page of its own) or has its own oftl object.
+//! a staging log stream. Every directory is an oftl object holding a binary hash trie
+//! of entries (see `namespace`: a lookup reads 2 pages per path component whatever the
+//! directory's size); a file is either **inline** (up to [`INLINE_MAX`] bytes, kept in
+//! its directory entry, so rewriting it costs no data page of its own) or has its own
+//! oftl object. Small synchronous writes go to the staging log (one 512-byte sector
+//! for a 64-byte `fsync`) and reach their homes in batches (see `stage`).
 //!
 //! # Guarantees after power loss
 //!
@@ -18,11 +19,13 @@
 //!   survives any cut.
 //! - **File contents are durable at [`Fs::fsync`] and [`Fs::close`]** (and at
 //!   [`Fs::truncate`], which is durable on return). After a cut, a file holds what its
-//!   last fsync/close made durable, plus possibly some of the writes since (an inline
-//!   file: all or nothing of them; a file with its own object: a prefix of its write
-//!   history, see oftl's write-back buffering).
+//!   last fsync/close made durable, plus possibly some of the writes made since (which
+//!   of them is not promised; an inline file: all or none).
 //! - Opening with `truncate` and the writes before the next fsync/close land together:
 //!   a cut in between leaves the old contents.
+//! - A store that mounts read-only (too many grown bad blocks) mounts as a read-only
+//!   volume only when no staged records wait; otherwise [`Fs::mount`] refuses with
+//!   [`Error::ReadOnly`] rather than show files without their last fsynced bytes.
 //!
 //! # Misuse
 //!
