@@ -6,13 +6,10 @@ use nand_hal::sim::{CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand, TornM
 use oftl::{Config, ObjKind, Oftl};
 type Sim = SimNand<HeapStorage>;
 type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
-/// `oftl_ops`: a log page collection copied (a relocated log sector) was the first page of
-/// the window block the log head took after the checkpoint; recovery took it for a
-/// stale cold copy, ended the window walk there, and dropped an acknowledged trim and an
-/// acknowledged append behind it.
-#[test]
-fn copied_log_page_opening_a_window_block() {
-    let seed = 18408463472584753151u64;
+
+/// The `oftl_ops` target's starting state: a store with three objects and a log stream,
+/// synced, on a fresh `TINY` part; returns the part and the stream.
+fn ops_start(seed: u64) -> (Sim, u32) {
     let mut sim = SimNand::heap(TINY, FaultPlan::seeded(seed));
     let log_id;
     {
@@ -31,12 +28,27 @@ fn copied_log_page_opening_a_window_block() {
         log_id = fs.create(ObjKind::Log).unwrap();
         fs.sync().unwrap();
     }
-    let faults = FaultConfig {
+    (sim, log_id)
+}
+
+/// The faults the target arms when its input asks for all of them.
+fn ops_faults() -> FaultConfig {
+    FaultConfig {
         unstable_after_cut: true,
         program_fail_ppm: 20_000,
         read_uncorrectable_ppm: 5_000,
         ..FaultConfig::default()
-    };
+    }
+}
+/// `oftl_ops`: a log page collection copied (a relocated log sector) was the first page of
+/// the window block the log head took after the checkpoint; recovery took it for a
+/// stale cold copy, ended the window walk there, and dropped an acknowledged trim and an
+/// acknowledged append behind it.
+#[test]
+fn copied_log_page_opening_a_window_block() {
+    let seed = 18408463472584753151u64;
+    let (mut sim, log_id) = ops_start(seed);
+    let faults = ops_faults();
     let plan = FaultPlan::seeded(seed)
         .with_faults(faults)
         .with_cut(1 + 43007 % 400, CutKind::Torn(TornMode::Random));
@@ -84,29 +96,8 @@ fn copied_log_page_opening_a_window_block() {
 #[test]
 fn unreadable_newest_checkpoint_is_media_loss_until_it_reads() {
     let seed = 86412817883660289u64;
-    let mut sim = SimNand::heap(TINY, FaultPlan::seeded(seed));
-    {
-        let mut fs = Store::format(
-            &mut sim,
-            Config {
-                window_blocks: 6,
-                format_id: 1,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        for _ in 0..3 {
-            fs.create(ObjKind::Object).unwrap();
-        }
-        fs.create(ObjKind::Log).unwrap();
-        fs.sync().unwrap();
-    }
-    let faults = FaultConfig {
-        unstable_after_cut: true,
-        program_fail_ppm: 20_000,
-        read_uncorrectable_ppm: 5_000,
-        ..FaultConfig::default()
-    };
+    let (mut sim, _) = ops_start(seed);
+    let faults = ops_faults();
     let plan = FaultPlan::seeded(seed)
         .with_faults(faults)
         .with_cut(1 + 65280 % 400, CutKind::Clean);

@@ -421,32 +421,7 @@ fn exec<F: NandFlash, const C: usize>(
             seed,
         } => {
             if let (Some(dd), Some(v)) = (d.id_of(dir), d.id_of(victim)) {
-                let new = fs.next_object_id();
-                let data = bytes(seed, len);
-                let id = new.to_le_bytes();
-                let mut attrs = [0u8; oftl::ATTR_LEN];
-                attrs[0] = seed as u8;
-                let mut ops = vec![
-                    TxOp::Create {
-                        kind: ObjKind::Object,
-                    },
-                    TxOp::Write {
-                        obj: new,
-                        offset: 0,
-                        data: &data,
-                    },
-                    TxOp::Write {
-                        obj: dd,
-                        offset: 0,
-                        data: &id,
-                    },
-                    TxOp::SetAttrs { obj: dd, attrs },
-                ];
-                if v != dd {
-                    ops.push(TxOp::Delete { obj: v });
-                }
-                fs.transact(&ops)?;
-                return Ok(Some(new));
+                return common::replace_tx(fs, dd, v, len, seed).map(Some);
             }
         }
         Op::Sync => fs.sync()?,

@@ -2,60 +2,11 @@
 
 #![allow(dead_code)]
 
-use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
-use oftl::{Config, Oftl};
+mod support;
+
+use nand_hal::sim::{profile, FaultPlan, SimNand};
 use stagefs_core::{Error, Fs, Kind, OpenOptions, PathError, SeekFrom, INLINE_MAX};
-
-type Sim = SimNand<HeapStorage>;
-type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
-type Vol<'a> = Fs<Store<'a>, 2048, 4>;
-
-fn cfg() -> Config {
-    Config {
-        window_blocks: 6,
-        format_id: 3,
-        ..Default::default()
-    }
-}
-
-fn vol(sim: &mut Sim) -> Vol<'_> {
-    Fs::new(Store::new(sim))
-}
-
-fn rw() -> OpenOptions {
-    OpenOptions::new().read(true).write(true)
-}
-
-fn create() -> OpenOptions {
-    rw().create(true)
-}
-
-fn pattern(seed: u32, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2654435761).wrapping_add(seed) as u8)
-        .collect()
-}
-
-fn read_all(fs: &mut Vol<'_>, path: &str) -> Vec<u8> {
-    let f = fs.open(path, OpenOptions::new().read(true)).unwrap();
-    let mut out = Vec::new();
-    let mut buf = [0u8; 700];
-    loop {
-        let n = fs.read(f, &mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    fs.close(f).unwrap();
-    out
-}
-
-fn write_file(fs: &mut Vol<'_>, path: &str, data: &[u8]) {
-    let f = fs.open(path, create().truncate(true)).unwrap();
-    assert_eq!(fs.write(f, data).unwrap(), data.len());
-    fs.close(f).unwrap();
-}
+use support::*;
 
 fn write_at(fs: &mut Vol<'_>, path: &str, at: u64, data: &[u8]) {
     let f = fs.open(path, rw()).unwrap();

@@ -271,6 +271,47 @@ fn werr<E: Error>(e: WriteError<E>) -> OpError {
     }
 }
 
+/// `Op::Replace` on object ids: creates an object holding `len` bytes, writes its id at
+/// the start of `dir` and sets `dir`'s attribute byte 0 to `seed`, deletes `victim`
+/// unless it is `dir`, in one transaction. Returns the new object's id.
+pub fn replace_tx<F: NandFlash, P: SpacePolicy, const C: usize>(
+    fs: &mut Oftl<F, 2048, 64, C, 2, P>,
+    dir: u32,
+    victim: u32,
+    len: usize,
+    seed: u32,
+) -> Result<u32, WriteError<F::Error>> {
+    let new = fs.next_object_id();
+    let data = bytes(seed, len);
+    let id = new.to_le_bytes();
+    let mut attrs = match fs.attrs(dir) {
+        Ok(a) => a.user,
+        Err(_) => return Err(WriteError::NotFound),
+    };
+    attrs[0] = seed as u8;
+    let mut ops = vec![
+        TxOp::Create {
+            kind: ObjKind::Object,
+        },
+        TxOp::Write {
+            obj: new,
+            offset: 0,
+            data: &data,
+        },
+        TxOp::Write {
+            obj: dir,
+            offset: 0,
+            data: &id,
+        },
+        TxOp::SetAttrs { obj: dir, attrs },
+    ];
+    if victim != dir {
+        ops.push(TxOp::Delete { obj: victim });
+    }
+    fs.transact(&ops)?;
+    Ok(new)
+}
+
 /// Runs `op` on the filesystem, resolving slots through `model` (the state before it).
 pub fn run_op<F: NandFlash, P: SpacePolicy>(
     fs: &mut FsOn<F, P>,
@@ -345,37 +386,10 @@ pub fn run_op<F: NandFlash, P: SpacePolicy>(
             seed,
         } => {
             if let (Some(d), Some(v)) = (model.id_of(dir), model.id_of(victim)) {
-                let new = fs.next_object_id();
+                let new = replace_tx(fs, d, v, len, seed).map_err(werr)?;
                 if new != model.next_id {
                     return Err(OpError::Other(format!("id {new} != {}", model.next_id)));
                 }
-                let data = bytes(seed, len);
-                let id = new.to_le_bytes();
-                let mut attrs = fs
-                    .attrs(d)
-                    .map_err(|e| OpError::Other(format!("{e:?}")))?
-                    .user;
-                attrs[0] = seed as u8;
-                let mut ops = vec![
-                    TxOp::Create {
-                        kind: ObjKind::Object,
-                    },
-                    TxOp::Write {
-                        obj: new,
-                        offset: 0,
-                        data: &data,
-                    },
-                    TxOp::Write {
-                        obj: d,
-                        offset: 0,
-                        data: &id,
-                    },
-                    TxOp::SetAttrs { obj: d, attrs },
-                ];
-                if v != d {
-                    ops.push(TxOp::Delete { obj: v });
-                }
-                fs.transact(&ops).map_err(werr)?;
             }
         }
         Op::Sync => fs.sync().map_err(werr)?,

@@ -1,0 +1,59 @@
+//! Helpers the behaviour tests and the review probes share: a volume on the simulated
+//! `TINY` part, open options, a byte pattern, whole-file reads and writes.
+
+#![allow(dead_code)]
+
+use nand_hal::sim::{HeapStorage, SimNand};
+use oftl::{Config, Oftl};
+use stagefs_core::{Fs, OpenOptions};
+
+pub type Sim = SimNand<HeapStorage>;
+pub type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
+pub type Vol<'a> = Fs<Store<'a>, 2048, 4>;
+
+pub fn cfg() -> Config {
+    Config {
+        window_blocks: 6,
+        format_id: 3,
+        ..Default::default()
+    }
+}
+
+pub fn vol(sim: &mut Sim) -> Vol<'_> {
+    Fs::new(Store::new(sim))
+}
+
+pub fn rw() -> OpenOptions {
+    OpenOptions::new().read(true).write(true)
+}
+
+pub fn create() -> OpenOptions {
+    rw().create(true)
+}
+
+pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2654435761).wrapping_add(seed) as u8)
+        .collect()
+}
+
+pub fn read_all(fs: &mut Vol<'_>, path: &str) -> Vec<u8> {
+    let f = fs.open(path, OpenOptions::new().read(true)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 700];
+    loop {
+        let n = fs.read(f, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    fs.close(f).unwrap();
+    out
+}
+
+pub fn write_file(fs: &mut Vol<'_>, path: &str, data: &[u8]) {
+    let f = fs.open(path, create().truncate(true)).unwrap();
+    assert_eq!(fs.write(f, data).unwrap(), data.len());
+    fs.close(f).unwrap();
+}
