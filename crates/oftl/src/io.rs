@@ -427,6 +427,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     // The cold head's counter mirrors one past its last watermark, so a
                     // checkpoint can move the data head past it (see `seal_watermark`).
                     self.heads[head].next_seq = bp.seq.wrapping_add(1);
+                    self.stats.pages_programmed += 1;
                     if head == INDEX_HEAD {
                         self.index_pages = self.index_pages.saturating_add(1);
                     }

@@ -274,10 +274,14 @@ pub struct Stats {
     pub recovery_replayed_pages: u32,
     /// Blocks retired as grown bad.
     pub retired_blocks: u32,
+    /// Pages programmed through the write heads (object data and metadata, GC copies,
+    /// index and object-table write-backs; not checkpoints or log sectors).
+    pub pages_programmed: u64,
 }
 
 impl Stats {
     const ZERO: Stats = Stats {
+        pages_programmed: 0,
         checkpoints: 0,
         relocated_pages: 0,
         index_evictions: 0,

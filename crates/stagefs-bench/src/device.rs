@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use nand_hal::sim::profile::Profile;
 use nand_hal::sim::{Counters, FaultPlan, HeapStorage, SimNand, WearStats};
+use nand_hal::NandFlash;
 
 /// The simulator behind a shared handle.
 pub type Device = Rc<RefCell<SimNand<HeapStorage>>>;
@@ -26,6 +27,11 @@ pub fn counters(dev: &Device) -> Counters {
 /// Simulated time now.
 pub fn now(dev: &Device) -> u64 {
     dev.borrow().now_ns()
+}
+
+/// Bytes the device holds (data areas of all its pages).
+pub fn capacity(dev: &Device) -> u64 {
+    dev.borrow().geometry().capacity()
 }
 
 /// Erase spread now.

@@ -3,18 +3,21 @@
 //! `size_of` = 48,608 B of RAM, no heap; objects are limited by flash, not RAM) with the
 //! default 16-block updating window.
 //!
-//! The workloads map onto the object API as littlefs's file operations do:
-//! an append is a `write` at the end, littlefs's `sync` is `flush(obj)`, opening with
-//! `O_TRUNC` is `truncate(obj, 0)`, and a littlefs `close` (which makes a file durable) is
-//! `flush(obj)`. `random` never flushes (like the littlefs run, which never syncs); every
-//! run ends with `unmount`, which programs what is still buffered.
+//! The file calls map onto the object API as littlefs's do: a path names an object (the
+//! map lives in the benchmark, raw oftl has no directories), a write is a `write` at the
+//! handle's position, `fsync` and `close` are `flush(obj)`, opening with `O_TRUNC` is
+//! `truncate(obj, 0)`, `remove` is `delete`. Unmount programs what is still buffered.
 
 use nand_hal::sim::SimError;
-use nand_hal::{BlockAddr, Capabilities, ErrorType, Geometry, NandFlash, PageAddr, ReadReport};
+use nand_hal::{
+    BlockAddr, Capabilities, ErrorType, Geometry, NandFlash, PageAddr, ReadReport, StepReport,
+};
+use std::collections::HashMap;
+
 use oftl::{Config, ObjKind, ObjectId, W25n01gv};
 
 use crate::device::Device;
-use crate::workload::{Rng, Target, Workload, CHUNK};
+use crate::workload::{Handle, Open, Target};
 
 /// `NandFlash` over the shared simulator handle: each operation borrows it briefly, so
 /// the workload driver can read the clock while the OFTL holds the flash.
@@ -58,6 +61,19 @@ impl NandFlash for Shared {
         self.dev.borrow_mut().read(page, column, data, oob)
     }
 
+    fn read_steps(
+        &mut self,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<StepReport, SimError> {
+        self.dev.borrow_mut().read_steps(page, data, oob)
+    }
+
+    fn delivers_good_steps(&self) -> bool {
+        self.dev.borrow().delivers_good_steps()
+    }
+
     fn program(
         &mut self,
         page: PageAddr,
@@ -83,19 +99,48 @@ impl NandFlash for Shared {
 
 type Fs = W25n01gv<Shared>;
 
+/// An open object: id, position.
+#[derive(Clone, Copy)]
+struct OpenObj {
+    obj: ObjectId,
+    pos: u64,
+}
+
 /// oftl as a benchmark target.
 pub struct Oftl {
     dev: Device,
+    fs: Option<Box<Fs>>,
+    names: HashMap<String, ObjectId>,
+    files: Vec<Option<OpenObj>>,
 }
 
 impl Oftl {
     /// oftl over `dev`.
     pub fn new(dev: Device) -> Self {
-        Oftl { dev }
+        Oftl {
+            dev,
+            fs: None,
+            names: HashMap::new(),
+            files: Vec::new(),
+        }
     }
 
-    fn mount(&self) -> Result<Fs, String> {
-        Fs::mount(Shared::new(self.dev.clone())).map_err(|e| format!("oftl mount: {e:?}"))
+    fn fs(&mut self) -> Result<&mut Fs, String> {
+        self.fs.as_deref_mut().ok_or_else(|| "not mounted".into())
+    }
+
+    fn file(&self, f: Handle) -> Result<OpenObj, String> {
+        self.files
+            .get(f)
+            .copied()
+            .flatten()
+            .ok_or_else(|| "bad handle".into())
+    }
+
+    fn create(&mut self, path: &str) -> Result<ObjectId, String> {
+        let o = self.fs()?.create(ObjKind::Object).map_err(err)?;
+        self.names.insert(path.into(), o);
+        Ok(o)
     }
 }
 
@@ -104,8 +149,8 @@ fn err<E: core::fmt::Debug>(e: E) -> String {
 }
 
 impl Target for Oftl {
-    fn name(&self) -> &'static str {
-        "oftl"
+    fn name(&self) -> String {
+        "oftl".into()
     }
 
     fn device(&self) -> &Device {
@@ -115,105 +160,98 @@ impl Target for Oftl {
     fn format(&mut self) -> Result<(), String> {
         let fs = Fs::format(Shared::new(self.dev.clone()), Config::default()).map_err(err)?;
         fs.unmount().map_err(err)?;
+        self.names.clear();
         Ok(())
     }
 
-    fn prepare(&mut self, w: Workload, size: usize) -> Result<(), String> {
-        let mut fs = self.mount()?;
-        match w {
-            Workload::Linear | Workload::Logging => {
-                fs.create(ObjKind::Object).map_err(err)?;
-            }
-            Workload::Random => {
-                let o = fs.create(ObjKind::Object).map_err(err)?;
-                let zeros = vec![0u8; 64 << 10];
-                let mut at = 0;
-                while at < size {
-                    let n = zeros.len().min(size - at);
-                    fs.write(o, at as u64, &zeros[..n]).map_err(err)?;
-                    at += n;
-                }
-            }
-            Workload::Many => {
-                for _ in 0..size / CHUNK {
-                    let o = fs.create(ObjKind::Object).map_err(err)?;
-                    fs.write(o, 0, &[0u8; CHUNK]).map_err(err)?;
-                    fs.flush(o).map_err(err)?;
-                }
-            }
-        }
-        fs.unmount().map_err(err)?;
+    fn mount(&mut self) -> Result<(), String> {
+        let fs = Fs::mount(Shared::new(self.dev.clone())).map_err(err)?;
+        self.fs = Some(Box::new(fs));
+        self.files.clear();
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        w: Workload,
-        size: usize,
-        rng: &mut Rng,
-        go_on: &mut dyn FnMut(u64) -> bool,
-    ) -> Result<u64, String> {
-        let mut fs = self.mount()?;
-        let objs: Vec<ObjectId> = fs.objects().collect::<Result<_, _>>().map_err(err)?;
-        let mut chunk = [0u8; CHUNK];
-        let mut written = 0u64;
-        let fill = |rng: &mut Rng, chunk: &mut [u8; CHUNK]| {
-            let x = rng.next();
-            for (i, b) in chunk.iter_mut().enumerate() {
-                *b = (x >> (i % 8 * 8)) as u8 ^ i as u8;
+    fn unmount(&mut self) -> Result<(), String> {
+        let fs = self.fs.take().ok_or("not mounted")?;
+        self.files.clear();
+        fs.unmount().map(drop).map_err(err)
+    }
+
+    fn live_bytes(&mut self) -> Option<u64> {
+        let fs = self.fs.as_deref()?;
+        Some(fs.used_pages() * fs.payload() as u64)
+    }
+
+    fn open(&mut self, path: &str, how: Open) -> Result<Handle, String> {
+        let known = self.names.get(path).copied();
+        let (obj, pos) = match (how, known) {
+            (Open::Truncate, Some(o)) => {
+                self.fs()?.truncate(o, 0).map_err(err)?;
+                (o, 0)
             }
-            x
+            (Open::Truncate, None) | (Open::CreateNew, None) => (self.create(path)?, 0),
+            (Open::CreateNew, Some(_)) => return Err(format!("{path} exists")),
+            (Open::Append, Some(o)) => (o, self.fs()?.size(o).map_err(err)?),
+            (Open::ReadWrite | Open::Read, Some(o)) => (o, 0),
+            (_, None) => return Err(format!("{path} not found")),
         };
-        match w {
-            Workload::Linear | Workload::Logging => {
-                let o = *objs.first().ok_or("no object")?;
-                let sync_each = w == Workload::Logging;
-                'outer: loop {
-                    fs.truncate(o, 0).map_err(err)?;
-                    let mut len = 0;
-                    while len + CHUNK <= size {
-                        if !go_on(written) {
-                            break 'outer;
-                        }
-                        fill(rng, &mut chunk);
-                        fs.write(o, len as u64, &chunk).map_err(err)?;
-                        if sync_each {
-                            fs.flush(o).map_err(err)?;
-                        }
-                        len += CHUNK;
-                        written += CHUNK as u64;
-                    }
-                }
+        let slot = match self.files.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.files.push(None);
+                self.files.len() - 1
             }
-            Workload::Random => {
-                let o = *objs.first().ok_or("no object")?;
-                while go_on(written) {
-                    let x = fill(rng, &mut chunk);
-                    let off = (x as usize % (size / CHUNK)) * CHUNK;
-                    fs.write(o, off as u64, &chunk).map_err(err)?;
-                    written += CHUNK as u64;
-                }
-            }
-            Workload::Many => {
-                if objs.is_empty() {
-                    return Err("no objects".into());
-                }
-                while go_on(written) {
-                    let x = fill(rng, &mut chunk);
-                    let o = objs[x as usize % objs.len()];
-                    fs.truncate(o, 0).map_err(err)?;
-                    fs.write(o, 0, &chunk).map_err(err)?;
-                    fs.flush(o).map_err(err)?;
-                    written += CHUNK as u64;
-                }
-            }
-        }
-        fs.unmount().map_err(err)?;
-        Ok(written)
+        };
+        self.files[slot] = Some(OpenObj { obj, pos });
+        Ok(slot)
     }
 
-    fn mount_unmount(&mut self) -> Result<(), String> {
-        self.mount()?.unmount().map_err(err)?;
+    fn write(&mut self, f: Handle, data: &[u8]) -> Result<(), String> {
+        let o = self.file(f)?;
+        self.fs()?.write(o.obj, o.pos, data).map_err(err)?;
+        self.files[f] = Some(OpenObj {
+            pos: o.pos + data.len() as u64,
+            ..o
+        });
+        Ok(())
+    }
+
+    fn seek(&mut self, f: Handle, to: u64) -> Result<(), String> {
+        let o = self.file(f)?;
+        self.files[f] = Some(OpenObj { pos: to, ..o });
+        Ok(())
+    }
+
+    fn read(&mut self, f: Handle, buf: &mut [u8]) -> Result<usize, String> {
+        let o = self.file(f)?;
+        let n = self.fs()?.read(o.obj, o.pos, buf).map_err(err)?;
+        self.files[f] = Some(OpenObj {
+            pos: o.pos + n as u64,
+            ..o
+        });
+        Ok(n)
+    }
+
+    fn fsync(&mut self, f: Handle) -> Result<(), String> {
+        let o = self.file(f)?;
+        self.fs()?.flush(o.obj).map_err(err)
+    }
+
+    fn close(&mut self, f: Handle) -> Result<(), String> {
+        let o = self.file(f)?;
+        self.files[f] = None;
+        self.fs()?.flush(o.obj).map_err(err)
+    }
+
+    fn remove(&mut self, path: &str) -> Result<(), String> {
+        let o = self
+            .names
+            .remove(path)
+            .ok_or_else(|| format!("{path} not found"))?;
+        self.fs()?.delete(o).map_err(err)
+    }
+
+    fn create_dir(&mut self, _path: &str) -> Result<(), String> {
         Ok(())
     }
 }

@@ -1,73 +1,139 @@
-//! The results table.
+//! The results table, and littlefs2 against its published figures.
 
-use nand_hal::sim::{Counters, WearStats};
+use nand_hal::sim::WearStats;
 
+use crate::meter::{End, Window};
 use crate::workload::Workload;
 
 /// One target on one workload.
 pub struct Row {
     /// Target name.
-    pub target: &'static str,
+    pub target: String,
     /// Workload.
     pub workload: Workload,
-    /// Bytes the application wrote during the measured phase.
-    pub user_bytes: u64,
-    /// Device work during the measured phase.
-    pub counters: Counters,
+    /// The measured window.
+    pub window: Window,
     /// Mount time after a clean unmount (simulated ns).
     pub mount_clean_ns: u64,
-    /// Mount time after a power cut (simulated ns), if the cut landed.
-    pub mount_unclean_ns: Option<u64>,
-    /// The slowest workload step (simulated ns): an append, an fsync'd append, a small
-    /// file's rewrite (open, write, close), including the collection it triggered.
-    pub worst_step_ns: u64,
+    /// Mount time after a power cut in the middle of the workload (simulated ns), if
+    /// the cut landed.
+    pub mount_after_cut_ns: Option<u64>,
+    /// Flash holding live data after the final drain.
+    pub live_bytes: Option<u64>,
     /// Erase spread at the end.
     pub wear: WearStats,
 }
 
 impl Row {
-    /// User bytes per simulated second.
+    /// User bytes per simulated second over the window.
     pub fn throughput(&self) -> f64 {
-        self.counters.throughput(self.user_bytes)
+        self.window.counters.throughput(self.window.user_bytes)
+    }
+
+    /// Bytes programmed per user byte over the window.
+    pub fn wa(&self) -> f64 {
+        self.window
+            .counters
+            .write_amplification(self.window.user_bytes)
     }
 }
 
-fn rate(bps: f64) -> String {
+/// A rate for people.
+pub fn rate(bps: f64) -> String {
     if bps >= 1e6 {
         format!("{:.2} MB/s", bps / 1e6)
     } else {
-        format!("{:.1} kB/s", bps / 1e3)
+        format!("{:.2} kB/s", bps / 1e3)
     }
 }
 
-/// Prints the table (Markdown, so it can go straight into the README).
+fn ms(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.1} s", ns as f64 / 1e9)
+    } else {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    }
+}
+
+/// littlefs-benchmarks' published lfs2 NAND figures at a 1 MiB target (throughput in
+/// bytes per second, WA), `shared/reference/perf-reliability.md` 1.2.
+pub fn published_lfs2(w: Workload) -> Option<(f64, f64)> {
+    match w {
+        Workload::Linear => Some((1.69e6, 1.00)),
+        Workload::Random => Some((160.0, 9220.0)),
+        Workload::Logging => Some((1.41e3, 1031.0)),
+        Workload::Many => Some((210.0, 16.0)),
+        Workload::RandomSync | Workload::Varmail => None,
+    }
+}
+
+/// Prints the tables (Markdown, so they can go straight into the README).
 pub fn print(rows: &[Row], setup: &str) {
     println!("{setup}\n");
     println!(
-        "| workload | target | throughput | WA (bytes) | programs / KiB | erases | worst step | mount clean | mount after cut | erase spread (max-min, max/mean) |"
+        "| workload | target | throughput | WA | programs / KiB | erases / MiB | worst op | mount clean | mount after cut | live flash | erase spread | run |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
-        let c = &r.counters;
-        let per_kib = if r.user_bytes == 0 {
+        let w = &r.window;
+        let c = &w.counters;
+        let mib = w.user_bytes as f64 / (1 << 20) as f64;
+        let per_kib = if w.user_bytes == 0 {
             0.0
         } else {
-            c.programs as f64 * 1024.0 / r.user_bytes as f64
+            c.programs as f64 * 1024.0 / w.user_bytes as f64
+        };
+        let run = match (w.end, w.filled) {
+            (End::TwiceFree, true) => "2x free",
+            (End::Hour, true) => "1 h",
+            (End::Budget, true) => "short",
+            (_, false) => "never filled",
         };
         println!(
-            "| {} | {} | {} | {:.2} | {:.2} | {} | {:.2} ms | {:.2} ms | {} | {}, {:.2} |",
+            "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {} ({}) | {} | {} | {} | {} | {} |",
             r.workload,
             r.target,
             rate(r.throughput()),
-            c.write_amplification(r.user_bytes),
+            r.wa(),
             per_kib,
-            c.erases,
-            r.worst_step_ns as f64 / 1e6,
-            r.mount_clean_ns as f64 / 1e6,
-            r.mount_unclean_ns
-                .map_or("-".to_string(), |n| format!("{:.2} ms", n as f64 / 1e6)),
+            if mib > 0.0 {
+                c.erases as f64 / mib
+            } else {
+                0.0
+            },
+            ms(w.worst_op_ns),
+            w.worst_op,
+            ms(r.mount_clean_ns),
+            r.mount_after_cut_ns.map_or("-".to_string(), ms),
+            r.live_bytes.map_or("-".to_string(), |b| {
+                format!("{:.2} MiB", b as f64 / (1 << 20) as f64)
+            }),
             r.wear.max - r.wear.min,
-            r.wear.max_over_mean()
+            run
+        );
+    }
+    let lfs: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.target == "littlefs2" && published_lfs2(r.workload).is_some())
+        .collect();
+    if lfs.is_empty() {
+        return;
+    }
+    println!("\nlittlefs2 against littlefs-benchmarks' published lfs2 NAND results (1 MiB target, 1 simulated hour):\n");
+    println!("| workload | throughput here | published | diff | WA here | published | diff |");
+    println!("|---|---|---|---|---|---|---|");
+    for r in lfs {
+        let (tp, wa) = published_lfs2(r.workload).expect("filtered");
+        let d = |a: f64, b: f64| format!("{:+.1}%", (a / b - 1.0) * 100.0);
+        println!(
+            "| {} | {} | {} | {} | {:.2} | {:.2} | {} |",
+            r.workload,
+            rate(r.throughput()),
+            rate(tp),
+            d(r.throughput(), tp),
+            r.wa(),
+            wa,
+            d(r.wa(), wa)
         );
     }
 }

@@ -1,37 +1,59 @@
-//! The file layer (`stagefs-core`) over oftl in its default W25N01GV configuration, as
-//! a benchmark target: the workloads are file operations, mapped as the littlefs run maps
-//! them (`linear`: append, reopen with truncate at the target size; `random`: writes at
-//! random offsets, never synced; `logging`: append + `fsync`; `many`: open with truncate,
-//! write, close). Every run ends with `unmount`.
+//! The file layer (`stagefs-core`) over oftl in its default W25N01GV configuration
+//! (4 handles), as a benchmark target, with its staging mechanisms on (the default) or
+//! switched off for the ablation rows. Unmount patches every staged record home, so the
+//! final drain is in the figures.
 
 use oftl::{Config, W25n01gv};
-use stagefs_core::{Fs, OpenOptions, SeekFrom};
+use stagefs_core::{File, Fs, OpenOptions, SeekFrom, Tuning};
 
 use crate::device::Device;
 use crate::oftl::Shared;
-use crate::workload::{Rng, Target, Workload, CHUNK};
+use crate::workload::{Handle, Open, Target};
 
 type Vol = Fs<W25n01gv<Shared>, 2048, 4>;
 
 /// stagefs as a benchmark target.
 pub struct Stagefs {
     dev: Device,
+    tuning: Tuning,
+    label: &'static str,
+    vol: Option<Box<Vol>>,
+    files: Vec<Option<File>>,
 }
 
 impl Stagefs {
-    /// stagefs over `dev`.
+    /// stagefs over `dev`, as configured by default.
     pub fn new(dev: Device) -> Self {
-        Stagefs { dev }
+        Self::tuned(dev, Tuning::DEFAULT, "stagefs")
+    }
+
+    /// stagefs over `dev` with `tuning`, reported as `label`.
+    pub fn tuned(dev: Device, tuning: Tuning, label: &'static str) -> Self {
+        Stagefs {
+            dev,
+            tuning,
+            label,
+            vol: None,
+            files: Vec::new(),
+        }
     }
 
     fn volume(&self) -> Box<Vol> {
-        Box::new(Fs::new(W25n01gv::new(Shared::new(self.dev.clone()))))
+        let mut v = Box::new(Fs::new(W25n01gv::new(Shared::new(self.dev.clone()))));
+        v.set_tuning(self.tuning);
+        v
     }
 
-    fn mount(&self) -> Result<Box<Vol>, String> {
-        let mut v = self.volume();
-        v.mount().map_err(err)?;
-        Ok(v)
+    fn vol(&mut self) -> Result<&mut Vol, String> {
+        self.vol.as_deref_mut().ok_or_else(|| "not mounted".into())
+    }
+
+    fn file(&self, f: Handle) -> Result<File, String> {
+        self.files
+            .get(f)
+            .copied()
+            .flatten()
+            .ok_or_else(|| "bad handle".into())
     }
 }
 
@@ -39,13 +61,9 @@ fn err<E: core::fmt::Debug>(e: E) -> String {
     format!("stagefs error {e:?}")
 }
 
-fn many_name(i: usize) -> String {
-    format!("/many/f{i:05}")
-}
-
 impl Target for Stagefs {
-    fn name(&self) -> &'static str {
-        "stagefs"
+    fn name(&self) -> String {
+        self.label.into()
     }
 
     fn device(&self) -> &Device {
@@ -58,106 +76,84 @@ impl Target for Stagefs {
         v.unmount().map_err(err)
     }
 
-    fn prepare(&mut self, w: Workload, size: usize) -> Result<(), String> {
-        let mut v = self.mount()?;
-        let create = OpenOptions::new().write(true).create(true).truncate(true);
-        match w {
-            Workload::Linear | Workload::Logging => {
-                let f = v.open("/file", create).map_err(err)?;
-                v.close(f).map_err(err)?;
-            }
-            Workload::Random => {
-                let f = v.open("/file", create).map_err(err)?;
-                let zeros = vec![0u8; 64 << 10];
-                let mut at = 0;
-                while at < size {
-                    let n = zeros.len().min(size - at);
-                    v.write(f, &zeros[..n]).map_err(err)?;
-                    at += n;
-                }
-                v.close(f).map_err(err)?;
-            }
-            Workload::Many => {
-                v.create_dir("/many").map_err(err)?;
-                for i in 0..size / CHUNK {
-                    let f = v.open(&many_name(i), create).map_err(err)?;
-                    v.write(f, &[0u8; CHUNK]).map_err(err)?;
-                    v.close(f).map_err(err)?;
-                }
-            }
-        }
+    fn mount(&mut self) -> Result<(), String> {
+        let mut v = self.volume();
+        v.mount().map_err(err)?;
+        self.vol = Some(v);
+        self.files.clear();
+        Ok(())
+    }
+
+    fn unmount(&mut self) -> Result<(), String> {
+        let mut v = self.vol.take().ok_or("not mounted")?;
+        self.files.clear();
         v.unmount().map_err(err)
     }
 
-    fn run(
-        &mut self,
-        w: Workload,
-        size: usize,
-        rng: &mut Rng,
-        go_on: &mut dyn FnMut(u64) -> bool,
-    ) -> Result<u64, String> {
-        let mut v = self.mount()?;
-        let mut chunk = [0u8; CHUNK];
-        let mut written = 0u64;
-        let fill = |rng: &mut Rng, chunk: &mut [u8; CHUNK]| {
-            let x = rng.next();
-            for (i, b) in chunk.iter_mut().enumerate() {
-                *b = (x >> (i % 8 * 8)) as u8 ^ i as u8;
-            }
-            x
-        };
-        let rewrite = OpenOptions::new().write(true).truncate(true);
-        match w {
-            Workload::Linear | Workload::Logging => {
-                let sync_each = w == Workload::Logging;
-                'outer: loop {
-                    let f = v.open("/file", rewrite).map_err(err)?;
-                    let mut len = 0;
-                    while len + CHUNK <= size {
-                        if !go_on(written) {
-                            v.close(f).map_err(err)?;
-                            break 'outer;
-                        }
-                        fill(rng, &mut chunk);
-                        v.write(f, &chunk).map_err(err)?;
-                        if sync_each {
-                            v.fsync(f).map_err(err)?;
-                        }
-                        len += CHUNK;
-                        written += CHUNK as u64;
-                    }
-                    v.close(f).map_err(err)?;
-                }
-            }
-            Workload::Random => {
-                let f = v
-                    .open("/file", OpenOptions::new().write(true))
-                    .map_err(err)?;
-                while go_on(written) {
-                    let x = fill(rng, &mut chunk);
-                    let off = (x as usize % (size / CHUNK)) * CHUNK;
-                    v.seek(f, SeekFrom::Start(off as u64)).map_err(err)?;
-                    v.write(f, &chunk).map_err(err)?;
-                    written += CHUNK as u64;
-                }
-                v.close(f).map_err(err)?;
-            }
-            Workload::Many => {
-                let n = size / CHUNK;
-                while go_on(written) {
-                    let x = fill(rng, &mut chunk);
-                    let f = v.open(&many_name(x as usize % n), rewrite).map_err(err)?;
-                    v.write(f, &chunk).map_err(err)?;
-                    v.close(f).map_err(err)?;
-                    written += CHUNK as u64;
-                }
-            }
-        }
-        v.unmount().map_err(err)?;
-        Ok(written)
+    fn live_bytes(&mut self) -> Option<u64> {
+        let v = self.vol.as_deref()?;
+        Some(v.store().used_pages() * v.store().payload() as u64)
     }
 
-    fn mount_unmount(&mut self) -> Result<(), String> {
-        self.mount()?.unmount().map_err(err)
+    fn open(&mut self, path: &str, how: Open) -> Result<Handle, String> {
+        let o = OpenOptions::new();
+        let o = match how {
+            Open::Truncate => o.write(true).create(true).truncate(true),
+            Open::ReadWrite => o.read(true).write(true),
+            Open::Append => o.write(true).append(true),
+            Open::CreateNew => o.write(true).create_new(true),
+            Open::Read => o.read(true),
+        };
+        let f = self.vol()?.open(path, o).map_err(err)?;
+        let slot = match self.files.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.files.push(None);
+                self.files.len() - 1
+            }
+        };
+        self.files[slot] = Some(f);
+        Ok(slot)
+    }
+
+    fn write(&mut self, f: Handle, data: &[u8]) -> Result<(), String> {
+        let file = self.file(f)?;
+        let n = self.vol()?.write(file, data).map_err(err)?;
+        if n != data.len() {
+            return Err(format!("short write {n} of {}", data.len()));
+        }
+        Ok(())
+    }
+
+    fn seek(&mut self, f: Handle, to: u64) -> Result<(), String> {
+        let file = self.file(f)?;
+        self.vol()?
+            .seek(file, SeekFrom::Start(to))
+            .map(drop)
+            .map_err(err)
+    }
+
+    fn read(&mut self, f: Handle, buf: &mut [u8]) -> Result<usize, String> {
+        let file = self.file(f)?;
+        self.vol()?.read(file, buf).map_err(err)
+    }
+
+    fn fsync(&mut self, f: Handle) -> Result<(), String> {
+        let file = self.file(f)?;
+        self.vol()?.fsync(file).map_err(err)
+    }
+
+    fn close(&mut self, f: Handle) -> Result<(), String> {
+        let file = self.file(f)?;
+        self.files[f] = None;
+        self.vol()?.close(file).map_err(err)
+    }
+
+    fn remove(&mut self, path: &str) -> Result<(), String> {
+        self.vol()?.remove(path).map_err(err)
+    }
+
+    fn create_dir(&mut self, path: &str) -> Result<(), String> {
+        self.vol()?.create_dir(path).map_err(err)
     }
 }

@@ -351,7 +351,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             self.promote(i)?;
         }
         let obj = self.handles[i].obj;
+        let before = self.store.pages_programmed();
         self.store.write(obj, pos, data)?;
+        self.note_home_pages(obj, before);
         let h = &mut self.handles[i];
         h.size = h.size.max(end);
         h.pos = end;

@@ -56,6 +56,7 @@ pub use format::bucket::Kind;
 pub use io::FileView;
 pub use path::NAME_MAX;
 pub use readdir::{DirEntry, ReadDir};
+pub use stage::Tuning;
 pub use store::Store;
 
 use file::Handle;
@@ -102,6 +103,7 @@ pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     opens: u32,
     handles: [Handle; HANDLES],
     stage: stage::Staging,
+    tuning: Tuning,
     a: [u8; PAGE],
     b: [u8; PAGE],
 }
@@ -115,9 +117,16 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             opens: 0,
             handles: [Handle::CLOSED; HANDLES],
             stage: stage::Staging::EMPTY,
+            tuning: Tuning::DEFAULT,
             a: [0; PAGE],
             b: [0; PAGE],
         }
+    }
+
+    /// Chooses which staging mechanisms run (measurements; see [`Tuning`]). Takes
+    /// effect at the next commit.
+    pub fn set_tuning(&mut self, tuning: Tuning) {
+        self.tuning = tuning;
     }
 
     /// The object store (for figures and health).

@@ -19,12 +19,23 @@
 //!
 //! **Patching** flushes every object with records (pages and version in one
 //! transaction each) and trims the log to its end: when the list of objects is full,
-//! when the records since the last patch pass [`STAGE_LIMIT`] bytes (which bounds the
-//! replay at mount), at `sync` and at unmount.
+//! when the records since the last patch pass [`STAGE_LIMIT`] bytes or could make
+//! replay write more than [`REPLAY_PAGES`] pages (together they bound the replay at
+//! mount), at `sync` and at unmount.
 //!
 //! **Bypass.** An fsync stages only when its records cost fewer programmed bytes than
 //! writing the dirty pages home (sectors of 512 bytes against whole pages); large or
-//! scattered dirty data goes home directly.
+//! scattered dirty data goes home directly; so does a commit that does not continue
+//! its file's previous one (not an append to it, not on its last page: random
+//! overwrites, a file's first write), whose page the patch would program anyway.
+//! Staging must also pay once the staged
+//! bytes reach home: each patch computes the staging efficiency E = direct / (logged +
+//! patched) in programmed bytes over the object commits since the last one (what
+//! writing them home at each fsync would have cost, against the log sectors plus the
+//! pages that buffer write-backs and the patch programmed for staged objects). Below 1
+//! (small writes scattered over more pages than the write-back buffers hold, files
+//! written once), the next [`OBJECT_PROBE`] object commits go home directly, then
+//! staging is measured again.
 //!
 //! **Inline files.** Closing (or fsyncing) a changed inline file stages its whole new
 //! contents as one record and notes `(directory, name) -> record` in a small table
@@ -50,9 +61,16 @@ pub const LIVE: usize = 8;
 pub const INLINE_STAGED: usize = 8;
 /// Commits of inline files that bypass staging after a patch showed it did not pay.
 pub const INLINE_PROBE: u16 = 256;
+/// Commits of file objects that bypass staging after a patch showed it did not pay
+/// (then one more patch's worth is staged to measure again).
+pub const OBJECT_PROBE: u16 = 4096;
 /// Record bytes since the last patch that trigger one (bounds the log replayed at
 /// mount after a crash to this much plus one record).
 pub const STAGE_LIMIT: u64 = 16 * 1024;
+/// Pages that replaying the records since the last patch may have to write (records on
+/// a page other than the previous record's) that trigger one: replay writes a page for
+/// each, so this bounds the replay's programs as [`STAGE_LIMIT`] bounds its reads.
+pub const REPLAY_PAGES: u32 = 64;
 /// Bytes of a log sector's payload (a 512-byte program unit less its 20-byte trailer):
 /// what one staged sector holds.
 const SECTOR_PAYLOAD: usize = 492;
@@ -75,6 +93,34 @@ impl StagedInline {
     }
 }
 
+/// Which of the staging layer's mechanisms run (for measurements: the benchmark's
+/// ablation rows). The default, everything on, is what the guarantees and the figures
+/// in the README are for; every setting keeps the same guarantees after power loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Small fsyncs and inline-file commits go to the staging log (`false`: every
+    /// commit writes its pages or its directory bucket home directly).
+    pub staging: bool,
+    /// A commit that would cost more staged than written home goes home, and inline
+    /// staging stops for a while when patches show it does not pay (`false`: everything
+    /// that fits a log record is staged).
+    pub bypass: bool,
+}
+
+impl Tuning {
+    /// Everything on.
+    pub const DEFAULT: Tuning = Tuning {
+        staging: true,
+        bypass: true,
+    };
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning::DEFAULT
+    }
+}
+
 /// The staging state of a mounted volume.
 #[derive(Clone, Debug)]
 pub(crate) struct Staging {
@@ -84,6 +130,19 @@ pub(crate) struct Staging {
     inline_records: u32,
     /// Inline commits left to bypass.
     inline_skip: u16,
+    /// Object commits left to bypass.
+    object_skip: u16,
+    /// Since the last patch, for the staged object commits: what writing them home
+    /// directly would have programmed, and what staging did program (log sectors, and
+    /// the pages that write-backs and the patch programmed for staged objects), bytes.
+    object_direct: u64,
+    object_cost: u64,
+    /// Pages replay may write for the records since the last patch, and the object
+    /// and page of the last staged object record.
+    replay_pages: u32,
+    last_page: (u32, u64),
+    /// The latest object commits (object, end offset, last page), oldest first.
+    recent: heapless::Vec<(u32, u64, u64), LIVE>,
     bytes: u64,
 }
 
@@ -93,6 +152,12 @@ impl Staging {
         inline: heapless::Vec::new(),
         inline_records: 0,
         inline_skip: 0,
+        object_skip: 0,
+        object_direct: 0,
+        object_cost: 0,
+        replay_pages: 0,
+        last_page: (0, u64::MAX),
+        recent: heapless::Vec::new(),
         bytes: 0,
     };
 }
@@ -137,20 +202,41 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let logged = bytes.div_ceil(SECTOR_PAYLOAD) * SECTOR;
         let mut pages = 0u64;
         let mut last = u64::MAX;
+        let first_page = ranges.first().map_or(0, |&(a, _)| a / p);
+        let continues = self.stage.last_page == (obj, first_page);
         for &(a, b) in ranges {
             let (first, end) = (a / p, (b - 1) / p);
             pages += end - first + 1 - (first == last) as u64;
             last = end;
         }
         let direct = pages as usize * p as usize;
-        if ranges.is_empty() || bytes > self.store.log_max_record() || logged >= direct {
+        // Staging pays when the page will take more commits before the patch: this
+        // commit continues the object's previous one (an append, or the same page
+        // again). A commit elsewhere (random overwrites, a file's first write) would
+        // cost its page at the patch on top of its sector.
+        let start = ranges.first().map_or(0, |&(a, _)| a);
+        let follows = self.note_commit(obj, start, ranges.last().map_or(0, |&(_, b)| b), p);
+        let costlier =
+            self.tuning.bypass && (logged >= direct || self.stage.object_skip > 0 || !follows);
+        if ranges.is_empty()
+            || !self.tuning.staging
+            || bytes > self.store.log_max_record()
+            || costlier
+        {
+            self.stage.object_skip = self.stage.object_skip.saturating_sub(1);
             return self.flush_home(obj);
         }
+        let replay = pages as u32 - continues as u32;
         if self.stage.bytes + bytes as u64 > STAGE_LIMIT
+            || self.stage.replay_pages + replay > REPLAY_PAGES
             || (!self.stage.live.contains(&obj) && self.stage.live.is_full())
         {
             self.patch()?;
         }
+        // (A patch just now forgot the last page: this record starts a new one.)
+        let continues = self.stage.last_page == (obj, first_page);
+        self.stage.replay_pages += pages as u32 - continues as u32;
+        self.stage.last_page = (obj, last);
         // The commit: every range of this fsync, one log record.
         let mut at = 0;
         for &(a, b) in ranges {
@@ -174,7 +260,34 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             self.stage.live.push(obj).map_err(|_| Error::Corrupted)?;
         }
         self.stage.bytes += at as u64;
+        self.stage.object_direct += direct as u64;
+        self.stage.object_cost += logged as u64;
         Ok(())
+    }
+
+    /// Notes a commit of `obj`'s bytes `start..end` in the small table of recent
+    /// commits; whether it continues the object's previous one (starts where it ended,
+    /// or on its last page).
+    fn note_commit(&mut self, obj: u32, start: u64, end: u64, page: u64) -> bool {
+        let recent = &mut self.stage.recent;
+        let prev = recent
+            .iter()
+            .position(|r| r.0 == obj)
+            .map(|i| recent.remove(i));
+        if recent.is_full() {
+            recent.remove(0);
+        }
+        let _ = recent.push((obj, end, end.saturating_sub(1) / page));
+        prev.is_some_and(|(_, e, last)| start == e || start / page == last)
+    }
+
+    /// Counts the pages programmed since `before` (a write that evicted buffers, a
+    /// patch's flush) against staging when `obj` has staged records.
+    pub(crate) fn note_home_pages(&mut self, obj: u32, before: u64) {
+        if self.stage.live.contains(&obj) {
+            let pages = self.store.pages_programmed() - before;
+            self.stage.object_cost += pages * self.store.payload() as u64;
+        }
     }
 
     /// Writes an object's buffered bytes home; with records in the log, together with
@@ -213,6 +326,18 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let stream = self.staging_stream()?;
         let end = self.store.log_bounds(stream)?.1;
         self.patch_homes(end)?;
+        // Staging efficiency E = direct / (logged + patched) over the commits since the
+        // last patch: below 1, object commits go home directly for a while.
+        if self.tuning.bypass
+            && self.stage.object_cost > 0
+            && self.stage.object_direct < self.stage.object_cost
+        {
+            self.stage.object_skip = OBJECT_PROBE;
+        }
+        self.stage.object_direct = 0;
+        self.stage.object_cost = 0;
+        self.stage.replay_pages = 0;
+        self.stage.last_page = (0, u64::MAX);
         if self.stage.bytes > 0 {
             self.store.log_trim(stream, end)?;
             self.stage.bytes = 0;
@@ -241,7 +366,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.patch_inline()?;
         while let Some(&obj) = self.stage.live.last() {
             if self.store.is_object(obj)? {
+                let before = self.store.pages_programmed();
                 self.store.flush_with_attrs(obj, &attrs_for(end))?;
+                self.note_home_pages(obj, before);
             }
             self.stage.live.pop();
         }
@@ -325,7 +452,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.stage.inline_records = 0;
         // Staging cost a sector per record and a bucket per write; writing home directly
         // a bucket per record.
-        if writes * 4 >= records * 3 {
+        if writes * 4 >= records * 3 && self.tuning.bypass {
             self.stage.inline_skip = INLINE_PROBE;
         }
         Ok(())
@@ -445,6 +572,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         name: &[u8],
         contents: &[u8],
     ) -> Result<bool, Error<S::FlashError>> {
+        if !self.tuning.staging {
+            return Ok(false);
+        }
         if self.stage.inline_skip > 0 {
             self.stage.inline_skip -= 1;
             return Ok(false);

@@ -77,6 +77,9 @@ pub trait Store {
     /// One bounded step of garbage collection (at most `budget` page copies); whether
     /// more would be useful now.
     fn gc_step(&mut self, budget: u32) -> Result<bool, Error<Self::FlashError>>;
+    /// Pages programmed through the store's write heads since mount (a counter the
+    /// staging layer reads before and after its own calls to learn what they cost).
+    fn pages_programmed(&self) -> u64;
 }
 
 impl<
@@ -186,6 +189,10 @@ impl<
 
     fn gc_step(&mut self, budget: u32) -> Result<bool, Error<F::Error>> {
         Ok(Oftl::gc_step(self, budget)?.more)
+    }
+
+    fn pages_programmed(&self) -> u64 {
+        self.stats().pages_programmed
     }
 
     fn is_object(&mut self, obj: ObjectId) -> Result<bool, Error<F::Error>> {

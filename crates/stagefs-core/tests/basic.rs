@@ -291,6 +291,83 @@ fn small_fsyncs_are_staged_one_sector_each() {
     assert_eq!(read_all(&mut fs, "/log"), want);
 }
 
+/// Small fsyncs that do not continue the file's previous commit (random overwrites)
+/// go home directly: staging them would cost a sector now and their page at the patch.
+/// With staging off, appends go home too; with the bypass off, everything is staged.
+/// Whatever the tuning, a crash keeps every fsynced byte.
+#[test]
+fn the_bypass_sends_scattered_fsyncs_home_and_tuning_switches_it() {
+    use stagefs_core::Tuning;
+    let cases = [
+        (Tuning::DEFAULT, true, false),
+        (
+            Tuning {
+                staging: false,
+                ..Tuning::DEFAULT
+            },
+            false,
+            false,
+        ),
+        (
+            Tuning {
+                bypass: false,
+                ..Tuning::DEFAULT
+            },
+            true,
+            true,
+        ),
+    ];
+    for (tuning, appends_staged, scattered_staged) in cases {
+        let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(9));
+        let mut want = pattern(3, 40 * 1024);
+        {
+            let mut fs = vol(&mut sim);
+            fs.format(cfg()).unwrap();
+            fs.set_tuning(tuning);
+            write_file(&mut fs, "/db", &want);
+            fs.sync().unwrap();
+            let f = fs.open("/db", rw()).unwrap();
+            let page = fs.store().payload() as usize;
+            let before = fs.store().flash().counters();
+            for i in 0..8usize {
+                // Every other page, in no order a buffer could merge.
+                let at = (i * 5 % 8) * 2 * page + 100;
+                let rec = pattern(40 + i as u32, 64);
+                fs.seek(f, SeekFrom::Start(at as u64)).unwrap();
+                fs.write(f, &rec).unwrap();
+                fs.fsync(f).unwrap();
+                want[at..at + 64].copy_from_slice(&rec);
+            }
+            let d = fs.store().flash().counters() - before;
+            let sectors = d.partial_programs;
+            assert_eq!(
+                sectors >= 8,
+                scattered_staged,
+                "{tuning:?}: {sectors} sector programs for 8 scattered fsyncs"
+            );
+            let before = fs.store().flash().counters();
+            fs.seek(f, SeekFrom::End(0)).unwrap();
+            for i in 0..8u32 {
+                let rec = pattern(80 + i, 64);
+                fs.write(f, &rec).unwrap();
+                fs.fsync(f).unwrap();
+                want.extend_from_slice(&rec);
+            }
+            let d = fs.store().flash().counters() - before;
+            assert_eq!(
+                d.partial_programs >= 7,
+                appends_staged,
+                "{tuning:?}: {} sector programs for 8 appends",
+                d.partial_programs
+            );
+            // No unmount: a crash.
+        }
+        let mut fs = vol(&mut sim);
+        fs.mount().unwrap();
+        assert_eq!(read_all(&mut fs, "/db"), want, "{tuning:?}");
+    }
+}
+
 /// The borrowed view works with code written against `embedded-io` (and `std::io`).
 #[test]
 fn file_views_speak_embedded_io_and_std_io() {
