@@ -3,7 +3,9 @@
 //! Reads go straight from the index to the data pages, reading only the bytes asked
 //! for plus (with OOB placement, in the same operation) the page's backpointer, which
 //! must name the object and page the index promised. Unmapped pages inside the size
-//! read as zeros. A read whose ECC report reaches the part's scrub threshold flags the
+//! read as zeros. A whole-page read leaves a clean copy in a write-back buffer that is
+//! free or clean (never one holding unprogrammed writes), so reading the page again
+//! costs nothing until the object's next synchronous change of that page. A read whose ECC report reaches the part's scrub threshold flags the
 //! block; GC moves it first.
 
 use nand_hal::NandFlash;
@@ -67,6 +69,11 @@ impl<
             let page = self.index_get(obj, lpn)?;
             if page == UNMAPPED {
                 out.fill(0);
+            } else if let Some(s) = self.wbuf_spare(n) {
+                // A whole page, kept as a clean copy (a directory page read at open is
+                // read again by the commit).
+                self.wbuf_fill(s, obj, lpn, page)?;
+                out.copy_from_slice(&self.wbuf[s].data[..n]);
             } else if self.dev.placement == Placement::InBand {
                 // Only a whole-payload read can be checked against the payload CRC.
                 let p = p as usize;

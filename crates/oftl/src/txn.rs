@@ -125,7 +125,8 @@ impl<
             return Err(Fault::TooManyObjects);
         }
         // Each touched object's buffered writes commit first (their own transaction),
-        // and its buffers are forgotten: this transaction rewrites committed pages. An
+        // and the clean copies of the pages this transaction rewrites are forgotten
+        // (a truncate forgets all of the object's). An
         // object this transaction truncates to 0 or deletes loses them anyway: they are
         // not programmed, and forgotten only once the transaction is durable (an error
         // before that leaves them buffered). Objects it creates have none.
@@ -137,7 +138,20 @@ impl<
         for op in ops {
             if let Some(obj) = op.target() {
                 if !cleared(obj) && !self.tx_created(obj, ops) && self.obj_get(obj)?.is_some() {
-                    self.flush_obj(obj, true)?;
+                    self.flush_obj(obj, false)?;
+                    let p = self.dev.payload as u64;
+                    match *op {
+                        TxOp::Write { offset, data, .. } if !data.is_empty() => {
+                            let last = (offset + data.len() as u64 - 1) / p;
+                            self.wbuf_forget(
+                                obj,
+                                (offset / p) as u32,
+                                last.min(u32::MAX as u64) as u32,
+                            );
+                        }
+                        TxOp::Write { .. } | TxOp::SetAttrs { .. } => {}
+                        _ => self.wbuf_forget(obj, 0, u32::MAX),
+                    }
                 }
             }
         }

@@ -27,6 +27,11 @@
 //! - After a flush the buffer stays as a clean cached copy: an append to a flushed
 //!   partial page modifies it in RAM and programs a new copy at the next flush (the old
 //!   copy is invalidated), so a flush costs at most one program per dirty page.
+//! - A whole-page [`Oftl::read`] of a page no buffer holds keeps it as a clean copy, in
+//!   a free buffer or the least recently used clean one (never a dirty one: a read
+//!   programs nothing). A transaction forgets the clean copies of the pages it rewrites
+//!   (all of an object's for a truncate or delete) once the object's dirty pages are
+//!   programmed, so every clean copy is the committed page.
 
 use nand_hal::NandFlash;
 
@@ -181,33 +186,14 @@ impl<
                 s
             }
         };
-        let p = self.dev.payload as usize;
         if !whole {
             let old = self.index_get(obj, lpn)?;
             if old == UNMAPPED {
+                let p = self.dev.payload as usize;
                 self.wbuf[s].data[..p].fill(0);
-            } else if self.dev.placement == Placement::InBand {
-                self.dev.read_payload(
-                    old,
-                    0,
-                    &mut self.rbuf[..p],
-                    Some((PageKind::Data, obj, lpn)),
-                )?;
-                self.wbuf[s].data[..p].copy_from_slice(&self.rbuf[..p]);
             } else {
-                self.dev.read_payload(
-                    old,
-                    0,
-                    &mut self.wbuf[s].data[..p],
-                    Some((PageKind::Data, obj, lpn)),
-                )?;
+                self.wbuf_fill(s, obj, lpn, old)?;
             }
-            // Committed pages hold zeros past the committed size; keep it so even if
-            // an older image did not.
-            let size = self.obj(obj)?.size;
-            let start = lpn as u64 * p as u64;
-            let keep = size.saturating_sub(start).min(p as u64) as usize;
-            self.wbuf[s].data[keep..p].fill(0);
         }
         let w = &mut self.wbuf[s];
         w.used = true;
@@ -217,6 +203,59 @@ impl<
         w.end = 0;
         w.lru = self.tick;
         Ok(s)
+    }
+
+    /// A buffer a read of `n` bytes may keep its page in: only for a whole page, a
+    /// free buffer or else the least recently used clean one; never a dirty one (a read
+    /// programs nothing). The buffer is marked unused until [`Oftl::wbuf_fill`] succeeds.
+    pub(crate) fn wbuf_spare(&mut self, n: usize) -> Option<usize> {
+        if n != self.dev.payload as usize {
+            return None;
+        }
+        let tick = self.tick;
+        let s = match self.wbuf.iter().position(|w| !w.used) {
+            Some(s) => Some(s),
+            None => (0..WBUF)
+                .filter(|&i| !self.wbuf[i].dirty)
+                .max_by_key(|&i| tick.wrapping_sub(self.wbuf[i].lru)),
+        };
+        if let Some(s) = s {
+            self.wbuf[s].used = false;
+        }
+        s
+    }
+
+    /// Reads `(obj, lpn)`, committed at `page`, into buffer `s` as a clean copy (zeros
+    /// past the committed size, like [`Oftl::wbuf_load`]).
+    pub(crate) fn wbuf_fill(
+        &mut self,
+        s: usize,
+        obj: u32,
+        lpn: u32,
+        page: u32,
+    ) -> Result<(), FaultOf<F>> {
+        let p = self.dev.payload as usize;
+        let expect = Some((PageKind::Data, obj, lpn));
+        if self.dev.placement == Placement::InBand {
+            self.dev
+                .read_payload(page, 0, &mut self.rbuf[..p], expect)?;
+            self.wbuf[s].data[..p].copy_from_slice(&self.rbuf[..p]);
+        } else {
+            self.dev
+                .read_payload(page, 0, &mut self.wbuf[s].data[..p], expect)?;
+        }
+        let size = self.obj(obj)?.size;
+        let keep = size.saturating_sub(lpn as u64 * p as u64).min(p as u64) as usize;
+        self.wbuf[s].data[keep..p].fill(0);
+        self.tick = self.tick.wrapping_add(1);
+        let w = &mut self.wbuf[s];
+        w.used = true;
+        w.dirty = false;
+        w.obj = obj;
+        w.lpn = lpn;
+        w.end = 0;
+        w.lru = self.tick;
+        Ok(())
     }
 
     pub(crate) fn wbuf_find(&self, obj: u32, lpn: u32) -> Option<usize> {
@@ -231,6 +270,17 @@ impl<
             .iter()
             .filter(|w| w.used && w.dirty && w.obj == o.id)
             .fold(o.size, |s, w| s.max(w.end))
+    }
+
+    /// Forgets the clean copies of `obj`'s pages `first..=last` (a transaction is about
+    /// to rewrite them; its dirty pages were programmed first).
+    pub(crate) fn wbuf_forget(&mut self, obj: u32, first: u32, last: u32) {
+        for w in self.wbuf.iter_mut() {
+            if w.used && w.obj == obj && (first..=last).contains(&w.lpn) {
+                debug_assert!(!w.dirty);
+                w.used = false;
+            }
+        }
     }
 
     /// Forgets `obj`'s buffers, dirty ones included (delete, truncate to 0).

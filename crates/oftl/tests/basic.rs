@@ -1,7 +1,7 @@
 //! End-to-end behaviour on the simulator: format, objects, clean and unclean remounts.
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
-use oftl::{Config, MountError, ObjKind, Oftl, WriteError};
+use oftl::{Config, MountError, ObjKind, Oftl, TxOp, WriteError};
 
 type Sim = SimNand<HeapStorage>;
 type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
@@ -754,4 +754,79 @@ fn flush_with_attrs_commits_pages_and_attributes_together() {
     fs.read(a, 0, &mut buf).unwrap();
     assert_eq!(buf, pattern(1, 3000));
     assert_eq!(fs.attrs(a).unwrap().user[..8], 77u64.to_le_bytes());
+}
+
+/// A whole-page read keeps a clean copy in a free or clean write-back buffer: reading
+/// the page again reads no flash; a transaction that rewrites the page forgets the copy
+/// (the next read sees the new bytes) while one that rewrites another page keeps it; a
+/// partial read keeps nothing; a buffer holding unprogrammed writes is never taken.
+#[test]
+fn whole_page_reads_are_kept_until_the_page_changes() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(24));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    let p = fs.payload() as usize;
+    let data = pattern(7, 3 * p);
+    fs.write(o, 0, &data).unwrap();
+    fs.sync().unwrap();
+    let mut page = vec![0u8; p];
+    let reads = |fs: &Fs, c: nand_hal::sim::Counters| (fs.flash().counters() - c).reads;
+    fs.read(o, 0, &mut page).unwrap();
+    assert_eq!(page, data[..p]);
+    let c = fs.flash().counters();
+    fs.read(o, 0, &mut page).unwrap();
+    assert_eq!(reads(&fs, c), 0);
+    assert_eq!(page, data[..p]);
+
+    let mut small = [0u8; 64];
+    for _ in 0..2 {
+        let c = fs.flash().counters();
+        fs.read(o, p as u64, &mut small).unwrap();
+        assert_eq!(reads(&fs, c), 1, "a partial read is not kept");
+        assert_eq!(small[..], data[p..p + 64]);
+    }
+
+    fs.transact(&[TxOp::Write {
+        obj: o,
+        offset: p as u64 + 10,
+        data: &[9; 10],
+    }])
+    .unwrap();
+    let c = fs.flash().counters();
+    fs.read(o, 0, &mut page).unwrap();
+    assert_eq!(reads(&fs, c), 0, "another page's rewrite keeps the copy");
+
+    fs.transact(&[TxOp::Write {
+        obj: o,
+        offset: 5,
+        data: &[8; 4],
+    }])
+    .unwrap();
+    let c = fs.flash().counters();
+    fs.read(o, 0, &mut page).unwrap();
+    assert_eq!(reads(&fs, c), 1, "a rewrite of the page forgets the copy");
+    assert_eq!(page[5..9], [8; 4]);
+    assert_eq!(page[..5], data[..5]);
+
+    // One buffer dirty (page 2), the other clean (page 0): reads take only the clean
+    // one and program nothing.
+    fs.write(o, 2 * p as u64 + 1, &[7; 3]).unwrap();
+    let c = fs.flash().counters();
+    let mut page1 = vec![0u8; p];
+    fs.read(o, p as u64, &mut page1).unwrap();
+    fs.read(o, 0, &mut page).unwrap();
+    fs.read(o, 2 * p as u64, &mut small).unwrap();
+    let d = fs.flash().counters() - c;
+    assert_eq!((d.reads, d.programs), (2, 0));
+    assert_eq!(small[1..4], [7; 3]);
+    assert_eq!(page1[10..20], [9; 10]);
+
+    // Truncating forgets every copy of the object.
+    fs.truncate(o, 100).unwrap();
+    let c = fs.flash().counters();
+    assert_eq!(fs.read(o, 0, &mut page).unwrap(), 100);
+    assert_eq!(reads(&fs, c), 1);
+    assert_eq!(page[5..9], [8; 4]);
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
 }

@@ -14,7 +14,7 @@
 use oftl::{ObjKind, TxOp};
 
 use crate::error::Error;
-use crate::format::bucket::Kind;
+use crate::format::bucket::{self, Kind};
 use crate::namespace::{self, OwnedEntry};
 use crate::path;
 use crate::store::Store;
@@ -540,7 +540,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let at = loc.found.ok_or(Error::Corrupted)?;
         let mut e = namespace::entry_at(&self.a, &loc, at)?;
         let grow = (h.size as usize).saturating_sub(e.inline().len());
-        let mut loc = self.locate_with_room(h.dir, h.name(), grow)?;
+        let free = bucket::capacity(self.store.payload()) - loc.head.used as usize;
+        let mut loc = if grow <= free {
+            loc
+        } else {
+            self.locate_with_room(h.dir, h.name(), grow)?
+        };
         e.set_inline(&h.inline[..h.size as usize])?;
         let old = loc.root.entries;
         namespace::remove_from(&mut self.a, &mut loc)?;

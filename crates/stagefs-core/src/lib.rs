@@ -38,6 +38,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod dircache;
 pub mod error;
 mod file;
 pub mod format;
@@ -103,6 +104,7 @@ pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     opens: u32,
     handles: [Handle; HANDLES],
     stage: stage::Staging,
+    dirs: dircache::DirCache,
     tuning: Tuning,
     a: [u8; PAGE],
     b: [u8; PAGE],
@@ -117,6 +119,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             opens: 0,
             handles: [Handle::CLOSED; HANDLES],
             stage: stage::Staging::EMPTY,
+            dirs: dircache::DirCache::EMPTY,
             tuning: Tuning::DEFAULT,
             a: [0; PAGE],
             b: [0; PAGE],
@@ -264,6 +267,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     fn start(&mut self, v: Volume) {
         self.vol = Some(v);
         self.stage = stage::Staging::EMPTY;
+        self.dirs.forget();
         self.handles = [Handle::CLOSED; HANDLES];
     }
 
@@ -288,11 +292,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     /// The directory object `comps` names.
-    fn dir_of<'p>(
-        &mut self,
-        comps: impl Iterator<Item = &'p str>,
-    ) -> Result<u32, Error<S::FlashError>> {
+    fn dir_of(&mut self, comps: path::Components<'_>) -> Result<u32, Error<S::FlashError>> {
         let mut dir = self.mounted()?.root;
+        let key = comps.as_str();
+        if let Some(d) = self.dirs.get(key) {
+            return Ok(d);
+        }
         for c in comps {
             let loc = namespace::locate(&mut self.store, dir, c.as_bytes(), &mut self.a)?;
             let at = loc.found.ok_or(Error::NotFound)?;
@@ -303,6 +308,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 (Kind::File, _) => return Err(Error::NotADirectory),
             }
         }
+        self.dirs.walked(key, dir);
         Ok(dir)
     }
 
@@ -417,6 +423,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         if e.kind == Kind::Dir {
             self.check_empty(e.object)?;
+            self.dirs.forget();
         }
         let old = loc.root.entries;
         namespace::remove_from(&mut self.a, &mut loc)?;
@@ -515,6 +522,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), Error<S::FlashError>> {
         let (fp, fname) = path::parent_and_name(from)?;
         let (tp, tname) = path::parent_and_name(to)?;
+        self.dirs.forget();
         let fdir = self.dir_of(fp)?;
         let tdir = self.dir_of(tp)?;
         self.settle(fdir, fname.as_bytes())?;

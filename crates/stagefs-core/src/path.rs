@@ -61,6 +61,14 @@ pub struct Components<'a> {
     left: usize,
 }
 
+impl<'a> Components<'a> {
+    /// The components not yet taken, as a path without its leading `/` (`""` for none):
+    /// canonical, so two equal strings name the same directory.
+    pub fn as_str(&self) -> &'a str {
+        self.rest
+    }
+}
+
 impl<'a> Iterator for Components<'a> {
     type Item = &'a str;
 
@@ -112,7 +120,9 @@ mod tests {
     fn parents_and_names() {
         let (p, n) = parent_and_name("/a/b/c").unwrap();
         assert_eq!((p.collect::<Vec<_>>(), n), (vec!["a", "b"], "c"));
+        assert_eq!(parent_and_name("/a/b/c").unwrap().0.as_str(), "a/b");
         let (p, n) = parent_and_name("/c").unwrap();
+        assert_eq!(p.as_str(), "");
         assert_eq!((p.collect::<Vec<_>>(), n), (vec![], "c"));
         assert_eq!(parent_and_name("/").unwrap_err(), PathError::Root);
     }

@@ -477,3 +477,47 @@ fn truncate_open_large_rewrite_lands_at_close_and_leaks_nothing() {
     fs.mount().unwrap();
     assert_eq!(read_all(&mut fs, "/f"), pattern(3, 5000));
 }
+
+/// Opening files of one directory walks the path once: after a rename or a removed
+/// directory, paths name what they name now. A rewrite of a small file in a directory
+/// opened before reads one flash page (its bucket; page 0 stays cached) and programs
+/// one.
+#[test]
+fn path_walks_are_remembered_until_a_rename_or_removed_directory() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(31));
+    let mut fs = vol(&mut sim);
+    fs.format(cfg()).unwrap();
+    fs.create_dir("/a").unwrap();
+    fs.create_dir("/a/d").unwrap();
+    for i in 0..40 {
+        write_file(&mut fs, &format!("/a/d/f{i}"), &pattern(i, 64));
+    }
+    fs.sync().unwrap();
+    write_file(&mut fs, "/a/d/f1", &pattern(100, 64));
+    let c = fs.store().flash().counters();
+    write_file(&mut fs, "/a/d/f2", &pattern(101, 64));
+    let d = fs.store().flash().counters() - c;
+    assert_eq!((d.reads, d.programs), (1, 1));
+    assert_eq!(read_all(&mut fs, "/a/d/f2"), pattern(101, 64));
+
+    fs.rename("/a/d", "/a/e").unwrap();
+    assert_eq!(
+        fs.open("/a/d/f2", rw()).unwrap_err(),
+        Error::NotFound,
+        "the old path is gone"
+    );
+    assert_eq!(read_all(&mut fs, "/a/e/f2"), pattern(101, 64));
+    fs.create_dir("/a/d").unwrap();
+    write_file(&mut fs, "/a/d/new", b"fresh");
+    assert_eq!(read_all(&mut fs, "/a/d/new"), b"fresh");
+    fs.remove("/a/d/new").unwrap();
+    fs.remove_dir("/a/d").unwrap();
+    assert_eq!(fs.open("/a/d/new", create()).unwrap_err(), Error::NotFound);
+    fs.rename("/a", "/b").unwrap();
+    assert_eq!(fs.open("/a/e/f3", rw()).unwrap_err(), Error::NotFound);
+    assert_eq!(read_all(&mut fs, "/b/e/f3"), pattern(3, 64));
+    fs.unmount().unwrap();
+    fs.mount().unwrap();
+    assert_eq!(read_all(&mut fs, "/b/e/f1"), pattern(100, 64));
+    assert_eq!(read_all(&mut fs, "/b/e/f2"), pattern(101, 64));
+}
