@@ -1,0 +1,286 @@
+//! `stagefs`: StageFS images on a PC. Makes factory images from a host directory,
+//! lists, reads, copies and removes files in an image, checks an image (`fsck`) and
+//! shows how the store on it uses the part (`inspect`). Every command works on an image
+//! in the programmer's layout ([`image`]) of a named part (`--part`, default W25N01GV),
+//! loaded into the simulated part; commands that change it write the image back only
+//! when they succeed.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use nand_hal::sim::profile::Profile;
+use stagefs_core::Kind;
+
+use stagefs_cli::volume::{say, Vol};
+use stagefs_cli::{copy, fsck, image, inspect, part, volume};
+
+#[derive(Parser)]
+#[command(
+    name = "stagefs",
+    version,
+    about = "StageFS images on a PC: mkfs, ls, cat, cp, rm, mkdir, fsck, inspect"
+)]
+struct Cli {
+    /// The part the image is for (w25n01gv, gd5f1gq4xa, mt29f1g01abafd, mt29f2g08, w25m02gv, tiny).
+    #[arg(long, global = true, default_value = "w25n01gv")]
+    part: String,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Formats a new image, copying a host directory tree in (a factory image).
+    Mkfs {
+        /// Host directory whose contents become the image's root.
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// The image file to write.
+        image: PathBuf,
+    },
+    /// Lists a directory of the image.
+    Ls {
+        image: PathBuf,
+        /// Directory inside the image.
+        #[arg(default_value = "/")]
+        path: String,
+    },
+    /// Writes a file of the image to standard output.
+    Cat { image: PathBuf, path: String },
+    /// Copies between the host and the image; image paths start with ':' (`:/etc/motd`).
+    Cp {
+        /// Copy directories and their contents.
+        #[arg(short = 'r')]
+        recursive: bool,
+        image: PathBuf,
+        from: String,
+        to: String,
+    },
+    /// Removes a file or an empty directory of the image.
+    Rm {
+        /// Remove a directory and everything in it.
+        #[arg(short = 'r')]
+        recursive: bool,
+        image: PathBuf,
+        path: String,
+    },
+    /// Creates a directory in the image.
+    Mkdir {
+        /// Create missing parents too, and accept an existing directory.
+        #[arg(short = 'p')]
+        parents: bool,
+        image: PathBuf,
+        path: String,
+    },
+    /// Checks an image: mount (recovering a crash), read every directory and file.
+    /// Exit code 0 clean, 1 a crash was recovered, 4 problems found, 8 not checkable.
+    Fsck { image: PathBuf },
+    /// Shows block states, valid pages, erase counts and bad blocks, or one page's tags.
+    Inspect {
+        image: PathBuf,
+        /// Show the spare-area tags of this page instead.
+        #[arg(long)]
+        page: Option<u32>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let profile = match part::by_name(&cli.part) {
+        Ok(p) => p,
+        Err(e) => return fail(&e, 16),
+    };
+    let r = match cli.cmd {
+        Cmd::Fsck { image } => return fsck_cmd(&profile, &image),
+        Cmd::Mkfs { from, image } => mkfs(&profile, from.as_deref(), &image),
+        Cmd::Ls { image, path } => on_image(&profile, &image, false, |v| ls(v, &path)),
+        Cmd::Cat { image, path } => on_image(&profile, &image, false, |v| {
+            let data = volume::read_file(v, &path).map_err(|e| say(&path, e))?;
+            std::io::stdout()
+                .write_all(&data)
+                .map_err(|e| format!("standard output: {e}"))
+        }),
+        Cmd::Cp {
+            recursive,
+            image,
+            from,
+            to,
+        } => cp(&profile, &image, &from, &to, recursive),
+        Cmd::Rm {
+            recursive,
+            image,
+            path,
+        } => on_image(&profile, &image, true, |v| {
+            copy::remove(v, &path, recursive)
+        }),
+        Cmd::Mkdir {
+            parents,
+            image,
+            path,
+        } => on_image(&profile, &image, true, |v| mkdir(v, &path, parents)),
+        Cmd::Inspect { image, page } => inspect_cmd(&profile, &image, page),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e, 1),
+    }
+}
+
+fn fail(e: &str, code: u8) -> ExitCode {
+    eprintln!("stagefs: {e}");
+    ExitCode::from(code)
+}
+
+/// Runs `f` on the mounted volume of `image`; with `write`, unmounts and saves the image
+/// when `f` succeeds (a failure leaves the image file as it was).
+fn on_image<T>(
+    profile: &Profile,
+    image: &Path,
+    write: bool,
+    f: impl FnOnce(&mut Vol<'_>) -> Result<T, String>,
+) -> Result<T, String> {
+    let mut sim = volume::load(profile, image)?;
+    let out = {
+        let mut v = volume::over(&mut sim);
+        v.mount()
+            .map_err(|e| say(&format!("mounting {}", image.display()), e))?;
+        let out = f(&mut v)?;
+        if write {
+            v.unmount().map_err(|e| say("unmounting", e))?;
+        }
+        out
+    };
+    if write {
+        volume::save(&sim, image)?;
+    }
+    Ok(out)
+}
+
+fn mkfs(profile: &Profile, from: Option<&Path>, image: &Path) -> Result<(), String> {
+    let mut sim = image::blank(profile);
+    let files = {
+        let mut v = volume::over(&mut sim);
+        v.format(volume::config_for(profile))
+            .map_err(|e| say("formatting", e))?;
+        let files = match from {
+            Some(dir) => {
+                if !dir.is_dir() {
+                    return Err(format!("{}: not a directory", dir.display()));
+                }
+                copy::into_image(&mut v, dir, "/", true)?
+            }
+            None => 0,
+        };
+        v.unmount().map_err(|e| say("unmounting", e))?;
+        files
+    };
+    volume::save(&sim, image)?;
+    println!(
+        "{}: {} image, {files} files, {} bytes",
+        image.display(),
+        profile.name,
+        image::image_len(profile)
+    );
+    Ok(())
+}
+
+fn ls(v: &mut Vol<'_>, path: &str) -> Result<(), String> {
+    for (name, kind) in volume::list(v, path).map_err(|e| say(path, e))? {
+        let full = volume::join(path, &name);
+        match kind {
+            Kind::Dir => println!("d {:>10} {name}/", "-"),
+            Kind::File => {
+                let m = v.metadata(&full).map_err(|e| say(&full, e))?;
+                println!("f {:>10} {name}", m.size);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cp(
+    profile: &Profile,
+    image: &Path,
+    from: &str,
+    to: &str,
+    recursive: bool,
+) -> Result<(), String> {
+    match (from.strip_prefix(':'), to.strip_prefix(':')) {
+        (None, Some(dst)) => on_image(profile, image, true, |v| {
+            copy::into_image(v, Path::new(from), dst, recursive).map(|_| ())
+        }),
+        (Some(src), None) => on_image(profile, image, false, |v| {
+            copy::out_of_image(v, src, Path::new(to), recursive).map(|_| ())
+        }),
+        _ => Err("exactly one of the two paths must be inside the image (start with ':')".into()),
+    }
+}
+
+fn mkdir(v: &mut Vol<'_>, path: &str, parents: bool) -> Result<(), String> {
+    if !parents {
+        return v.create_dir(path).map_err(|e| say(path, e));
+    }
+    let mut at = String::new();
+    for c in path.split('/').filter(|c| !c.is_empty()) {
+        at.push('/');
+        at.push_str(c);
+        match v.metadata(&at) {
+            Ok(m) if m.kind == Kind::Dir => {}
+            Ok(_) => return Err(format!("{at}: exists and is not a directory")),
+            Err(stagefs_core::Error::NotFound) => v.create_dir(&at).map_err(|e| say(&at, e))?,
+            Err(e) => return Err(say(&at, e)),
+        }
+    }
+    Ok(())
+}
+
+fn fsck_cmd(profile: &Profile, image: &Path) -> ExitCode {
+    let mut sim = match volume::load(profile, image) {
+        Ok(s) => s,
+        Err(e) => return fail(&e, 8),
+    };
+    let mut v = volume::over(&mut sim);
+    if let Err(e) = v.mount() {
+        println!("{}: does not mount: {e}", image.display());
+        return ExitCode::from(4);
+    }
+    let recovered = v.store().stats().recovery_scanned_pages > 0;
+    let r = fsck::check(&mut v, recovered);
+    for p in &r.problems {
+        println!("problem: {p}");
+    }
+    println!(
+        "{}: {} directories, {} files, {} bytes read{}; {}",
+        image.display(),
+        r.dirs,
+        r.files,
+        r.bytes,
+        if r.recovered {
+            ", a crash recovered"
+        } else {
+            ""
+        },
+        if r.problems.is_empty() {
+            "clean".to_string()
+        } else {
+            format!("{} problems", r.problems.len())
+        }
+    );
+    ExitCode::from(r.exit_code() as u8)
+}
+
+fn inspect_cmd(profile: &Profile, image: &Path, page: Option<u32>) -> Result<(), String> {
+    let mut sim = volume::load(profile, image)?;
+    if let Some(p) = page {
+        print!("{}", inspect::page_tags(&sim, p)?);
+        return Ok(());
+    }
+    let mut v = volume::over(&mut sim);
+    v.mount()
+        .map_err(|e| say(&format!("mounting {}", image.display()), e))?;
+    let s = inspect::summary(profile, v.store().blocks(), &v.store().stats());
+    print!("{s}");
+    Ok(())
+}
