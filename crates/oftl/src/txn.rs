@@ -142,7 +142,7 @@ impl<
                     let p = self.dev.payload as u64;
                     match *op {
                         TxOp::Write { offset, data, .. } if !data.is_empty() => {
-                            let last = (offset + data.len() as u64 - 1) / p;
+                            let last = offset.saturating_add(data.len() as u64 - 1) / p;
                             self.wbuf_forget(
                                 obj,
                                 (offset / p) as u32,

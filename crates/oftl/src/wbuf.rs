@@ -72,6 +72,16 @@ impl<const PAGE: usize> WPage<PAGE> {
         data: [0; PAGE],
     };
 
+    /// Now holds a clean copy of `(obj, lpn)` (its data already in place), used at `tick`.
+    pub fn hold_clean(&mut self, obj: u32, lpn: u32, tick: u32) {
+        self.used = true;
+        self.dirty = false;
+        self.obj = obj;
+        self.lpn = lpn;
+        self.end = 0;
+        self.lru = tick;
+    }
+
     /// Back to [`WPage::EMPTY`], in place.
     pub fn reset(&mut self) {
         self.used = false;
@@ -195,13 +205,7 @@ impl<
                 self.wbuf_fill(s, obj, lpn, old)?;
             }
         }
-        let w = &mut self.wbuf[s];
-        w.used = true;
-        w.dirty = false;
-        w.obj = obj;
-        w.lpn = lpn;
-        w.end = 0;
-        w.lru = self.tick;
+        self.wbuf[s].hold_clean(obj, lpn, self.tick);
         Ok(s)
     }
 
@@ -248,13 +252,7 @@ impl<
         let keep = size.saturating_sub(lpn as u64 * p as u64).min(p as u64) as usize;
         self.wbuf[s].data[keep..p].fill(0);
         self.tick = self.tick.wrapping_add(1);
-        let w = &mut self.wbuf[s];
-        w.used = true;
-        w.dirty = false;
-        w.obj = obj;
-        w.lpn = lpn;
-        w.end = 0;
-        w.lru = self.tick;
+        self.wbuf[s].hold_clean(obj, lpn, self.tick);
         Ok(())
     }
 

@@ -10,7 +10,16 @@
 //! (remount without unmount), read-only salvage mounts, aimed transient read failures,
 //! power cuts), over 1, 2 and 3 write-back buffers and both OOB and in-band placement.
 //! Every read is compared with the model of committed + buffered writes; a read must not
-//! program anything but index pages written back by the index cache.
+//! program anything but index pages written back by the index cache. After a cut (or a
+//! crash, or a failed read inside a write) the remounted store must hold, per object,
+//! its durable contents plus a prefix of its unflushed writes.
+//!
+//! Case counts: `CACHE_PROBE_CASES` (default 256 per property); `CACHE_PROBE_VERBOSE=1`
+//! prints running totals.
+//!
+//! Found (fixed): `transact_write_past_u64_max_is_too_large`: `transact` added
+//! `offset + len - 1` unchecked, before the op was validated, to find the pages whose
+//! copies it forgets.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,31 +118,79 @@ impl Len {
 
 #[derive(Clone, Debug)]
 enum Sub {
-    Write { slot: u8, off: Off, len: Len, seed: u16 },
-    Truncate { slot: u8, size: Off },
-    Delete { slot: u8 },
+    Write {
+        slot: u8,
+        off: Off,
+        len: Len,
+        seed: u16,
+    },
+    Truncate {
+        slot: u8,
+        size: Off,
+    },
+    Delete {
+        slot: u8,
+    },
     Create,
-    SetAttrs { slot: u8, v: u8 },
+    SetAttrs {
+        slot: u8,
+        v: u8,
+    },
     /// A write to the `k`-th object this transaction creates.
-    WriteNew { k: u8, off: Off, len: Len, seed: u16 },
+    WriteNew {
+        k: u8,
+        off: Off,
+        len: Len,
+        seed: u16,
+    },
 }
 
 #[derive(Clone, Debug)]
 enum Op {
     Create,
-    Write { slot: u8, off: Off, len: Len, seed: u16 },
+    Write {
+        slot: u8,
+        off: Off,
+        len: Len,
+        seed: u16,
+    },
     /// A whole-page-aligned read of `pages` pages.
-    ReadPage { slot: u8, page: u8, pages: u8 },
-    Read { slot: u8, off: Off, len: Len },
-    ReadAll { slot: u8 },
-    Flush { slot: u8 },
-    FlushAttrs { slot: u8, v: u8 },
-    Truncate { slot: u8, size: Off },
-    Delete { slot: u8 },
-    SetAttrs { slot: u8, v: u8 },
+    ReadPage {
+        slot: u8,
+        page: u8,
+        pages: u8,
+    },
+    Read {
+        slot: u8,
+        off: Off,
+        len: Len,
+    },
+    ReadAll {
+        slot: u8,
+    },
+    Flush {
+        slot: u8,
+    },
+    FlushAttrs {
+        slot: u8,
+        v: u8,
+    },
+    Truncate {
+        slot: u8,
+        size: Off,
+    },
+    Delete {
+        slot: u8,
+    },
+    SetAttrs {
+        slot: u8,
+        v: u8,
+    },
     Tx(Vec<Sub>),
     Sync,
-    Gc { budget: u8 },
+    Gc {
+        budget: u8,
+    },
     Remount,
     /// Remount without unmounting (RAM lost, like a cut between operations).
     Crash,
@@ -141,7 +198,19 @@ enum Op {
     ReadOnly,
     /// The `nth` read from now (and `len - 1` more) fails as uncorrectable, during one
     /// whole-page read.
-    FailRead { slot: u8, page: u8, nth: u8, len: u8 },
+    FailRead {
+        slot: u8,
+        page: u8,
+        nth: u8,
+        len: u8,
+    },
+    /// `op` with the `nth` read from now (and `len - 1` more) failing as uncorrectable:
+    /// a write or transaction that must read a page fails (and poisons the store).
+    Failing {
+        op: Box<Op>,
+        nth: u8,
+        len: u8,
+    },
 }
 
 fn off() -> impl Strategy<Value = Off> {
@@ -191,6 +260,17 @@ fn op(cuts: bool) -> impl Strategy<Value = Op> {
             1 => Just(Op::ReadOnly),
             2 => (any::<u8>(), 0u8..8, 1u8..4, 1u8..3)
                 .prop_map(|(slot, page, nth, len)| Op::FailRead { slot, page, nth, len }),
+            2 => (
+                prop_oneof![
+                    (any::<u8>(), off(), len(), any::<u16>())
+                        .prop_map(|(slot, off, len, seed)| Op::Write { slot, off, len, seed }),
+                    proptest::collection::vec(sub(), 1..4).prop_map(Op::Tx),
+                    (any::<u8>(), off()).prop_map(|(slot, size)| Op::Truncate { slot, size }),
+                ],
+                1u8..6,
+                1u8..3
+            )
+                .prop_map(|(op, nth, len)| Op::Failing { op: Box::new(op), nth, len }),
         ]
         .boxed()
     } else {
@@ -216,7 +296,10 @@ impl Model {
         if self.objs.is_empty() {
             return None;
         }
-        self.objs.keys().nth(slot as usize % self.objs.len()).copied()
+        self.objs
+            .keys()
+            .nth(slot as usize % self.objs.len())
+            .copied()
     }
 
     fn write(&mut self, id: u32, off: u64, d: &[u8]) {
@@ -249,8 +332,7 @@ impl Pending {
     }
 
     fn commit(&mut self, id: u32) {
-        let (mine, rest): (Vec<_>, Vec<_>) =
-            self.writes.drain(..).partition(|(o, _, _)| *o == id);
+        let (mine, rest): (Vec<_>, Vec<_>) = self.writes.drain(..).partition(|(o, _, _)| *o == id);
         self.writes = rest;
         for (_, off, d) in mine {
             self.durable.write(id, off, &d);
@@ -329,6 +411,8 @@ struct Run<'a, const W: usize> {
     reads: u64,
     cuts: u64,
     log: Vec<String>,
+    /// Reads are being made to fail (`Op::Failing`).
+    failing: bool,
 }
 
 impl<'a, const W: usize> Run<'a, W> {
@@ -399,7 +483,10 @@ impl<'a, const W: usize> Run<'a, W> {
                 off += self.p;
             }
             self.check_read(*id, 0, o.data.len() + 10)?;
-            let a = self.fs.attrs(*id).map_err(|e| self.fail(format!("attrs: {e:?}")))?;
+            let a = self
+                .fs
+                .attrs(*id)
+                .map_err(|e| self.fail(format!("attrs: {e:?}")))?;
             if a.user != attrs_of(o.attr) || a.size != o.data.len() as u64 {
                 return Err(self.fail(format!(
                     "attrs {id}: {}/{} != model {}/{}",
@@ -431,7 +518,13 @@ impl<'a, const W: usize> Run<'a, W> {
             if a.user != attrs_of(a.user[0]) {
                 return Err(self.fail(format!("observe {id}: attrs {:?}", &a.user[..4])));
             }
-            m.objs.insert(id, Obj { data, attr: a.user[0] });
+            m.objs.insert(
+                id,
+                Obj {
+                    data,
+                    attr: a.user[0],
+                },
+            );
         }
         Ok(m)
     }
@@ -468,6 +561,9 @@ impl<'a, const W: usize> Run<'a, W> {
         match r {
             Ok(()) => Ok(Outcome::Done),
             Err(e) if is_power_loss_w(&e) => Ok(Outcome::Cut(Box::new(after))),
+            Err(WriteError::Flash(f)) if self.failing && f.kind() == ErrorKind::Uncorrectable => {
+                Ok(Outcome::Cut(Box::new(after)))
+            }
             Err(WriteError::NoSpace) => Ok(Outcome::Refused),
             Err(e) => Err(self.fail(format!("{what}: {e:?}"))),
         }
@@ -485,7 +581,9 @@ impl<'a, const W: usize> Run<'a, W> {
                 match self.fs.create(ObjKind::Object) {
                     Ok(id) => {
                         if id != self.next_id {
-                            return Err(self.fail(format!("created {id}, expected {}", self.next_id)));
+                            return Err(
+                                self.fail(format!("created {id}, expected {}", self.next_id))
+                            );
                         }
                         self.next_id += 1;
                         self.st = after;
@@ -494,8 +592,15 @@ impl<'a, const W: usize> Run<'a, W> {
                     Err(e) => self.wres(Err(e), after, "create")?,
                 }
             }
-            Op::Write { slot, off, len, seed } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+            Op::Write {
+                slot,
+                off,
+                len,
+                seed,
+            } => {
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let o = off.at(p);
                 let d = bytes(*seed as u32 + 1, len.of(p, o));
                 let mut after = self.st.clone();
@@ -510,22 +615,30 @@ impl<'a, const W: usize> Run<'a, W> {
                 out
             }
             Op::ReadPage { slot, page, pages } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 return self.read_op(id, *page as u64 * p, *pages as usize * p as usize, &before);
             }
             Op::Read { slot, off, len } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let o = off.at(p);
                 let l = len.of(p, o);
                 return self.read_op(id, o, l, &before);
             }
             Op::ReadAll { slot } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let l = full.objs[&id].data.len() + 3;
                 return self.read_op(id, 0, l, &before);
             }
             Op::Flush { slot } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let mut after = self.st.clone();
                 after.commit(id);
                 let r = self.fs.flush(id);
@@ -536,7 +649,9 @@ impl<'a, const W: usize> Run<'a, W> {
                 out
             }
             Op::FlushAttrs { slot, v } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let mut after = self.st.clone();
                 after.commit(id);
                 after.durable.objs.get_mut(&id).unwrap().attr = *v;
@@ -548,7 +663,9 @@ impl<'a, const W: usize> Run<'a, W> {
                 out
             }
             Op::SetAttrs { slot, v } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let mut after = self.st.clone();
                 after.commit(id);
                 after.durable.objs.get_mut(&id).unwrap().attr = *v;
@@ -560,7 +677,9 @@ impl<'a, const W: usize> Run<'a, W> {
                 out
             }
             Op::Truncate { slot, size } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let s = size.at(p);
                 let mut after = self.st.clone();
                 if s == 0 {
@@ -568,7 +687,13 @@ impl<'a, const W: usize> Run<'a, W> {
                 } else {
                     after.commit(id);
                 }
-                after.durable.objs.get_mut(&id).unwrap().data.resize(s as usize, 0);
+                after
+                    .durable
+                    .objs
+                    .get_mut(&id)
+                    .unwrap()
+                    .data
+                    .resize(s as usize, 0);
                 let r = self.fs.truncate(id, s);
                 let out = self.wres(r, after.clone(), "truncate")?;
                 if let Outcome::Done = out {
@@ -577,7 +702,9 @@ impl<'a, const W: usize> Run<'a, W> {
                 out
             }
             Op::Delete { slot } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let mut after = self.st.clone();
                 after.drop_writes(id);
                 after.durable.objs.remove(&id);
@@ -649,8 +776,27 @@ impl<'a, const W: usize> Run<'a, W> {
                     .map_err(|e| self.fail(format!("mount: {e:?}")))?;
                 Outcome::Done
             }
-            Op::FailRead { slot, page, nth, len } => {
-                let Some(id) = full.id_of(*slot) else { return Ok(()) };
+            Op::Failing { op, nth, len } => {
+                let saved = *self.fs.flash().plan();
+                let mut plan = saved;
+                plan.faults.read_fail_at = *nth as u32;
+                plan.faults.read_fail_len = *len as u32;
+                self.fs.flash_mut().arm(plan);
+                self.failing = true;
+                let r = self.step(op);
+                self.failing = false;
+                self.fs.flash_mut().arm(saved);
+                return r;
+            }
+            Op::FailRead {
+                slot,
+                page,
+                nth,
+                len,
+            } => {
+                let Some(id) = full.id_of(*slot) else {
+                    return Ok(());
+                };
                 let mut plan = *self.fs.flash().plan();
                 let saved = plan;
                 plan.faults.read_fail_at = *nth as u32;
@@ -675,6 +821,9 @@ impl<'a, const W: usize> Run<'a, W> {
         }
     }
 
+    /// A read op: the bytes must match the model; the same read again (now perhaps
+    /// from a kept copy) is checked too. A read may write back index pages, so a cut
+    /// can land in it.
     fn read_op(
         &mut self,
         id: u32,
@@ -682,33 +831,23 @@ impl<'a, const W: usize> Run<'a, W> {
         len: usize,
         before: &Pending,
     ) -> Result<(), TestCaseError> {
-        // A read may write back index pages: a cut there is a cut like any other.
         let mut buf = vec![0u8; len];
-        let c = self.fs.flash().counters();
-        let probe = {
-            let ev = self.fs.stats().index_evictions;
-            let r = self.fs.read(id, off, &mut buf);
-            (r, ev)
-        };
-        match probe.0 {
+        let n = match self.fs.read(id, off, &mut buf) {
             Err(e) if is_power_loss_r(&e) => return self.recover(before, None),
-            _ => {
-                // Undo nothing: the read has no visible effect; compare the same read
-                // again (now possibly from the cache) and the bytes of the first one.
-                let _ = c;
-            }
-        }
-        let first = buf.clone();
-        let n1 = probe.0.map_err(|e| self.fail(format!("read: {e:?}")))?;
-        self.check_read(id, off, len)?;
+            Err(e) => return Err(self.fail(format!("read {id} @{off}+{len}: {e:?}"))),
+            Ok(n) => n,
+        };
         let m = self.st.full();
         let want = &m.objs[&id].data;
-        let end = (off as usize + len).min(want.len()).max(off as usize);
-        let w: &[u8] = if (off as usize) < want.len() { &want[off as usize..end] } else { &[] };
-        if n1 != w.len() || first[..n1] != *w {
-            return Err(self.fail(format!("first read of {id} @{off}+{len} differs")));
+        let w: &[u8] = if (off as usize) < want.len() {
+            &want[off as usize..(off as usize + len).min(want.len())]
+        } else {
+            &[]
+        };
+        if n != w.len() || buf[..n] != *w {
+            return Err(self.fail(format!("read of {id} @{off}+{len} differs from the model")));
         }
-        Ok(())
+        self.check_read(id, off, len)
     }
 
     fn tx(&mut self, subs: &[Sub], full: &Model) -> Result<Outcome, TestCaseError> {
@@ -727,8 +866,15 @@ impl<'a, const W: usize> Run<'a, W> {
         let mut rs: Vec<R> = Vec::new();
         for s in subs {
             match s {
-                Sub::Write { slot, off, len, seed } => {
-                    let Some(id) = full.id_of(*slot) else { continue };
+                Sub::Write {
+                    slot,
+                    off,
+                    len,
+                    seed,
+                } => {
+                    let Some(id) = full.id_of(*slot) else {
+                        continue;
+                    };
                     let o = off.at(p);
                     datas.push(bytes(*seed as u32 + 7, len.of(p, o)));
                     rs.push(R::W(id, o, datas.len() - 1));
@@ -742,11 +888,15 @@ impl<'a, const W: usize> Run<'a, W> {
                     rs.push(R::W(first_new + *k as u32, o, datas.len() - 1));
                 }
                 Sub::Truncate { slot, size } => {
-                    let Some(id) = full.id_of(*slot) else { continue };
+                    let Some(id) = full.id_of(*slot) else {
+                        continue;
+                    };
                     rs.push(R::T(id, size.at(p)));
                 }
                 Sub::Delete { slot } => {
-                    let Some(id) = full.id_of(*slot) else { continue };
+                    let Some(id) = full.id_of(*slot) else {
+                        continue;
+                    };
                     rs.push(R::D(id));
                 }
                 Sub::Create => {
@@ -754,7 +904,9 @@ impl<'a, const W: usize> Run<'a, W> {
                     rs.push(R::C);
                 }
                 Sub::SetAttrs { slot, v } => {
-                    let Some(id) = full.id_of(*slot) else { continue };
+                    let Some(id) = full.id_of(*slot) else {
+                        continue;
+                    };
                     rs.push(R::A(id, *v));
                 }
             }
@@ -765,11 +917,20 @@ impl<'a, const W: usize> Run<'a, W> {
         let ops: Vec<TxOp> = rs
             .iter()
             .map(|r| match *r {
-                R::W(obj, offset, i) => TxOp::Write { obj, offset, data: &datas[i] },
+                R::W(obj, offset, i) => TxOp::Write {
+                    obj,
+                    offset,
+                    data: &datas[i],
+                },
                 R::T(obj, size) => TxOp::Truncate { obj, size },
                 R::D(obj) => TxOp::Delete { obj },
-                R::C => TxOp::Create { kind: ObjKind::Object },
-                R::A(obj, v) => TxOp::SetAttrs { obj, attrs: attrs_of(v) },
+                R::C => TxOp::Create {
+                    kind: ObjKind::Object,
+                },
+                R::A(obj, v) => TxOp::SetAttrs {
+                    obj,
+                    attrs: attrs_of(v),
+                },
             })
             .collect();
         // The model: touched existing objects commit their writes first (those the
@@ -822,7 +983,13 @@ impl<'a, const W: usize> Run<'a, W> {
                         break;
                     }
                     total_empty = false;
-                    after.durable.objs.get_mut(&id).unwrap().data.resize(size as usize, 0);
+                    after
+                        .durable
+                        .objs
+                        .get_mut(&id)
+                        .unwrap()
+                        .data
+                        .resize(size as usize, 0);
                 }
                 R::D(id) => {
                     if !exists(id, &created, &deleted) || created.contains(&id) {
@@ -859,6 +1026,15 @@ impl<'a, const W: usize> Run<'a, W> {
             }
             Ok(()) => Err(self.fail(format!("transaction the model rejects succeeded: {ops:?}"))),
             Err(e) if is_power_loss_w(&e) => Ok(Outcome::Cut(Box::new(after))),
+            Err(WriteError::Flash(f)) if self.failing && f.kind() == ErrorKind::Uncorrectable => {
+                // The model's `after` is only right for a valid transaction; an invalid
+                // one changed nothing either way.
+                Ok(Outcome::Cut(Box::new(if valid {
+                    after
+                } else {
+                    self.st.clone()
+                })))
+            }
             Err(WriteError::NoSpace) if valid => Ok(Outcome::Refused),
             Err(e) if !valid => {
                 if matches!(e, WriteError::NotFound) {
@@ -882,7 +1058,8 @@ fn run<const W: usize>(
     noisy_reads: bool,
 ) -> Result<(u64, u64), TestCaseError> {
     let mut sim = SimNand::heap(prof, FaultPlan::seeded(seed));
-    let fs = FsW::<W>::format(&mut sim, cfg()).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+    let fs =
+        FsW::<W>::format(&mut sim, cfg()).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
     let p = fs.payload() as u64;
     let mut run = Run {
         fs,
@@ -892,6 +1069,7 @@ fn run<const W: usize>(
         reads: 0,
         cuts: 0,
         log: Vec::new(),
+        failing: false,
     };
     run.next_id = run.fs.next_object_id();
     let mut plan = FaultPlan::seeded(seed);
@@ -965,26 +1143,26 @@ fn cases(default: u32) -> u32 {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(96),
+        cases: cases(256),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
 
     /// Reads equal the model of committed + buffered writes, 2 buffers (the default).
     #[test]
-    fn differential_wbuf2(seed in 0u64..1000, ops in proptest::collection::vec(op(false), 1..120)) {
+    fn differential_wbuf2(seed in 0u64..1000, ops in proptest::collection::vec(op(false), 1..150)) {
         run::<2>(profile::TINY, seed, &ops, None, false)?;
     }
 
     /// One buffer: every whole-page read competes with the writes for it.
     #[test]
-    fn differential_wbuf1(seed in 0u64..1000, ops in proptest::collection::vec(op(false), 1..120)) {
+    fn differential_wbuf1(seed in 0u64..1000, ops in proptest::collection::vec(op(false), 1..150)) {
         run::<1>(profile::TINY, seed, &ops, None, false)?;
     }
 
     /// Three buffers, in-band placement (payload smaller than the page).
     #[test]
-    fn differential_wbuf3_inband(seed in 0u64..1000, ops in proptest::collection::vec(op(false), 1..120)) {
+    fn differential_wbuf3_inband(seed in 0u64..1000, ops in proptest::collection::vec(op(false), 1..150)) {
         run::<3>(tiny_raw(), seed, &ops, None, false)?;
     }
 
@@ -993,10 +1171,290 @@ proptest! {
     #[test]
     fn differential_with_faults(
         seed in 0u64..1000,
-        ops in proptest::collection::vec(op(true), 1..120),
+        ops in proptest::collection::vec(op(true), 1..150),
         cut in proptest::option::of((1u64..400, any::<u8>())),
         noisy in any::<bool>(),
     ) {
         run::<2>(profile::TINY, seed, &ops, cut, noisy)?;
+    }
+
+    /// The same, one buffer, in-band placement.
+    #[test]
+    fn differential_with_faults_wbuf1_inband(
+        seed in 0u64..1000,
+        ops in proptest::collection::vec(op(true), 1..150),
+        cut in proptest::option::of((1u64..400, any::<u8>())),
+    ) {
+        run::<1>(tiny_raw(), seed, &ops, cut, false)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(256) / 8 + 1,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Long runs with four buffers (GC and checkpoints under way; many cached pages).
+    #[test]
+    fn differential_wbuf4_long(seed in 0u64..1000, ops in proptest::collection::vec(op(true), 300..600)) {
+        run::<4>(profile::TINY, seed, &ops, None, false)?;
+    }
+
+    /// No buffers: nothing is cached, every write is synchronous.
+    #[test]
+    fn differential_wbuf0(seed in 0u64..1000, ops in proptest::collection::vec(op(false), 1..150)) {
+        run::<0>(profile::TINY, seed, &ops, None, false)?;
+    }
+}
+
+// ---- targeted sequences --------------------------------------------------------------------
+
+type Fs<'a> = FsW<'a, 2>;
+
+fn page_read(fs: &mut Fs, o: u32, lpn: u64) -> (Vec<u8>, u64, u64) {
+    let p = fs.payload() as usize;
+    let c = fs.flash().counters();
+    let mut b = vec![0u8; p];
+    let n = fs.read(o, lpn * p as u64, &mut b).unwrap();
+    let d = fs.flash().counters() - c;
+    b.truncate(n);
+    (b, d.reads, d.programs)
+}
+
+/// An object whose committed last page is partial (size 100) can only have that page
+/// kept by a whole-page read while buffered writes elsewhere make it longer: the copy
+/// holds zeros past 100. A transaction that grows the object through another page
+/// keeps the copy (it is the committed page), and a later buffered write into the gap
+/// and a truncate that grows the object read zeros where nothing was written.
+#[test]
+fn partial_last_page_cached_then_grown_by_a_transaction() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let p = fs.payload() as u64;
+    let o = fs.create(ObjKind::Object).unwrap();
+    let mut model = bytes(1, 100);
+    // Through a transaction: no buffer holds page 0 afterwards.
+    fs.transact(&[TxOp::Write {
+        obj: o,
+        offset: 0,
+        data: &model,
+    }])
+    .unwrap();
+    // Dirty page 2 (pending size 2p + 6), then page 0 whole: kept, zeros past 100.
+    fs.write(o, 2 * p, &[5; 6]).unwrap();
+    model.resize(2 * p as usize + 6, 0);
+    model[2 * p as usize..].fill(5);
+    let (b, reads, programs) = page_read(&mut fs, o, 0);
+    assert_eq!((reads, programs), (1, 0));
+    assert_eq!(b[..], model[..p as usize]);
+    // A transaction writes page 1 (the object's dirty page 2 commits first).
+    let d = bytes(2, 30);
+    fs.transact(&[TxOp::Write {
+        obj: o,
+        offset: p + 7,
+        data: &d,
+    }])
+    .unwrap();
+    model[p as usize + 7..p as usize + 37].copy_from_slice(&d);
+    let (b, reads, _) = page_read(&mut fs, o, 0);
+    assert_eq!(reads, 0, "page 0 was not rewritten: its copy stays");
+    assert_eq!(b[..], model[..p as usize]);
+    // A buffered write into the gap of the cached page, then the whole object.
+    fs.write(o, 1000, &[9; 10]).unwrap();
+    model[1000..1010].fill(9);
+    let mut all = vec![0u8; model.len() + 5];
+    assert_eq!(fs.read(o, 0, &mut all).unwrap(), model.len());
+    assert_eq!(all[..model.len()], model[..]);
+    // Truncate into page 0, grow again: zeros past the cut.
+    fs.truncate(o, 50).unwrap();
+    model.truncate(50);
+    fs.write(o, 3 * p + 1, &[4; 3]).unwrap(); // dirty page 3: page 0 is whole again
+    model.resize(3 * p as usize + 4, 0);
+    model[3 * p as usize + 1..].fill(4);
+    let (b, _, _) = page_read(&mut fs, o, 0);
+    assert_eq!(b[..], model[..p as usize]);
+    fs.transact(&[TxOp::Truncate {
+        obj: o,
+        size: 5 * p,
+    }])
+    .unwrap();
+    model.resize(5 * p as usize, 0);
+    for lpn in 0..5 {
+        let (b, _, _) = page_read(&mut fs, o, lpn);
+        assert_eq!(
+            b[..],
+            model[(lpn * p) as usize..((lpn + 1) * p) as usize],
+            "page {lpn}"
+        );
+    }
+    fs.unmount().unwrap();
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    for lpn in 0..5 {
+        let (b, _, _) = page_read(&mut fs, o, lpn);
+        assert_eq!(
+            b[..],
+            model[(lpn * p) as usize..((lpn + 1) * p) as usize],
+            "page {lpn}"
+        );
+    }
+}
+
+/// Cached pages across every kind of transaction op on the object and on others:
+/// truncate to 0 then rewrite in one transaction, delete and create (a new id) in one,
+/// attributes only, and a write to the object's other page.
+#[test]
+fn cached_pages_across_transactions() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let p = fs.payload() as usize;
+    let a = fs.create(ObjKind::Object).unwrap();
+    let b = fs.create(ObjKind::Object).unwrap();
+    let da = bytes(10, 3 * p);
+    let db = bytes(11, 2 * p);
+    fs.write(a, 0, &da).unwrap();
+    fs.write(b, 0, &db).unwrap();
+    assert_eq!(page_read(&mut fs, a, 1).0, da[p..2 * p]);
+    assert_eq!(page_read(&mut fs, b, 0).0, db[..p]);
+    // Attributes only: both copies stay.
+    fs.transact(&[
+        TxOp::SetAttrs {
+            obj: a,
+            attrs: attrs_of(3),
+        },
+        TxOp::SetAttrs {
+            obj: b,
+            attrs: attrs_of(4),
+        },
+    ])
+    .unwrap();
+    assert_eq!(page_read(&mut fs, a, 1).1, 0);
+    assert_eq!(page_read(&mut fs, b, 0).1, 0);
+    // Truncate a to 0 and write it again, in one transaction.
+    let na = bytes(12, p + 10);
+    fs.transact(&[
+        TxOp::Truncate { obj: a, size: 0 },
+        TxOp::Write {
+            obj: a,
+            offset: 0,
+            data: &na,
+        },
+    ])
+    .unwrap();
+    assert_eq!(page_read(&mut fs, a, 0).0, na[..p]);
+    assert_eq!(page_read(&mut fs, a, 1).0, na[p..]);
+    // Delete b and create c in one transaction; c reads empty.
+    let c = fs.next_object_id();
+    fs.transact(&[
+        TxOp::Delete { obj: b },
+        TxOp::Create {
+            kind: ObjKind::Object,
+        },
+    ])
+    .unwrap();
+    assert!(!fs.exists(b).unwrap());
+    assert_eq!(page_read(&mut fs, c, 0).0, Vec::<u8>::new());
+    let dc = bytes(13, p);
+    fs.write(c, 0, &dc).unwrap();
+    assert_eq!(page_read(&mut fs, c, 0).0, dc);
+    // A write to a's page 1 keeps page 0's copy and forgets page 1's.
+    assert_eq!(page_read(&mut fs, a, 0).0, na[..p]);
+    fs.transact(&[TxOp::Write {
+        obj: a,
+        offset: p as u64 + 3,
+        data: &[1, 2, 3],
+    }])
+    .unwrap();
+    let (b0, r0, _) = page_read(&mut fs, a, 0);
+    assert_eq!((b0[..] == na[..p], r0), (true, 0));
+    let mut want = na[p..].to_vec();
+    want[3..6].copy_from_slice(&[1, 2, 3]);
+    assert_eq!(page_read(&mut fs, a, 1).0, want);
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
+/// A whole-page read whose page fails to read leaves no copy behind (the buffer it was
+/// to go in is free), and the page reads right afterwards.
+#[test]
+fn failed_whole_page_read_keeps_nothing() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let p = fs.payload() as usize;
+    let o = fs.create(ObjKind::Object).unwrap();
+    let d = bytes(20, 2 * p);
+    fs.write(o, 0, &d).unwrap();
+    fs.sync().unwrap();
+    assert_eq!(page_read(&mut fs, o, 1).0, d[p..]); // a clean copy of page 1 to evict
+    let saved = *fs.flash().plan();
+    let mut plan = saved;
+    plan.faults.read_fail_at = 1;
+    plan.faults.read_fail_len = 4;
+    fs.flash_mut().arm(plan);
+    let mut b = vec![0u8; p];
+    assert!(fs.read(o, 0, &mut b).is_err());
+    fs.flash_mut().arm(saved);
+    let (b, reads, _) = page_read(&mut fs, o, 0);
+    assert_eq!((b[..] == d[..p], reads), (true, 1));
+    assert_eq!(page_read(&mut fs, o, 0).1, 0);
+}
+
+/// Regression of cb247af (fixed): `transact` computed the last page an op writes (to
+/// forget its copies) before validating the op, as `offset + len - 1` unchecked; a
+/// write whose end does not fit in a u64 panicked with an arithmetic overflow in
+/// overflow-checked builds instead of returning `TooLarge`.
+#[test]
+fn transact_write_past_u64_max_is_too_large() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let o = fs.create(ObjKind::Object).unwrap();
+    assert_eq!(fs.write(o, u64::MAX, &[1]), Err(WriteError::TooLarge));
+    assert_eq!(
+        fs.transact(&[TxOp::Write {
+            obj: o,
+            offset: u64::MAX,
+            data: &[1]
+        }]),
+        Err(WriteError::TooLarge)
+    );
+    assert_eq!(
+        fs.transact(&[TxOp::Write {
+            obj: o,
+            offset: u64::MAX - 2,
+            data: &[1, 2, 3]
+        }]),
+        Err(WriteError::TooLarge)
+    );
+    // The store is still usable.
+    fs.write(o, 0, &[7; 4]).unwrap();
+    let mut b = [0u8; 4];
+    assert_eq!(fs.read(o, 0, &mut b).unwrap(), 4);
+    assert_eq!(b, [7; 4]);
+}
+
+/// Offsets that do not overflow but are far past the largest object: refused, and the
+/// copies of the object's pages (all forgotten, as the page number does not fit in 32
+/// bits) still read right.
+#[test]
+fn transact_write_far_past_the_largest_object() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let p = fs.payload() as usize;
+    let o = fs.create(ObjKind::Object).unwrap();
+    let d = bytes(30, p);
+    fs.write(o, 0, &d).unwrap();
+    assert_eq!(page_read(&mut fs, o, 0).0, d);
+    for off in [fs.max_object_size(), 1 << 43, (1 << 43) + 5, 1 << 62] {
+        assert_eq!(
+            fs.transact(&[TxOp::Write {
+                obj: o,
+                offset: off,
+                data: &[1]
+            }]),
+            Err(WriteError::TooLarge),
+            "offset {off}"
+        );
+        assert_eq!(page_read(&mut fs, o, 0).0, d);
     }
 }
