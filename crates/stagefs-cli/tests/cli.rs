@@ -167,6 +167,39 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("does not mount"));
 
+    // A damaged backpointer under one page of a file: that file is listed as a
+    // problem, the others still read, the image still mounts.
+    let damaged = d.join("damaged.bin");
+    {
+        let src = d.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("big"), vec![0x42u8; 20_000]).unwrap();
+        std::fs::write(src.join("small"), b"fine").unwrap();
+        ok(&[
+            "mkfs",
+            "--from",
+            src.to_str().unwrap(),
+            damaged.to_str().unwrap(),
+        ]);
+    }
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let ps = p.geometry.page_size() as usize;
+    let hit = (0..p.geometry.pages() as usize)
+        .find(|&i| bytes[i * rec..i * rec + ps].iter().all(|&b| b == 0x42))
+        .expect("a page of the big file");
+    for b in &mut bytes[hit * rec + ps..(hit + 1) * rec] {
+        *b ^= 0x5A;
+    }
+    std::fs::write(&damaged, &bytes).unwrap();
+    let o = stagefs(&["fsck", damaged.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(4), "{out}");
+    assert!(
+        out.contains("problem: /big: contents cannot be read"),
+        "{out}"
+    );
+    assert_eq!(ok(&["cat", damaged.to_str().unwrap(), "/small"]), "fine");
+
     // Not an image of this part at all: not checkable.
     let short = d.join("short.bin");
     std::fs::write(&short, b"not an image").unwrap();
