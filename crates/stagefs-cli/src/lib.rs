@@ -12,5 +12,6 @@ pub mod copy;
 pub mod fsck;
 pub mod image;
 pub mod inspect;
+pub mod mount;
 pub mod part;
 pub mod volume;

@@ -14,7 +14,7 @@ use nand_hal::sim::profile::Profile;
 use stagefs_core::Kind;
 
 use stagefs_cli::volume::{say, Vol};
-use stagefs_cli::{copy, fsck, image, inspect, part, volume};
+use stagefs_cli::{copy, fsck, image, inspect, mount, part, volume};
 
 #[derive(Parser)]
 #[command(
@@ -84,6 +84,23 @@ enum Cmd {
         #[arg(long)]
         page: Option<u32>,
     },
+    /// Mounts an image with FUSE until `fusermount3 -u DIR`; unmounting makes every
+    /// file durable and writes the image back.
+    Mount {
+        image: PathBuf,
+        dir: PathBuf,
+        /// Mount options: `ro` (read-only: nothing is written) or `rw`.
+        #[arg(short = 'o', value_delimiter = ',')]
+        options: Vec<String>,
+        /// Cut the power inside the simulated part at the N-th program or erase after
+        /// mounting: `N` or `N.KIND`, KIND one of clean, some, most, prefix, rand
+        /// (the torn shapes). The image saved at unmount holds what the cut left.
+        #[arg(long)]
+        cut_at: Option<String>,
+        /// Arm a whole fault plan instead (a replay token, `nandsim:seed=..:cut=..`).
+        #[arg(long, conflicts_with = "cut_at")]
+        faults: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -121,6 +138,13 @@ fn main() -> ExitCode {
             path,
         } => on_image(&profile, &image, true, |v| mkdir(v, &path, parents)),
         Cmd::Inspect { image, page } => inspect_cmd(&profile, &image, page),
+        Cmd::Mount {
+            image,
+            dir,
+            options,
+            cut_at,
+            faults,
+        } => mount_cmd(&profile, image, dir, &options, cut_at, faults),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -283,4 +307,42 @@ fn inspect_cmd(profile: &Profile, image: &Path, page: Option<u32>) -> Result<(),
     let s = inspect::summary(profile, v.store().blocks(), &v.store().stats());
     print!("{s}");
     Ok(())
+}
+
+fn mount_cmd(
+    profile: &Profile,
+    image: PathBuf,
+    dir: PathBuf,
+    options: &[String],
+    cut_at: Option<String>,
+    faults: Option<String>,
+) -> Result<(), String> {
+    let mut read_only = false;
+    for o in options {
+        match o.as_str() {
+            "ro" => read_only = true,
+            "rw" => read_only = false,
+            _ => return Err(format!("-o {o}: unknown mount option (ro, rw)")),
+        }
+    }
+    let faults = match (cut_at, faults) {
+        (Some(c), _) => Some(mount::cut_plan(&c)?),
+        (None, Some(t)) => Some(
+            t.parse()
+                .map_err(|_| format!("--faults {t}: not a replay token"))?,
+        ),
+        (None, None) => None,
+    };
+    if read_only && faults.is_some() {
+        return Err("a power cut needs a read-write mount".into());
+    }
+    mount::run(
+        profile,
+        &mount::MountSpec {
+            image,
+            dir,
+            read_only,
+            faults,
+        },
+    )
 }

@@ -14,6 +14,13 @@ use crate::part::{MAX_BLOCKS, PAGE};
 pub type Store<'a> = Oftl<&'a mut Sim, PAGE, MAX_BLOCKS, 12>;
 /// A volume.
 pub type Vol<'a> = Fs<Store<'a>, PAGE, 4>;
+/// The object store of a mounted image, owning its simulated part.
+pub type OwnedStore = Oftl<Sim, PAGE, MAX_BLOCKS, 12>;
+/// File-layer handles of a FUSE mount (files open at once; more are closed and
+/// reopened as needed).
+pub const MOUNT_HANDLES: usize = 8;
+/// The volume of a FUSE mount.
+pub type MountVol = Fs<OwnedStore, PAGE, MOUNT_HANDLES>;
 /// The file layer's error on the simulator.
 pub type FsError = Error<nand_hal::sim::SimError>;
 
@@ -85,7 +92,10 @@ pub fn write_file(v: &mut Vol<'_>, path: &str, data: &[u8]) -> Result<(), FsErro
 }
 
 /// The entries of a directory: `(name, kind)`, sorted by name.
-pub fn list(v: &mut Vol<'_>, path: &str) -> Result<Vec<(String, Kind)>, FsError> {
+pub fn list<S: stagefs_core::Store, const H: usize>(
+    v: &mut Fs<S, PAGE, H>,
+    path: &str,
+) -> Result<Vec<(String, Kind)>, Error<S::FlashError>> {
     let mut out = Vec::new();
     for e in v.read_dir(path)? {
         let e = e?;
