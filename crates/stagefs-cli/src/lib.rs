@@ -14,4 +14,5 @@ pub mod image;
 pub mod inspect;
 pub mod mount;
 pub mod part;
+pub mod torture;
 pub mod volume;

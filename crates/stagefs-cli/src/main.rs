@@ -84,6 +84,28 @@ enum Cmd {
         #[arg(long)]
         page: Option<u32>,
     },
+    /// The power-loss harness on a workload: random clean and torn cuts, each followed
+    /// by a remount checked against a file-tree oracle; failures print a replay token.
+    Torture {
+        /// many, logging, varmail, staging or mixed.
+        #[arg(long, default_value = "mixed")]
+        workload: String,
+        /// Power cuts to try.
+        #[arg(long, default_value_t = 1000)]
+        cuts: u64,
+        /// Operations in the workload.
+        #[arg(long, default_value_t = 200)]
+        ops: usize,
+        /// Seed of the workload and the cut points.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Add background faults: read errors, program and erase failures, bad blocks.
+        #[arg(long)]
+        noisy: bool,
+        /// Run only the case this replay token names.
+        #[arg(long)]
+        replay: Option<String>,
+    },
     /// Mounts an image with FUSE until `fusermount3 -u DIR`; unmounting makes every
     /// file durable and writes the image back.
     Mount {
@@ -97,7 +119,7 @@ enum Cmd {
         /// (the torn shapes). The image saved at unmount holds what the cut left.
         #[arg(long)]
         cut_at: Option<String>,
-        /// Arm a whole fault plan instead (a replay token, `nandsim:seed=..:cut=..`).
+        /// Arm a whole fault plan instead (a replay token, `ns1:seed=..:cut=..`).
         #[arg(long, conflicts_with = "cut_at")]
         faults: Option<String>,
     },
@@ -138,6 +160,14 @@ fn main() -> ExitCode {
             path,
         } => on_image(&profile, &image, true, |v| mkdir(v, &path, parents)),
         Cmd::Inspect { image, page } => inspect_cmd(&profile, &image, page),
+        Cmd::Torture {
+            workload,
+            cuts,
+            ops,
+            seed,
+            noisy,
+            replay,
+        } => torture_cmd(&profile, &workload, cuts, ops, seed, noisy, replay),
         Cmd::Mount {
             image,
             dir,
@@ -345,4 +375,55 @@ fn mount_cmd(
             faults,
         },
     )
+}
+
+fn torture_cmd(
+    profile: &Profile,
+    workload: &str,
+    cuts: u64,
+    ops: usize,
+    seed: u64,
+    noisy: bool,
+    replay: Option<String>,
+) -> Result<(), String> {
+    use stagefs_cli::torture;
+    if let Some(token) = replay {
+        torture::replay(&token)?;
+        println!("{token}: passes");
+        return Ok(());
+    }
+    let w = torture::workload(workload, ops, seed, *profile)?;
+    let bar = indicatif::ProgressBar::new(cuts).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {pos}/{len} cuts, {elapsed} (eta {eta})",
+        )
+        .map_err(|e| e.to_string())?
+        .progress_chars("=> "),
+    );
+    bar.set_message(format!("{workload} on {}", profile.name));
+    let o = torture::run(&w, cuts, seed, noisy, |done| bar.set_position(done));
+    bar.finish_and_clear();
+    println!(
+        "{workload} on {}: {} operations ({} programs and erases uncut); {} cases, {} cuts in the workload, {} in recovery; {} failures",
+        profile.name,
+        w.ops.len(),
+        o.workload_ops,
+        o.runs,
+        o.cuts,
+        o.recovery_cuts,
+        o.failures.len()
+    );
+    for f in &o.failures {
+        println!("FAILED: {f}");
+        println!(
+            "  stagefs --part {} torture --replay '{}'",
+            profile.name.to_ascii_lowercase(),
+            f.token
+        );
+    }
+    if o.failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} power-loss cases failed", o.failures.len()))
+    }
 }

@@ -255,3 +255,24 @@ fn inspect_shows_the_blocks_and_a_pages_tags_and_misuse_is_refused() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("known parts"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn torture_runs_cuts_and_replays_a_token() {
+    let out = ok(&[
+        "torture",
+        "--workload",
+        "logging",
+        "--cuts",
+        "40",
+        "--ops",
+        "60",
+    ]);
+    assert!(out.contains("0 failures"), "{out}");
+    assert!(out.contains("cuts in the workload"), "{out}");
+    let token = "logging-60-1-tiny@ns1:seed=7:cut=20.some";
+    let out = ok(&["torture", "--replay", token]);
+    assert!(out.contains("passes"), "{out}");
+    let o = stagefs(&["torture", "--workload", "nope"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown workload nope"));
+}

@@ -44,6 +44,8 @@ mod file;
 pub mod format;
 mod io;
 mod namespace;
+#[cfg(feature = "oracle")]
+pub mod oracle;
 mod path;
 mod readdir;
 mod stage;

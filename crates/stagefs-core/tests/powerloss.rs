@@ -8,128 +8,28 @@
 
 mod model;
 
-use model::{apply, effects, observe, power_loss, Op, Store, Tree, Vol};
-use nand_hal::powerloss::{self, CheckError, RecoveryCuts, Scenario, Schedule, Sim, Sweep};
-use nand_hal::sim::profile::{self, Profile};
+use model::{Op, Workload};
+use nand_hal::powerloss::{self, RecoveryCuts, Schedule, Sweep};
+use nand_hal::sim::profile;
 use nand_hal::sim::{CutKind, FaultConfig};
 use oftl::Config;
-use stagefs_core::Fs;
 
-struct Files {
-    name: &'static str,
-    profile: Profile,
-    preload: Vec<Op>,
-    ops: Vec<Op>,
-}
+type Files = Workload<2048, 64, 4>;
 
-#[derive(Clone, Debug)]
-struct Oracle {
-    /// The acknowledged state.
-    now: Tree,
-    /// What the operation in flight may have left.
-    in_flight: Vec<Tree>,
-}
-
-impl Scenario for Files {
-    type Oracle = Oracle;
-
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn profile(&self) -> Profile {
-        self.profile
-    }
-
-    fn setup(&self, nand: &mut Sim) -> Result<Oracle, String> {
-        let mut fs: Vol<'_> = Fs::new(Store::new(nand));
-        fs.format(Config {
-            window_blocks: 6,
-            format_id: 5,
-            ..Default::default()
-        })
-        .map_err(|e| format!("format: {e:?}"))?;
-        let mut now = Tree::new();
-        for op in &self.preload {
-            apply(&mut fs, op).map_err(|e| format!("preload {op:?}: {e:?}"))?;
-            now = effects(&now, op).pop().unwrap();
-        }
-        fs.unmount().map_err(|e| format!("unmount: {e:?}"))?;
-        Ok(Oracle {
-            now,
-            in_flight: Vec::new(),
-        })
-    }
-
-    fn run(&self, nand: &mut Sim, o: &mut Oracle) -> Result<(), String> {
-        let mut fs: Vol<'_> = Fs::new(Store::new(nand));
-        fs.mount().map_err(|e| format!("mount: {e:?}"))?;
-        for op in &self.ops {
-            o.in_flight = effects(&o.now, op);
-            match apply(&mut fs, op) {
-                Ok(()) => {
-                    o.now = o.in_flight.pop().unwrap();
-                    o.in_flight.clear();
-                }
-                Err(e) => return Err(format!("{op:?}: {e:?}")),
-            }
-        }
-        fs.unmount().map_err(|e| format!("unmount: {e:?}"))
-    }
-
-    fn check(&self, nand: &mut Sim, o: &Oracle) -> Result<(), CheckError> {
-        let mut fs: Vol<'_> = Fs::new(Store::new(nand));
-        if let Err(e) = fs.mount() {
-            if power_loss(&e) {
-                return Err(CheckError::PowerLoss);
-            }
-            // Failed programs retired so many blocks of the small part that the store
-            // mounts read-only: the volume refuses to mount while staged records wait
-            // (documented limitation), never serves stale files.
-            if e == stagefs_core::Error::ReadOnly && fs.store().health() != oftl::Health::Writable {
-                return Ok(());
-            }
-            return Err(format!("mount: {e:?}").into());
-        }
-        let seen = match observe(&mut fs) {
-            Ok(t) => t,
-            Err(e) if power_loss(&e) => return Err(CheckError::PowerLoss),
-            Err(e) => return Err(format!("read back: {e:?}").into()),
-        };
-        if seen == o.now || o.in_flight.contains(&seen) {
-            return Ok(());
-        }
-        let diff = |want: &Tree| {
-            let mut d = Vec::new();
-            for (k, v) in want {
-                match seen.get(k) {
-                    None => d.push(format!("missing {k}")),
-                    Some(x) if x != v => d.push(format!("differs {k}: {x:?} != {v:?}")),
-                    _ => {}
-                }
-            }
-            for k in seen.keys() {
-                if !want.contains_key(k) {
-                    d.push(format!("extra {k}"));
-                }
-            }
-            d.join("; ")
-        };
-        let mut msg = format!(
-            "tree matches no allowed state:\n  vs acknowledged: {}",
-            diff(&o.now)
-        );
-        for t in &o.in_flight {
-            msg.push_str(&format!("\n  vs in flight: {}", diff(t)));
-        }
-        Err(msg.into())
+/// The store configuration of the sweeps (the test part has 16 blocks).
+fn config() -> Config {
+    Config {
+        window_blocks: 6,
+        format_id: 5,
+        ..Default::default()
     }
 }
 
 fn namespace() -> Files {
     use Op::*;
     Files {
-        name: "files-namespace",
+        name: "files-namespace".into(),
+        config: config(),
         profile: profile::TINY,
         preload: vec![Mkdir("/etc"), Put("/etc/a", 40, 1), Put("/big", 3000, 2)],
         ops: vec![
@@ -176,7 +76,8 @@ fn crowded() -> Files {
     ops.push(Rename(names[1], names[2]));
     ops.push(Rename("/d", "/e"));
     Files {
-        name: "files-crowded",
+        name: "files-crowded".into(),
+        config: config(),
         profile: profile::TINY,
         preload: vec![Mkdir("/d")],
         ops,
@@ -222,7 +123,8 @@ fn staging() -> Files {
     ops.push(Remove(NAMES[0]));
     ops.push(Append(NAMES[1], 1500, 77));
     Files {
-        name: "files-staging",
+        name: "files-staging".into(),
+        config: config(),
         profile: profile::TINY,
         preload,
         ops,
@@ -356,7 +258,7 @@ fn replay() {
     let scenarios = [namespace(), crowded(), staging()];
     let s = scenarios
         .iter()
-        .find(|s| token.split('@').next() == Some(s.name))
+        .find(|s| token.split('@').next() == Some(s.name.as_str()))
         .expect("token names a known scenario");
     powerloss::replay(s, &token).unwrap();
 }
