@@ -101,6 +101,21 @@ pub fn summary(profile: &Profile, blocks: &[BlockInfo], stats: &Stats) -> String
     s
 }
 
+/// The staging area in words.
+pub fn staging(s: &stagefs_core::StagingStatus) -> String {
+    format!(
+        "staging: log stream {} holds {} bytes of records (LSN {} to {}); {} files with records not yet patched home, {} inline files staged, {} bytes staged since the last patch; a replay would write up to {} pages\n",
+        s.stream,
+        s.end_lsn - s.first_lsn,
+        s.first_lsn,
+        s.end_lsn,
+        s.staged_objects,
+        s.staged_inline,
+        s.staged_bytes,
+        s.replay_pages
+    )
+}
+
 /// The spare-area tags of page `page`: the owned bytes and, where the store keeps
 /// backpointers in the spare area, the backpointer decoded.
 pub fn page_tags(sim: &Sim, page: u32) -> Result<String, String> {

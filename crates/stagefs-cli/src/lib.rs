@@ -14,5 +14,6 @@ pub mod image;
 pub mod inspect;
 pub mod mount;
 pub mod part;
+pub mod picture;
 pub mod torture;
 pub mod volume;

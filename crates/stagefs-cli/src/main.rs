@@ -83,6 +83,12 @@ enum Cmd {
         /// Show the spare-area tags of this page instead.
         #[arg(long)]
         page: Option<u32>,
+        /// Also draw the erase-count heat map and block-state map as SVG here.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        /// Also draw them as PNG here.
+        #[arg(long)]
+        png: Option<PathBuf>,
     },
     /// The power-loss harness on a workload: random clean and torn cuts, each followed
     /// by a remount checked against a file-tree oracle; failures print a replay token.
@@ -159,7 +165,12 @@ fn main() -> ExitCode {
             image,
             path,
         } => on_image(&profile, &image, true, |v| mkdir(v, &path, parents)),
-        Cmd::Inspect { image, page } => inspect_cmd(&profile, &image, page),
+        Cmd::Inspect {
+            image,
+            page,
+            svg,
+            png,
+        } => inspect_cmd(&profile, &image, page, &[svg, png]),
         Cmd::Torture {
             workload,
             cuts,
@@ -325,7 +336,12 @@ fn fsck_cmd(profile: &Profile, image: &Path) -> ExitCode {
     ExitCode::from(r.exit_code() as u8)
 }
 
-fn inspect_cmd(profile: &Profile, image: &Path, page: Option<u32>) -> Result<(), String> {
+fn inspect_cmd(
+    profile: &Profile,
+    image: &Path,
+    page: Option<u32>,
+    pictures: &[Option<PathBuf>],
+) -> Result<(), String> {
     let mut sim = volume::load(profile, image)?;
     if let Some(p) = page {
         print!("{}", inspect::page_tags(&sim, p)?);
@@ -336,6 +352,19 @@ fn inspect_cmd(profile: &Profile, image: &Path, page: Option<u32>) -> Result<(),
         .map_err(|e| say(&format!("mounting {}", image.display()), e))?;
     let s = inspect::summary(profile, v.store().blocks(), &v.store().stats());
     print!("{s}");
+    let st = v
+        .staging_status()
+        .map_err(|e| say("reading the staging state", e))?;
+    print!("{}", inspect::staging(&st));
+    for p in pictures.iter().flatten() {
+        stagefs_cli::picture::block_maps(
+            p,
+            profile.name,
+            profile.geometry.pages_per_block(),
+            v.store().blocks(),
+        )?;
+        println!("wrote {}", p.display());
+    }
     Ok(())
 }
 

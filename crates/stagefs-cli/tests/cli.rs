@@ -276,3 +276,31 @@ fn torture_runs_cuts_and_replays_a_token() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown workload nope"));
 }
+
+#[test]
+fn inspect_draws_block_maps_as_svg_and_png_and_reports_staging() {
+    let d = scratch("pictures");
+    let img = d.join("img.bin");
+    ok(&["mkfs", img.to_str().unwrap()]);
+    let svg = d.join("maps.svg");
+    let png = d.join("maps.png");
+    let out = ok(&[
+        "inspect",
+        img.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--png",
+        png.to_str().unwrap(),
+    ]);
+    assert!(out.contains("staging: log stream"), "{out}");
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        s.contains("<svg") && s.contains("erase count per block"),
+        "{s:.200}"
+    );
+    let p = std::fs::read(&png).unwrap();
+    assert_eq!(&p[..8], b"\x89PNG\r\n\x1a\n");
+    let o = stagefs(&["inspect", img.to_str().unwrap(), "--svg", "maps.gif"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains(".svg or .png"));
+}

@@ -59,7 +59,7 @@ pub use format::bucket::Kind;
 pub use io::FileView;
 pub use path::NAME_MAX;
 pub use readdir::{DirEntry, ReadDir};
-pub use stage::Tuning;
+pub use stage::{StagingStatus, Tuning};
 pub use store::Store;
 
 use file::Handle;

@@ -121,6 +121,27 @@ impl Default for Tuning {
     }
 }
 
+/// What the staging area holds (for tools and health reports): see
+/// [`Fs::staging_status`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagingStatus {
+    /// The staging log stream's object id.
+    pub stream: u32,
+    /// Its first and end LSNs: the log holds `end - first` bytes of records not yet
+    /// trimmed (patched records are trimmed in batches).
+    pub first_lsn: u64,
+    /// See `first_lsn`.
+    pub end_lsn: u64,
+    /// Files with their own objects that have staged records not yet patched home.
+    pub staged_objects: usize,
+    /// Inline files whose latest contents are only in the log.
+    pub staged_inline: usize,
+    /// Staged bytes since the last patch.
+    pub staged_bytes: u64,
+    /// Pages a replay after a cut now may write (bounded to keep mount fast).
+    pub replay_pages: u32,
+}
+
 /// The staging state of a mounted volume.
 #[derive(Clone, Debug)]
 pub(crate) struct Staging {
@@ -183,6 +204,21 @@ pub(crate) fn attrs_for(version: u64) -> [u8; oftl::ATTR_LEN] {
 }
 
 impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
+    /// What the staging area holds now.
+    pub fn staging_status(&mut self) -> Result<StagingStatus, Error<S::FlashError>> {
+        let stream = self.mounted()?.staging;
+        let (first_lsn, end_lsn) = self.store.log_bounds(stream)?;
+        Ok(StagingStatus {
+            stream,
+            first_lsn,
+            end_lsn,
+            staged_objects: self.stage.live.len(),
+            staged_inline: self.stage.inline.len(),
+            staged_bytes: self.stage.bytes,
+            replay_pages: self.stage.replay_pages,
+        })
+    }
+
     fn staging_stream(&self) -> Result<u32, Error<S::FlashError>> {
         Ok(self.mounted()?.staging)
     }

@@ -1,0 +1,201 @@
+//! Pictures (`plotters`, SVG or PNG by the file's extension): the block maps of
+//! `inspect` (an erase-count heat map and a block-state map side by side), the wear
+//! projection of `plan`, and the bench comparison of `bench-plot`.
+
+use std::path::Path;
+
+use oftl::{BlockInfo, BlockState};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Blocks per row of a block map.
+const COLUMNS: usize = 32;
+/// Side of a block's square, pixels.
+const CELL: u32 = 14;
+
+type Area<DB> = DrawingArea<DB, Shift>;
+
+fn backend_error<E: std::fmt::Debug>(e: E) -> String {
+    format!("drawing: {e:?}")
+}
+
+/// The colour of an erase count between `lo` and `hi`: blue (least worn) through
+/// green and yellow to red (most worn).
+fn wear_colour(e: u32, lo: u32, hi: u32) -> RGBColor {
+    let t = if hi > lo {
+        (e - lo) as f64 / (hi - lo) as f64
+    } else {
+        0.0
+    };
+    let hsl = HSLColor((1.0 - t) * 0.66, 0.85, 0.5);
+    let (r, g, b) = hsl.rgb();
+    RGBColor(r, g, b)
+}
+
+/// The colour of a block's state (full blocks shaded by their share of valid pages).
+fn state_colour(b: &BlockInfo, ppb: u32) -> RGBColor {
+    match b.state {
+        BlockState::Free => RGBColor(225, 225, 225),
+        BlockState::Window => RGBColor(66, 133, 244),
+        BlockState::Bad => RGBColor(200, 30, 30),
+        BlockState::Reserved => RGBColor(40, 40, 40),
+        BlockState::Full => {
+            let share = b.valid as f64 / ppb.max(1) as f64;
+            let g = (230.0 - 150.0 * share) as u8;
+            RGBColor((g as f64 * 0.55) as u8, g, (g as f64 * 0.55) as u8)
+        }
+    }
+}
+
+fn grid<DB: DrawingBackend>(
+    area: &Area<DB>,
+    title: &str,
+    blocks: &[BlockInfo],
+    colour: impl Fn(&BlockInfo) -> RGBColor,
+) -> Result<(), String> {
+    area.fill(&WHITE).map_err(backend_error)?;
+    area.draw(&Text::new(title, (8, 6), ("sans-serif", 15).into_font()))
+        .map_err(backend_error)?;
+    for (i, b) in blocks.iter().enumerate() {
+        let x = 8 + (i % COLUMNS) as i32 * CELL as i32;
+        let y = 30 + (i / COLUMNS) as i32 * CELL as i32;
+        let c = CELL as i32 - 1;
+        area.draw(&Rectangle::new(
+            [(x, y), (x + c, y + c)],
+            colour(b).filled(),
+        ))
+        .map_err(backend_error)?;
+        if b.state == BlockState::Bad {
+            area.draw(&PathElement::new(vec![(x, y), (x + c, y + c)], WHITE))
+                .map_err(backend_error)?;
+        }
+    }
+    Ok(())
+}
+
+fn legend<DB: DrawingBackend>(
+    area: &Area<DB>,
+    y: i32,
+    items: &[(RGBColor, String)],
+) -> Result<(), String> {
+    let mut x = 8;
+    for (c, label) in items {
+        area.draw(&Rectangle::new([(x, y), (x + 11, y + 11)], c.filled()))
+            .map_err(backend_error)?;
+        area.draw(&Text::new(
+            label.as_str(),
+            (x + 15, y),
+            ("sans-serif", 12).into_font(),
+        ))
+        .map_err(backend_error)?;
+        x += 15 + 6 * label.len() as i32 + 12;
+    }
+    Ok(())
+}
+
+fn block_maps_on<DB: DrawingBackend>(
+    root: Area<DB>,
+    part: &str,
+    ppb: u32,
+    blocks: &[BlockInfo],
+) -> Result<(), String> {
+    let (left, right) = root.split_horizontally(root.dim_in_pixel().0 / 2);
+    let good: Vec<u32> = blocks
+        .iter()
+        .filter(|b| b.state != BlockState::Bad)
+        .map(|b| b.erases)
+        .collect();
+    let lo = good.iter().copied().min().unwrap_or(0);
+    let hi = good.iter().copied().max().unwrap_or(0);
+    grid(
+        &left,
+        &format!("{part}: erase count per block ({lo} to {hi})"),
+        blocks,
+        |b| {
+            if b.state == BlockState::Bad {
+                RGBColor(0, 0, 0)
+            } else {
+                wear_colour(b.erases, lo, hi)
+            }
+        },
+    )?;
+    grid(&right, &format!("{part}: block states"), blocks, |b| {
+        state_colour(b, ppb)
+    })?;
+    let y = 30 + blocks.len().div_ceil(COLUMNS) as i32 * CELL as i32 + 10;
+    let mid = lo + (hi - lo) / 2;
+    legend(
+        &left,
+        y,
+        &[
+            (wear_colour(lo, lo, hi), format!("{lo} erases")),
+            (wear_colour(mid, lo, hi), format!("{mid}")),
+            (wear_colour(hi, lo, hi), format!("{hi}")),
+            (RGBColor(0, 0, 0), "bad".into()),
+        ],
+    )?;
+    let full = |v: u16| BlockInfo {
+        state: BlockState::Full,
+        valid: v,
+        ..BlockInfo::FREE
+    };
+    legend(
+        &right,
+        y,
+        &[
+            (state_colour(&BlockInfo::FREE, ppb), "free".into()),
+            (
+                state_colour(
+                    &BlockInfo {
+                        state: BlockState::Window,
+                        ..BlockInfo::FREE
+                    },
+                    ppb,
+                ),
+                "window".into(),
+            ),
+            (state_colour(&full(0), ppb), "full, stale".into()),
+            (state_colour(&full(ppb as u16), ppb), "full, valid".into()),
+            (RGBColor(200, 30, 30), "bad".into()),
+            (RGBColor(40, 40, 40), "reserved".into()),
+        ],
+    )?;
+    root.present().map_err(backend_error)
+}
+
+/// Writes the block maps of `blocks` to `path` (`.svg` or `.png`).
+pub fn block_maps(path: &Path, part: &str, ppb: u32, blocks: &[BlockInfo]) -> Result<(), String> {
+    let rows = blocks.len().div_ceil(COLUMNS) as u32;
+    let w = 2 * (16 + COLUMNS as u32 * CELL);
+    let h = 30 + rows * CELL + 40;
+    match extension(path)? {
+        Kind::Svg => block_maps_on(
+            SVGBackend::new(path, (w, h)).into_drawing_area(),
+            part,
+            ppb,
+            blocks,
+        ),
+        Kind::Png => block_maps_on(
+            BitMapBackend::new(path, (w, h)).into_drawing_area(),
+            part,
+            ppb,
+            blocks,
+        ),
+    }
+}
+
+enum Kind {
+    Svg,
+    Png,
+}
+
+fn extension(path: &Path) -> Result<Kind, String> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(Kind::Svg),
+        Some(e) if e.eq_ignore_ascii_case("png") => Ok(Kind::Png),
+        _ => Err(format!(
+            "{}: the picture's name must end in .svg or .png",
+            path.display()
+        )),
+    }
+}
