@@ -15,5 +15,6 @@ pub mod inspect;
 pub mod mount;
 pub mod part;
 pub mod picture;
+pub mod plan;
 pub mod torture;
 pub mod volume;

@@ -112,6 +112,28 @@ enum Cmd {
         #[arg(long)]
         replay: Option<String>,
     },
+    /// Sizing: runs a workload to steady state on the simulated part and projects the
+    /// product's life (years to rated cycles), WA, worst operation, mount after a cut
+    /// and RAM.
+    Plan {
+        /// `KIND:SIZE@RATE`: logging, settings, random or stream; `64B`, `4KiB`;
+        /// `10/s`, `5/min`, `2/h`, `1/day`. Repeat for several at once.
+        #[arg(long = "workload", required = true)]
+        workloads: Vec<String>,
+        /// Measure over this many times the part's bytes programmed (after 1.5 times to
+        /// reach steady state); longer windows estimate the wear spread better.
+        #[arg(long, default_value_t = 1)]
+        window: u64,
+        /// Stop (and fail) if no steady state after this many operations.
+        #[arg(long, default_value_t = 50_000_000)]
+        max_ops: u64,
+        /// Draw the projected wear over time (`.png`).
+        #[arg(long)]
+        png: Option<PathBuf>,
+        /// Draw it as SVG.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
     /// Mounts an image with FUSE until `fusermount3 -u DIR`; unmounting makes every
     /// file durable and writes the image back.
     Mount {
@@ -171,6 +193,13 @@ fn main() -> ExitCode {
             svg,
             png,
         } => inspect_cmd(&profile, &image, page, &[svg, png]),
+        Cmd::Plan {
+            workloads,
+            window,
+            max_ops,
+            png,
+            svg,
+        } => plan_cmd(&profile, &workloads, window, max_ops, &[png, svg]),
         Cmd::Torture {
             workload,
             cuts,
@@ -455,4 +484,37 @@ fn torture_cmd(
     } else {
         Err(format!("{} power-loss cases failed", o.failures.len()))
     }
+}
+
+fn plan_cmd(
+    profile: &Profile,
+    workloads: &[String],
+    window: u64,
+    max_ops: u64,
+    pictures: &[Option<PathBuf>],
+) -> Result<(), String> {
+    use stagefs_cli::plan;
+    let loads = workloads
+        .iter()
+        .map(|w| plan::parse(w))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bar = indicatif::ProgressBar::new(100).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {percent}% of the bytes to steady state and through the window, {elapsed}",
+        )
+        .map_err(|e| e.to_string())?
+        .progress_chars("=> "),
+    );
+    bar.set_message(format!("simulating {}", profile.name));
+    let p = plan::run(profile, &loads, window, max_ops, |done, need| {
+        bar.set_position((done * 100 / need.max(1)).min(100));
+    });
+    bar.finish_and_clear();
+    let p = p?;
+    print!("{}", p.report(profile, workloads));
+    for path in pictures.iter().flatten() {
+        plan::draw(&p, profile.name, path)?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
 }

@@ -199,3 +199,161 @@ fn extension(path: &Path) -> Result<Kind, String> {
         )),
     }
 }
+
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(90, 90, 90),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+];
+
+fn lines_on<DB: DrawingBackend>(
+    root: Area<DB>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), String> {
+    root.fill(&WHITE).map_err(backend_error)?;
+    let pts = lines.iter().flat_map(|(_, p)| p.iter());
+    let (mut x1, mut y1) = (0.0f64, 0.0f64);
+    for &(x, y) in pts {
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x1.max(1e-9), 0.0..(y1 * 1.08).max(1.0))
+        .map_err(backend_error)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+        .map_err(backend_error)?;
+    for (i, (name, p)) in lines.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(p.iter().copied(), c.stroke_width(2)))
+            .map_err(backend_error)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(backend_error)?;
+    root.present().map_err(backend_error)
+}
+
+/// A line chart of `lines` (name, points) to `path` (`.svg` or `.png`).
+pub fn lines(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), String> {
+    let size = (760, 440);
+    match extension(path)? {
+        Kind::Svg => lines_on(
+            SVGBackend::new(path, size).into_drawing_area(),
+            title,
+            x_label,
+            y_label,
+            lines,
+        ),
+        Kind::Png => lines_on(
+            BitMapBackend::new(path, size).into_drawing_area(),
+            title,
+            x_label,
+            y_label,
+            lines,
+        ),
+    }
+}
+
+/// One panel of a grouped bar chart: a value per (group, series).
+pub struct Bars {
+    /// The panel's title.
+    pub title: String,
+    /// The groups along the x axis (workloads).
+    pub groups: Vec<String>,
+    /// The series (systems), each with one value per group (`None`: not measured).
+    pub series: Vec<(String, Vec<Option<f64>>)>,
+}
+
+fn bars_on<DB: DrawingBackend>(root: Area<DB>, panels: &[Bars]) -> Result<(), String> {
+    root.fill(&WHITE).map_err(backend_error)?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (area, p) in areas.iter().zip(panels) {
+        let top = p
+            .series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten())
+            .fold(0.0f64, |a, &b| a.max(b));
+        let n = p.series.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(area)
+            .caption(p.title.as_str(), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..p.groups.len() as f64, 0.0..(top * 1.15).max(1e-9))
+            .map_err(backend_error)?;
+        let groups = p.groups.clone();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = (*x - 0.5).round();
+                if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < groups.len() {
+                    groups[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .map_err(backend_error)?;
+        for (si, (name, vals)) in p.series.iter().enumerate() {
+            let c = PALETTE[si % PALETTE.len()];
+            let w = 0.8 / n;
+            chart
+                .draw_series(vals.iter().enumerate().filter_map(|(g, v)| {
+                    v.map(|v| {
+                        let x0 = g as f64 + 0.1 + w * si as f64;
+                        Rectangle::new([(x0, 0.0), (x0 + w * 0.92, v)], c.filled())
+                    })
+                }))
+                .map_err(backend_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(backend_error)?;
+    }
+    root.present().map_err(backend_error)
+}
+
+/// Grouped bar charts side by side to `path` (`.svg` or `.png`).
+pub fn bars(path: &Path, panels: &[Bars]) -> Result<(), String> {
+    let size = (520 * panels.len().max(1) as u32, 420);
+    match extension(path)? {
+        Kind::Svg => bars_on(SVGBackend::new(path, size).into_drawing_area(), panels),
+        Kind::Png => bars_on(BitMapBackend::new(path, size).into_drawing_area(), panels),
+    }
+}

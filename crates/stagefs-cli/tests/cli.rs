@@ -304,3 +304,28 @@ fn inspect_draws_block_maps_as_svg_and_png_and_reports_staging() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains(".svg or .png"));
 }
+
+#[test]
+fn plan_projects_life_and_draws_wear() {
+    let d = scratch("plan");
+    let png = d.join("wear.png");
+    let out = ok(&[
+        "plan",
+        "--workload",
+        "logging:64B@10/s",
+        "--png",
+        png.to_str().unwrap(),
+    ]);
+    for want in [
+        "write amplification",
+        "projected life",
+        "worst single operation",
+        "mount after a power cut",
+        "RAM of the volume",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+    let o = stagefs(&["plan", "--workload", "logging:64B"]);
+    assert!(!o.status.success());
+}
