@@ -61,6 +61,9 @@ struct Args {
     /// Hide the progress bars.
     #[arg(long)]
     quiet: bool,
+    /// Also write the rows as CSV here (`stagefs bench-plot` draws them).
+    #[arg(long)]
+    csv: Option<std::path::PathBuf>,
 }
 
 /// The stores.
@@ -236,6 +239,12 @@ fn main() {
     }
     println!();
     report::print(&rows, &args_summary(&args));
+    if let Some(path) = &args.csv {
+        if let Err(e) = std::fs::write(path, report::csv(&rows)) {
+            eprintln!("{}: {e}", path.display());
+            std::process::exit(1);
+        }
+    }
 }
 
 fn args_summary(a: &Args) -> String {

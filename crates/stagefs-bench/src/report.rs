@@ -67,6 +67,38 @@ pub fn published_lfs2(w: Workload) -> Option<(f64, f64)> {
     }
 }
 
+/// The rows as CSV (one line per target and workload; littlefs2's published figures
+/// as target `littlefs2 (published)`), for `stagefs bench-plot`.
+pub fn csv(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "workload,target,throughput_bytes_per_s,write_amplification,worst_op_ns,mount_clean_ns,mount_after_cut_ns\n",
+    );
+    let mut published = Vec::new();
+    for r in rows {
+        s.push_str(&format!(
+            "{},{},{:.3},{:.4},{},{},{}\n",
+            r.workload,
+            r.target,
+            r.throughput(),
+            r.wa(),
+            r.window.worst_op_ns,
+            r.mount_clean_ns,
+            r.mount_after_cut_ns
+                .map_or(String::new(), |n| n.to_string())
+        ));
+        if let Some((bps, wa)) = published_lfs2(r.workload) {
+            if !published.contains(&r.workload) {
+                published.push(r.workload);
+                s.push_str(&format!(
+                    "{},littlefs2 (published),{bps:.3},{wa:.4},,,\n",
+                    r.workload
+                ));
+            }
+        }
+    }
+    s
+}
+
 /// Prints the tables (Markdown, so they can go straight into the README).
 pub fn print(rows: &[Row], setup: &str) {
     println!("{setup}\n");

@@ -8,6 +8,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod benchplot;
 pub mod copy;
 pub mod fsck;
 pub mod image;

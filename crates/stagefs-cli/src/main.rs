@@ -134,6 +134,14 @@ enum Cmd {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
+    /// Draws the main job's results (`stagefs-bench --csv FILE`): throughput and WA per
+    /// workload, every target side by side with littlefs2.
+    BenchPlot {
+        /// The CSV stagefs-bench wrote.
+        csv: PathBuf,
+        /// The picture to write (`.svg` or `.png`).
+        out: PathBuf,
+    },
     /// Mounts an image with FUSE until `fusermount3 -u DIR`; unmounting makes every
     /// file durable and writes the image back.
     Mount {
@@ -193,6 +201,10 @@ fn main() -> ExitCode {
             svg,
             png,
         } => inspect_cmd(&profile, &image, page, &[svg, png]),
+        Cmd::BenchPlot { csv, out } => std::fs::read_to_string(&csv)
+            .map_err(|e| format!("{}: {e}", csv.display()))
+            .and_then(|c| stagefs_cli::benchplot::draw(&c, &out))
+            .map(|()| println!("wrote {}", out.display())),
         Cmd::Plan {
             workloads,
             window,

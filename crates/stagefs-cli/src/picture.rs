@@ -200,13 +200,15 @@ fn extension(path: &Path) -> Result<Kind, String> {
     }
 }
 
-const PALETTE: [RGBColor; 6] = [
+const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(90, 90, 90),
     RGBColor(44, 160, 44),
     RGBColor(255, 127, 14),
     RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
 ];
 
 fn lines_on<DB: DrawingBackend>(
@@ -282,7 +284,7 @@ pub fn lines(
     }
 }
 
-/// One panel of a grouped bar chart: a value per (group, series).
+/// One panel of a grouped bar chart: a value per (group, series), on a log scale.
 pub struct Bars {
     /// The panel's title.
     pub title: String,
@@ -296,18 +298,20 @@ fn bars_on<DB: DrawingBackend>(root: Area<DB>, panels: &[Bars]) -> Result<(), St
     root.fill(&WHITE).map_err(backend_error)?;
     let areas = root.split_evenly((1, panels.len().max(1)));
     for (area, p) in areas.iter().zip(panels) {
-        let top = p
-            .series
-            .iter()
-            .flat_map(|(_, v)| v.iter().flatten())
-            .fold(0.0f64, |a, &b| a.max(b));
+        let vals = || {
+            p.series
+                .iter()
+                .flat_map(|(_, v)| v.iter().flatten().copied())
+        };
+        let top = vals().fold(1e-9f64, f64::max);
+        let bottom = vals().filter(|v| *v > 0.0).fold(top, f64::min) / 2.0;
         let n = p.series.len().max(1) as f64;
         let mut chart = ChartBuilder::on(area)
             .caption(p.title.as_str(), ("sans-serif", 16))
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(56)
-            .build_cartesian_2d(0.0..p.groups.len() as f64, 0.0..(top * 1.15).max(1e-9))
+            .build_cartesian_2d(0.0..p.groups.len() as f64, (bottom..top * 3.0).log_scale())
             .map_err(backend_error)?;
         let groups = p.groups.clone();
         chart
@@ -331,7 +335,7 @@ fn bars_on<DB: DrawingBackend>(root: Area<DB>, panels: &[Bars]) -> Result<(), St
                 .draw_series(vals.iter().enumerate().filter_map(|(g, v)| {
                     v.map(|v| {
                         let x0 = g as f64 + 0.1 + w * si as f64;
-                        Rectangle::new([(x0, 0.0), (x0 + w * 0.92, v)], c.filled())
+                        Rectangle::new([(x0, bottom), (x0 + w * 0.92, v.max(bottom))], c.filled())
                     })
                 }))
                 .map_err(backend_error)?

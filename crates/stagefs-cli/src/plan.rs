@@ -497,7 +497,10 @@ pub fn draw(plan: &Plan, part: &str, path: &std::path::Path) -> Result<(), Strin
                 .map(|(x, y)| (x, y + WEAR_GAP as f64))
                 .collect(),
         ),
-        ("most worn block, today's spread".to_string(), series(max0, plan.spread())),
+        (
+            "most worn block, today's spread".to_string(),
+            series(max0, plan.spread()),
+        ),
         (
             format!("rated cycles ({})", plan.endurance),
             vec![(0.0, plan.endurance as f64), (years, plan.endurance as f64)],
