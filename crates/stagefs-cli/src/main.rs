@@ -75,8 +75,15 @@ enum Cmd {
         path: String,
     },
     /// Checks an image: mount (recovering a crash), read every directory and file.
-    /// Exit code 0 clean, 1 a crash was recovered, 4 problems found, 8 not checkable.
-    Fsck { image: PathBuf },
+    /// Exit code 0 clean, 1 a crash was recovered or problems were repaired, 4 problems
+    /// left, 8 not checkable.
+    Fsck {
+        image: PathBuf,
+        /// Move damaged files aside (what still reads goes to /lost+found) so the image
+        /// mounts clean with every undamaged file; in place, never by reformatting.
+        #[arg(long)]
+        repair: bool,
+    },
     /// Shows block states, valid pages, erase counts and bad blocks, or one page's tags.
     Inspect {
         image: PathBuf,
@@ -168,7 +175,7 @@ fn main() -> ExitCode {
         Err(e) => return fail(&e, 16),
     };
     let r = match cli.cmd {
-        Cmd::Fsck { image } => return fsck_cmd(&profile, &image),
+        Cmd::Fsck { image, repair } => return fsck_cmd(&profile, &image, repair),
         Cmd::Mkfs { from, image } => mkfs(&profile, from.as_deref(), &image),
         Cmd::Ls { image, path } => on_image(&profile, &image, false, |v| ls(v, &path)),
         Cmd::Cat { image, path } => on_image(&profile, &image, false, |v| {
@@ -342,18 +349,53 @@ fn mkdir(v: &mut Vol<'_>, path: &str, parents: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn fsck_cmd(profile: &Profile, image: &Path) -> ExitCode {
+fn fsck_cmd(profile: &Profile, image: &Path, repair: bool) -> ExitCode {
     let mut sim = match volume::load(profile, image) {
         Ok(s) => s,
         Err(e) => return fail(&e, 8),
     };
-    let mut v = volume::over(&mut sim);
-    if let Err(e) = v.mount() {
-        println!("{}: does not mount: {e}", image.display());
-        return ExitCode::from(4);
+    let (code, changed) = {
+        let mut v = volume::over(&mut sim);
+        if let Err(e) = v.mount() {
+            println!("{}: does not mount: {e}", image.display());
+            if repair {
+                println!(
+                    "not repaired: the object store itself does not mount, which repair in place does not reach"
+                );
+            }
+            return ExitCode::from(4);
+        }
+        let recovered = v.store().stats().recovery_scanned_pages > 0;
+        let r = fsck::check(&mut v, recovered);
+        print_check(image, &r);
+        if !repair || r.problems.is_empty() {
+            return ExitCode::from(r.exit_code() as u8);
+        }
+        let actions = fsck::repair(&mut v, &r);
+        for a in &actions {
+            println!("repaired: {a}");
+        }
+        let after = fsck::check(&mut v, false);
+        print!("after repair: ");
+        print_check(image, &after);
+        if let Err(e) = v.unmount() {
+            println!("unmounting after repair failed: {e}; the image file is left as it was");
+            return ExitCode::from(4);
+        }
+        (
+            if after.problems.is_empty() { 1 } else { 4 },
+            !actions.is_empty(),
+        )
+    };
+    if changed {
+        if let Err(e) = volume::save(&sim, image) {
+            return fail(&e, 8);
+        }
     }
-    let recovered = v.store().stats().recovery_scanned_pages > 0;
-    let r = fsck::check(&mut v, recovered);
+    ExitCode::from(code)
+}
+
+fn print_check(image: &Path, r: &fsck::Report) {
     for p in &r.problems {
         println!("problem: {p}");
     }
@@ -374,7 +416,6 @@ fn fsck_cmd(profile: &Profile, image: &Path) -> ExitCode {
             format!("{} problems", r.problems.len())
         }
     );
-    ExitCode::from(r.exit_code() as u8)
 }
 
 fn inspect_cmd(

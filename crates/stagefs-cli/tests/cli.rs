@@ -200,6 +200,30 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
     );
     assert_eq!(ok(&["cat", damaged.to_str().unwrap(), "/small"]), "fine");
 
+    // --repair moves the damaged file aside with every page that still reads; the
+    // image then mounts clean with the undamaged files, and fsck calls it clean.
+    let dm = damaged.to_str().unwrap();
+    let o = stagefs(&["fsck", "--repair", dm]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("repaired: /big: 20000 bytes saved to /lost+found/big (1 unreadable page as zeros at offset"), "{out}");
+    assert!(
+        out.contains("after repair: ") && out.contains("clean"),
+        "{out}"
+    );
+    assert_eq!(stagefs(&["fsck", dm]).status.code(), Some(0));
+    assert_eq!(ok(&["cat", dm, "/small"]), "fine");
+    assert!(stagefs(&["cat", dm, "/big"]).status.code() != Some(0));
+    let saved = ok(&["cat", dm, "/lost+found/big"]).into_bytes();
+    assert_eq!(saved.len(), 20_000);
+    let zeros = saved.iter().filter(|&&b| b == 0).count();
+    assert_eq!(zeros, 2048, "one page of zeros, the rest as written");
+    assert!(saved.iter().all(|&b| b == 0 || b == 0x42));
+    // A clean image is left alone by --repair.
+    let before = std::fs::read(dm).unwrap();
+    assert_eq!(stagefs(&["fsck", "--repair", dm]).status.code(), Some(0));
+    assert_eq!(std::fs::read(dm).unwrap(), before);
+
     // Not an image of this part at all: not checkable.
     let short = d.join("short.bin");
     std::fs::write(&short, b"not an image").unwrap();
