@@ -37,6 +37,11 @@ enum Cmd {
         /// Host directory whose contents become the image's root.
         #[arg(long)]
         from: Option<PathBuf>,
+        /// Make the image for one part with these factory bad blocks (comma-separated
+        /// block numbers): needed when one of them is among the blocks a generic image
+        /// holds data in (mkfs lists them).
+        #[arg(long, value_delimiter = ',')]
+        bad_blocks: Vec<u32>,
         /// The image file to write.
         image: PathBuf,
     },
@@ -176,7 +181,11 @@ fn main() -> ExitCode {
     };
     let r = match cli.cmd {
         Cmd::Fsck { image, repair } => return fsck_cmd(&profile, &image, repair),
-        Cmd::Mkfs { from, image } => mkfs(&profile, from.as_deref(), &image),
+        Cmd::Mkfs {
+            from,
+            bad_blocks,
+            image,
+        } => mkfs(&profile, from.as_deref(), &bad_blocks, &image),
         Cmd::Ls { image, path } => on_image(&profile, &image, false, |v| ls(v, &path)),
         Cmd::Cat { image, path } => on_image(&profile, &image, false, |v| {
             let data = volume::read_file(v, &path).map_err(|e| say(&path, e))?;
@@ -271,8 +280,19 @@ fn on_image<T>(
     Ok(out)
 }
 
-fn mkfs(profile: &Profile, from: Option<&Path>, image: &Path) -> Result<(), String> {
+fn mkfs(profile: &Profile, from: Option<&Path>, bad: &[u32], image: &Path) -> Result<(), String> {
+    use nand_hal::NandFlash as _;
     let mut sim = image::blank(profile);
+    for &b in bad {
+        if b >= profile.geometry.blocks() {
+            return Err(format!(
+                "--bad-blocks {b}: the part has {} blocks",
+                profile.geometry.blocks()
+            ));
+        }
+        sim.mark_bad(nand_hal::BlockAddr(b))
+            .map_err(|e| format!("marking block {b} bad: {e:?}"))?;
+    }
     let files = {
         let mut v = volume::over(&mut sim);
         v.format(volume::config_for(profile))
@@ -290,12 +310,26 @@ fn mkfs(profile: &Profile, from: Option<&Path>, image: &Path) -> Result<(), Stri
         files
     };
     volume::save(&sim, image)?;
+    let mut bytes = Vec::new();
+    image::save(&sim, &mut bytes).map_err(|e| e.to_string())?;
+    let used = image::used_blocks(profile, &bytes);
     println!(
-        "{}: {} image, {files} files, {} bytes",
+        "{}: {} image, {files} files, {} bytes; data in blocks {}",
         image.display(),
         profile.name,
-        image::image_len(profile)
+        image::image_len(profile),
+        image::ranges(&used)
     );
+    if bad.is_empty() {
+        println!(
+            "program it block for block, bad blocks skipped in place (no shift), onto any part whose factory bad blocks are not among those blocks (docs/SPEC.md section 5)"
+        );
+    } else {
+        println!(
+            "made for a part whose factory bad blocks are {}: program it block for block, bad blocks skipped in place (no shift)",
+            image::ranges(bad)
+        );
+    }
     Ok(())
 }
 

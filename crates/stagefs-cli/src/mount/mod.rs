@@ -16,10 +16,11 @@
 pub mod inodes;
 pub mod mounted;
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -51,6 +52,9 @@ pub struct MountSpec {
 /// Parses `--cut-at N[.KIND]` (KIND: clean, some, most, prefix, rand; default
 /// clean) into a fault plan with only that cut.
 pub fn cut_plan(spec: &str) -> Result<FaultPlan, String> {
+    if spec.split('.').next() == Some("0") {
+        return Err("--cut-at 0: program and erase operations count from 1".into());
+    }
     let spec = if spec.contains('.') {
         spec.to_string()
     } else {
@@ -66,6 +70,17 @@ pub fn cut_plan(spec: &str) -> Result<FaultPlan, String> {
 /// Mounts `spec.image` on `spec.dir` and serves it until it is unmounted, then saves
 /// the image (unless read-only).
 pub fn run(profile: &Profile, spec: &MountSpec) -> Result<(), String> {
+    // One mount per image: a second would save over the first's changes.
+    let lock =
+        std::fs::File::open(&spec.image).map_err(|e| format!("{}: {e}", spec.image.display()))?;
+    #[allow(clippy::incompatible_msrv)]
+    // File::try_lock: Rust 1.89; the workspace builds with 1.95
+    lock.try_lock().map_err(|_| {
+        format!(
+            "{}: mounted already (another stagefs holds it)",
+            spec.image.display()
+        )
+    })?;
     let sim = volume::load(profile, &spec.image)?;
     let mut vol = Box::new(Fs::new(OwnedStore::new(sim)));
     vol.mount()
@@ -74,14 +89,25 @@ pub fn run(profile: &Profile, spec: &MountSpec) -> Result<(), String> {
         vol.store_mut().flash_mut().arm(plan);
     }
     let owner = std::fs::metadata(&spec.dir).map_err(|e| format!("{}: {e}", spec.dir.display()))?;
+    let outcome = Arc::new(Mutex::new(None));
     let fs = StageFuse {
         state: Mutex::new(Mounted::new(vol, spec.read_only)),
+        dirs: Mutex::new((0, HashMap::new())),
         image: spec.image.clone(),
         read_only: spec.read_only,
         uid: owner.uid(),
         gid: owner.gid(),
         born: SystemTime::now(),
+        outcome: outcome.clone(),
     };
+    // SIGINT/SIGTERM unmount (which saves the image) instead of killing the mount.
+    let dir = spec.dir.clone();
+    let _ = ctrlc::set_handler(move || {
+        let _ = std::process::Command::new("fusermount3")
+            .arg("-u")
+            .arg(&dir)
+            .status();
+    });
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("stagefs:{}", spec.image.display())),
@@ -93,18 +119,28 @@ pub fn run(profile: &Profile, spec: &MountSpec) -> Result<(), String> {
             MountOption::RW
         },
     ];
-    fuser::mount(fs, &spec.dir, &config).map_err(|e| format!("{}: {e}", spec.dir.display()))
+    fuser::mount(fs, &spec.dir, &config).map_err(|e| format!("{}: {e}", spec.dir.display()))?;
+    drop(lock);
+    let r = outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
+    r.unwrap_or(Ok(()))
 }
 
 /// The FUSE side: one lock around the mounted volume (requests run one at a time).
 struct StageFuse {
     state: Mutex<Mounted>,
+    /// Open directories: the next handle, and each one's entries as listed at
+    /// `opendir` (so every entry that stays is returned once, whatever changes).
+    dirs: Mutex<(u64, DirSnapshots)>,
+    /// How the unmount went (saving included), for the exit status.
+    outcome: Arc<Mutex<Option<Result<(), String>>>>,
     image: PathBuf,
     read_only: bool,
     uid: u32,
     gid: u32,
     born: SystemTime,
 }
+
+type DirSnapshots = HashMap<u64, Vec<(u64, String, Kind)>>;
 
 const TTL: Duration = Duration::from_secs(1);
 
@@ -169,10 +205,11 @@ impl Filesystem for StageFuse {
             (st.finish(), st.report())
         };
         eprintln!("stagefs: {}: {report}", self.image.display());
-        let mut msg = match r {
+        let mut msg = match &r {
             Ok(()) => String::new(),
             Err(e) => format!("{e}; "),
         };
+        let mut outcome = r;
         if self.read_only {
             msg.push_str("read-only: image unchanged");
         } else {
@@ -180,14 +217,21 @@ impl Filesystem for StageFuse {
             match self.save(&self.image.clone()) {
                 Ok(()) if dead => msg.push_str("power was cut: image saved as the cut left it"),
                 Ok(()) => msg.push_str("image saved"),
-                Err(e) => msg.push_str(&format!("saving the image failed: {e}")),
+                Err(e) => {
+                    msg.push_str(&format!("saving the image failed: {e}"));
+                    outcome = Err(format!("saving the image failed: {e}"));
+                }
             }
         }
         eprintln!("stagefs: {}: {msg}", self.image.display());
+        *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let r = name_of(name).and_then(|n| self.state().lookup(parent.0, n));
+        // A name that is not UTF-8 cannot be in the volume.
+        let r = name_of(name)
+            .map_err(|e| if e == Errno::EINVAL { Errno::ENOENT } else { e })
+            .and_then(|n| self.state().lookup(parent.0, n));
         match r {
             Ok(a) => reply.entry(&TTL, &self.file_attr(a), Generation(0)),
             Err(e) => reply.error(e),
@@ -292,7 +336,7 @@ impl Filesystem for StageFuse {
         let trunc = flags.0 & libc_o_trunc() != 0;
         let r = self.state().open(ino.0, write, trunc);
         match r {
-            Ok(()) => reply.opened(FileHandle(ino.0), FopenFlags::empty()),
+            Ok(()) => reply.opened(file_handle(ino.0, write), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }
@@ -335,12 +379,20 @@ impl Filesystem for StageFuse {
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
+        ino: INodeNo,
+        fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        reply.ok();
+        // Only a close of a descriptor that could write commits (and reports what
+        // could not be made durable); closing a reader never fails for a writer.
+        if fh.0 & 1 == 0 {
+            return reply.ok();
+        }
+        match self.state().flush(ino.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn release(
@@ -374,41 +426,69 @@ impl Filesystem for StageFuse {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.state().attr(ino.0) {
-            Ok(a) if a.kind == Kind::Dir => reply.opened(FileHandle(ino.0), FopenFlags::empty()),
-            Ok(_) => reply.error(Errno::ENOTDIR),
+        let entries = {
+            let mut st = self.state();
+            match st.attr(ino.0) {
+                Ok(a) if a.kind == Kind::Dir => st.list(ino.0),
+                Ok(_) => Err(Errno::ENOTDIR),
+                Err(e) => Err(e),
+            }
+        };
+        match entries {
+            Ok(entries) => {
+                let mut all = vec![
+                    (ino.0, ".".to_string(), Kind::Dir),
+                    (ino.0, "..".to_string(), Kind::Dir),
+                ];
+                all.extend(entries);
+                let mut d = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+                d.0 += 1;
+                let fh = d.0;
+                d.1.insert(fh, all);
+                reply.opened(FileHandle(fh), FopenFlags::empty());
+            }
             Err(e) => reply.error(e),
         }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .remove(&fh.0);
+        reply.ok();
     }
 
     fn readdir(
         &self,
         _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
+        _ino: INodeNo,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let entries = match self.state().list(ino.0) {
-            Ok(e) => e,
-            Err(e) => return reply.error(e),
+        if let Err(e) = self.state().alive() {
+            return reply.error(e);
+        }
+        let d = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entries) = d.1.get(&fh.0) else {
+            return reply.error(Errno::EBADF);
         };
-        let dots = [
-            (ino.0, ".".to_string(), Kind::Dir),
-            (ino.0, "..".to_string(), Kind::Dir),
-        ];
-        for (i, (n, name, kind)) in dots
-            .into_iter()
-            .chain(entries)
-            .enumerate()
-            .skip(offset as usize)
-        {
-            let t = if kind == Kind::Dir {
+        for (i, (n, name, kind)) in entries.iter().enumerate().skip(offset as usize) {
+            let t = if *kind == Kind::Dir {
                 FileType::Directory
             } else {
                 FileType::RegularFile
             };
-            if reply.add(INodeNo(n), i as u64 + 1, t, &name) {
+            if reply.add(INodeNo(*n), i as u64 + 1, t, name) {
                 break;
             }
         }
@@ -424,11 +504,17 @@ impl Filesystem for StageFuse {
         reply: ReplyEmpty,
     ) {
         // Namespace operations are durable when they return.
-        reply.ok();
+        match self.state().alive() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let s = self.state().space();
+        let s = match self.state().space() {
+            Ok(s) => s,
+            Err(e) => return reply.error(e),
+        };
         reply.statfs(
             s.total,
             s.free,
@@ -459,12 +545,17 @@ impl Filesystem for StageFuse {
                 &TTL,
                 &self.file_attr(a),
                 Generation(0),
-                FileHandle(a.ino),
+                file_handle(a.ino, true),
                 FopenFlags::empty(),
             ),
             Err(e) => reply.error(e),
         }
     }
+}
+
+/// The FUSE handle of an open: the inode and whether it may write (bit 0).
+fn file_handle(ino: u64, write: bool) -> FileHandle {
+    FileHandle(ino << 1 | write as u64)
 }
 
 /// `O_TRUNC` on Linux.

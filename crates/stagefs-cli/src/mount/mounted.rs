@@ -74,7 +74,15 @@ pub struct Mounted {
     /// The part's counters when the mount started, and the bytes programs wrote since.
     start: Counters,
     written: u64,
+    /// Inodes whose writes not yet durable were dropped (a handle closed to make room
+    /// failed, or a failure remounted the volume): the error their next fsync or close
+    /// reports.
+    lost: HashMap<u64, Errno>,
 }
+
+/// Where a file removed while programs still hold it open waits for their last close
+/// (in the root; hidden from listings, removed at the next mount if left over).
+const UNLINKED: &str = ".stagefs-unlinked-";
 
 /// The POSIX error for a file-layer error.
 pub fn errno(e: &FsError) -> Errno {
@@ -104,12 +112,26 @@ pub fn errno(e: &FsError) -> Errno {
 }
 
 impl Mounted {
-    /// Wraps a mounted volume.
+    /// Wraps a mounted volume, removing files a previous mount left waiting for their
+    /// last close.
     pub fn new(vol: Box<MountVol>, read_only: bool) -> Self {
+        let mut m = Self::wrap(vol, read_only);
+        if !read_only {
+            if let Ok(root) = volume::list(&mut *m.vol, "/") {
+                for (name, _) in root.iter().filter(|(n, _)| n.starts_with(UNLINKED)) {
+                    let _ = m.vol.remove(&inodes::child("/", name));
+                }
+            }
+        }
+        m
+    }
+
+    fn wrap(vol: Box<MountVol>, read_only: bool) -> Self {
         let start = vol.store().flash().counters();
         Mounted {
             start,
             written: 0,
+            lost: HashMap::new(),
             vol,
             inodes: Inodes::new(),
             cached: HashMap::new(),
@@ -165,7 +187,8 @@ impl Mounted {
         first.map_or(Ok(()), Err)
     }
 
-    fn alive(&self) -> Result<(), Errno> {
+    /// `EIO` once a power cut stopped the part.
+    pub fn alive(&self) -> Result<(), Errno> {
         if self.dead {
             Err(Errno::EIO)
         } else {
@@ -186,14 +209,22 @@ impl Mounted {
     fn failed(&mut self, e: FsError) -> Errno {
         if !self.vol.store().flash().is_powered() {
             self.dead = true;
-            self.cached.clear();
+            self.drop_cached();
         } else if e == Error::Poisoned {
-            self.cached.clear();
+            self.drop_cached();
             if self.vol.mount().is_err() {
                 self.dead = true;
             }
         }
         errno(&e)
+    }
+
+    /// Forgets every cached handle without closing it (the volume is remounting or
+    /// dead): their files' next fsync or close reports `EIO`.
+    fn drop_cached(&mut self) {
+        for (ino, _) in self.cached.drain() {
+            self.lost.insert(ino, Errno::EIO);
+        }
     }
 
     fn path(&self, ino: u64) -> Result<String, Errno> {
@@ -256,14 +287,7 @@ impl Mounted {
     /// handle first when the table is full.
     fn open_cached(&mut self, ino: u64, path: &str, o: OpenOptions) -> Result<File, Errno> {
         if self.cached.len() >= MOUNT_HANDLES {
-            let lru = self
-                .cached
-                .iter()
-                .min_by_key(|(_, c)| c.used)
-                .map(|(i, _)| *i);
-            if let Some(i) = lru {
-                self.close_cached(i)?;
-            }
+            self.make_room()?;
         }
         match self.vol.open(path, o) {
             Ok(file) => {
@@ -281,11 +305,37 @@ impl Mounted {
         }
     }
 
-    /// Closes the cached handle of `ino` (the file becomes durable).
+    /// Closes a cached handle to make room: the least recently used one whose file
+    /// can be made durable. A handle whose fsync fails stays (its file's own next fsync
+    /// or close reports the error); if none can go, the error is this request's.
+    fn make_room(&mut self) -> Result<(), Errno> {
+        let mut order: Vec<(u64, u64)> = self.cached.iter().map(|(i, c)| (c.used, *i)).collect();
+        order.sort_unstable();
+        let mut first = None;
+        for (_, ino) in order {
+            let f = self.cached[&ino].file;
+            match self.vol.fsync(f) {
+                Ok(()) => return self.close_cached(ino),
+                Err(e) => {
+                    let e = self.failed(e);
+                    if self.dead || !self.cached.contains_key(&ino) {
+                        return Err(e);
+                    }
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        Err(first.unwrap_or(Errno::EMFILE))
+    }
+
+    /// Closes the cached handle of `ino` (the file becomes durable). A failure is
+    /// also kept for the file's next fsync or close.
     fn close_cached(&mut self, ino: u64) -> Result<(), Errno> {
         if let Some(c) = self.cached.remove(&ino) {
             if let Err(e) = self.vol.close(c.file) {
-                return Err(self.failed(e));
+                let e = self.failed(e);
+                self.lost.insert(ino, e);
+                return Err(e);
             }
         }
         Ok(())
@@ -335,17 +385,35 @@ impl Mounted {
         Ok(())
     }
 
-    /// `release`: the last close of an inode makes it durable.
+    /// `release`: the last close of an inode makes it durable (and removes it, if it
+    /// was unlinked while open).
     pub fn release(&mut self, ino: u64) -> Result<(), Errno> {
         let n = self.users.entry(ino).or_default();
         *n = n.saturating_sub(1);
         if *n == 0 {
             self.users.remove(&ino);
+            self.lost.remove(&ino);
             if !self.dead {
-                return self.close_cached(ino);
+                let r = self.close_cached(ino);
+                if let Some(p) = self.inodes.path(ino).map(str::to_string) {
+                    if p.starts_with(&format!("/{UNLINKED}")) {
+                        if let Err(e) = self.vol.remove(&p) {
+                            return Err(self.failed(e));
+                        }
+                        self.inodes.removed(&p);
+                    }
+                }
+                return r;
             }
         }
         Ok(())
+    }
+
+    /// `flush` (each `close(2)`): the file becomes durable, as the file layer's close
+    /// makes it, and the error of any write that could not be made durable is
+    /// reported here.
+    pub fn flush(&mut self, ino: u64) -> Result<(), Errno> {
+        self.fsync(ino)
     }
 
     /// `read`: up to `size` bytes at `offset` (fewer only at the end).
@@ -399,6 +467,9 @@ impl Mounted {
     /// `fsync`.
     pub fn fsync(&mut self, ino: u64) -> Result<(), Errno> {
         self.alive()?;
+        if let Some(e) = self.lost.remove(&ino) {
+            return Err(e);
+        }
         if let Some(f) = self.cached.get(&ino).map(|c| c.file) {
             if let Err(e) = self.vol.fsync(f) {
                 return Err(self.failed(e));
@@ -440,11 +511,28 @@ impl Mounted {
         self.attr_at(&path)
     }
 
-    /// `unlink`. A program still holding the file open gets `ESTALE` afterwards.
+    /// `unlink`. A file that programs still hold open is renamed to a hidden name in
+    /// the root and removed at their last close (the next mount removes it if the
+    /// mount ends first), so their reads and writes go on working.
     pub fn unlink(&mut self, parent: u64, name: &str) -> Result<(), Errno> {
         self.writable()?;
         let path = self.child(parent, name)?;
         self.close_path(&path)?;
+        if let Some(ino) = self.inodes.known(&path) {
+            if self.users.get(&ino).copied().unwrap_or(0) > 0 {
+                match self.vol.metadata(&path) {
+                    Ok(m) if m.kind == Kind::Dir => return Err(Errno::EISDIR),
+                    Ok(_) => {}
+                    Err(e) => return Err(self.failed(e)),
+                }
+                let hidden = format!("/{UNLINKED}{ino}");
+                if let Err(e) = self.vol.rename(&path, &hidden) {
+                    return Err(self.failed(e));
+                }
+                self.inodes.renamed(&path, &hidden);
+                return Ok(());
+            }
+        }
         if let Err(e) = self.vol.remove(&path) {
             return Err(self.failed(e));
         }
@@ -501,6 +589,7 @@ impl Mounted {
         };
         Ok(entries
             .into_iter()
+            .filter(|(name, _)| path != "/" || !name.starts_with(UNLINKED))
             .map(|(name, kind)| {
                 let i = self.inodes.number(&inodes::child(&path, &name));
                 (i, name, kind)
@@ -509,7 +598,12 @@ impl Mounted {
     }
 
     /// `statfs`.
-    pub fn space(&self) -> Space {
+    pub fn space(&self) -> Result<Space, Errno> {
+        self.alive()?;
+        Ok(self.space_now())
+    }
+
+    fn space_now(&self) -> Space {
         let store = self.vol.store();
         let used: u64 = store.blocks().iter().map(|b| b.valid as u64).sum();
         let total = store.capacity_pages();
@@ -700,5 +794,111 @@ mod tests {
         m.open(f.ino, false, false).unwrap();
         assert_eq!(m.read(f.ino, 0, 10).unwrap(), b"keep");
         m.release(f.ino).unwrap();
+    }
+
+    /// Fills the test part with one file, leaving it almost full.
+    fn filled(m: &mut Mounted) {
+        let big = m.create(inodes::ROOT, "big", true, false).unwrap();
+        let mut at = 0;
+        loop {
+            let r = m
+                .write(big.ino, at, &[0xab; 2048])
+                .and_then(|_| m.fsync(big.ino));
+            if let Err(e) = r {
+                assert_eq!(e, Errno::ENOSPC, "filled up to {at}");
+                break;
+            }
+            at += 2048;
+        }
+        m.release(big.ino).ok();
+    }
+
+    #[test]
+    fn on_a_full_volume_close_reports_what_could_not_be_made_durable() {
+        let mut m = fresh();
+        filled(&mut m);
+        let r = m.create(inodes::ROOT, "note", false, false).and_then(|f| {
+            m.write(f.ino, 0, &[7u8; 600])?;
+            m.flush(f.ino)
+        });
+        assert_eq!(
+            r,
+            Err(Errno::ENOSPC),
+            "some step must say so; close must not claim success"
+        );
+    }
+
+    #[test]
+    fn a_handle_closed_to_make_room_never_loses_another_files_data_silently() {
+        let mut m = fresh();
+        // Files made first, then the part filled: their data has little room left.
+        let files: Vec<u64> = (0..MOUNT_HANDLES + 2)
+            .map(|i| {
+                let a = m
+                    .create(inodes::ROOT, &format!("f{i}"), true, false)
+                    .unwrap();
+                m.release(a.ino).unwrap();
+                a.ino
+            })
+            .collect();
+        filled(&mut m);
+        // More files with unsynced data than the handle table holds.
+        for &f in &files {
+            m.open(f, true, false).unwrap();
+        }
+        let mut written = Vec::new();
+        for (i, &f) in files.iter().enumerate() {
+            let data = format!("precious {i} {}", "x".repeat(40 + 700 * i));
+            if m.write(f, 0, data.as_bytes()).is_ok() {
+                written.push((f, data.len() as u64));
+            }
+        }
+        assert!(!written.is_empty(), "some writes fit");
+        // A write refused for room writes nothing; a write accepted and then fsynced
+        // must be there after the remount, whichever handles were closed meanwhile.
+        let mut durable = Vec::new();
+        for &(f, len) in &written {
+            if m.fsync(f).is_ok() {
+                durable.push((m.path(f).unwrap(), len));
+            }
+        }
+        for &f in &files {
+            let _ = m.release(f);
+        }
+        let mut m = remounted(m);
+        for (n, len) in durable {
+            let a = m.lookup(inodes::ROOT, &n[1..]).unwrap();
+            assert_eq!(a.size, len, "{n}: fsync said durable");
+            assert!(
+                m.read(a.ino, 0, 64).unwrap().starts_with(b"precious"),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_unlinked_while_open_reads_until_its_last_close() {
+        let mut m = fresh();
+        let f = m.create(inodes::ROOT, "tmp", true, false).unwrap();
+        m.write(f.ino, 0, b"scratch").unwrap();
+        m.unlink(inodes::ROOT, "tmp").unwrap();
+        assert_eq!(m.lookup(inodes::ROOT, "tmp"), Err(Errno::ENOENT));
+        assert!(
+            m.list(inodes::ROOT).unwrap().is_empty(),
+            "hidden from listings"
+        );
+        m.write(f.ino, 7, b" more").unwrap();
+        assert_eq!(m.read(f.ino, 0, 64).unwrap(), b"scratch more");
+        m.release(f.ino).unwrap();
+        assert_eq!(m.attr(f.ino), Err(Errno::ESTALE));
+        let names = volume::list(&mut *m.vol, "/").unwrap();
+        assert!(names.is_empty(), "removed at the last close: {names:?}");
+        // Left over by a mount that ended first: the next mount removes it.
+        let g = m.create(inodes::ROOT, "g", true, false).unwrap();
+        m.unlink(inodes::ROOT, "g").unwrap();
+        let m = remounted(m);
+        let mut vol = m.vol;
+        assert!(volume::list(&mut *vol, "/").unwrap().is_empty());
+        let _ = g;
     }
 }
