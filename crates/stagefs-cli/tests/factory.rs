@@ -61,8 +61,14 @@ fn part_with_bad(bad: &[u32]) -> Sim {
 fn check_tree(part: &mut Sim) {
     let mut v = volume::over(part);
     v.mount().unwrap();
-    assert_eq!(volume::read_file(&mut v, "/etc/hostname").unwrap(), b"board-7\n");
-    assert_eq!(volume::read_file(&mut v, "/firmware.bin").unwrap(), vec![0x3C; 70_000]);
+    assert_eq!(
+        volume::read_file(&mut v, "/etc/hostname").unwrap(),
+        b"board-7\n"
+    );
+    assert_eq!(
+        volume::read_file(&mut v, "/firmware.bin").unwrap(),
+        vec![0x3C; 70_000]
+    );
 }
 
 #[test]
@@ -88,7 +94,8 @@ fn a_generic_image_works_on_parts_whose_bad_blocks_it_does_not_use() {
         v.mount().unwrap();
         for round in 0..40u8 {
             for f in 0..6 {
-                volume::write_file(&mut v, &format!("/log{f}"), &vec![round; 9000 + 500 * f]).unwrap();
+                volume::write_file(&mut v, &format!("/log{f}"), &vec![round; 9000 + 500 * f])
+                    .unwrap();
             }
         }
     }
@@ -98,7 +105,10 @@ fn a_generic_image_works_on_parts_whose_bad_blocks_it_does_not_use() {
     {
         let mut v = volume::over(&mut part);
         v.mount().unwrap();
-        assert_eq!(volume::read_file(&mut v, "/log3").unwrap(), vec![39u8; 10_500]);
+        assert_eq!(
+            volume::read_file(&mut v, "/log3").unwrap(),
+            vec![39u8; 10_500]
+        );
         v.unmount().unwrap();
     }
     assert!(part.wear_stats().max > 1, "collection ran");
@@ -125,7 +135,12 @@ fn a_part_with_a_bad_block_under_the_data_gets_its_own_image() {
     image::program(&mut part, &own, Placement::InPlace).unwrap();
     check_tree(&mut part);
     assert_eq!(part.counters().misuse, 0);
-    let o = stagefs(&["mkfs", "--bad-blocks", "99", d.join("x.bin").to_str().unwrap()]);
+    let o = stagefs(&[
+        "mkfs",
+        "--bad-blocks",
+        "99",
+        d.join("x.bin").to_str().unwrap(),
+    ]);
     assert!(!o.status.success(), "a block past the part is refused");
 }
 
@@ -142,7 +157,10 @@ fn skip_block_shifting_is_refused_at_mount_not_misread() {
             Err(_) => {}
             Ok(()) => {
                 // If the store found its way, every file must still read exactly.
-                assert_eq!(volume::read_file(&mut v, "/etc/hostname").unwrap(), b"board-7\n");
+                assert_eq!(
+                    volume::read_file(&mut v, "/etc/hostname").unwrap(),
+                    b"board-7\n"
+                );
                 assert_eq!(
                     volume::read_file(&mut v, "/firmware.bin").unwrap(),
                     vec![0x3C; 70_000],

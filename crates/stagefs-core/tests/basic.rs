@@ -521,3 +521,109 @@ fn path_walks_are_remembered_until_a_rename_or_removed_directory() {
     assert_eq!(read_all(&mut fs, "/b/e/f1"), pattern(100, 64));
     assert_eq!(read_all(&mut fs, "/b/e/f2"), pattern(101, 64));
 }
+
+/// A volume filled to `NoSpace`, then small fsynced appends staged in the log: unmount
+/// still succeeds (records there is no room to patch home stay in the log, durable) and
+/// the next mount is clean and holds every fsynced byte.
+#[test]
+fn a_full_volume_unmounts_cleanly_with_records_it_cannot_patch() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
+    let mut model: Vec<(String, Vec<u8>)> = Vec::new();
+    {
+        let mut fs = vol(&mut sim);
+        fs.format(cfg()).unwrap();
+        for i in 0..12 {
+            let d = pattern(
+                i,
+                if i % 2 == 0 {
+                    100
+                } else {
+                    1000 + 100 * i as usize
+                },
+            );
+            write_file(&mut fs, &format!("/f{i}"), &d);
+            model.push((format!("/f{i}"), d));
+        }
+        for n in 0..40u32 {
+            let (p, d) = &mut model[n as usize % 12];
+            let rec = pattern(n, 16);
+            let Ok(f) = fs.open(p, rw().append(true)) else {
+                break;
+            };
+            let r = fs.write(f, &rec).map(|_| ()).and_then(|()| fs.fsync(f));
+            let c = fs.close(f);
+            if r.is_err() || c.is_err() {
+                break;
+            }
+            d.extend_from_slice(&rec);
+        }
+        let big = fs.open("/big", create()).unwrap();
+        while fs.write(big, &[0x77; 2048]).is_ok() && fs.fsync(big).is_ok() {}
+        let _ = fs.close(big);
+        let st = fs.staging_status().unwrap();
+        let staged = st.staged_objects + st.staged_inline;
+        assert!(staged > 0, "records wait in the log on a full volume");
+        for (p, d) in &mut model {
+            let got = read_all(&mut fs, p);
+            assert!(got.starts_with(d), "{p}: fsynced bytes lost before unmount");
+            *d = got;
+        }
+        fs.unmount().unwrap();
+    }
+    let mut fs = vol(&mut sim);
+    fs.mount().unwrap();
+    assert_eq!(
+        fs.store().stats().recovery_scanned_pages,
+        0,
+        "the unmount was clean"
+    );
+    for (p, d) in &model {
+        assert_eq!(&read_all(&mut fs, p), d, "{p}");
+    }
+}
+
+/// Namespace and small files until `NoSpace`, in several shapes: unmount must still
+/// succeed (a clean checkpoint: the next mount scans nothing) and keep everything.
+#[test]
+fn a_volume_filled_with_names_and_small_files_unmounts_cleanly() {
+    for (seed, size) in [(5u32, 300usize), (6, 40), (7, 1500), (8, 5000)] {
+        let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(seed as u64));
+        let mut fs = vol(&mut sim);
+        fs.format(cfg()).unwrap();
+        let mut made = Vec::new();
+        'fill: for d in 0..400u32 {
+            let dir = format!("/d{d}");
+            if fs.create_dir(&dir).is_err() {
+                break;
+            }
+            for f in 0..8u32 {
+                let p = format!("{dir}/f{f}");
+                let data = pattern(seed * 1000 + d * 8 + f, size + (f as usize * 13));
+                let Ok(h) = fs.open(&p, create()) else {
+                    break 'fill;
+                };
+                let w = fs.write(h, &data).map(|_| ());
+                let c = fs.close(h);
+                if w.is_err() || c.is_err() {
+                    break 'fill;
+                }
+                made.push((p, data));
+            }
+        }
+        assert!(made.len() > 20, "seed {seed}: only {} files", made.len());
+        let r = fs.unmount();
+        assert!(
+            r.is_ok(),
+            "seed {seed} size {size}: unmount of a full volume: {r:?}"
+        );
+        fs.mount().unwrap();
+        assert_eq!(
+            fs.store().stats().recovery_scanned_pages,
+            0,
+            "seed {seed}: clean"
+        );
+        for (p, d) in &made {
+            assert_eq!(&read_all(&mut fs, p), d, "seed {seed}: {p}");
+        }
+    }
+}
