@@ -685,6 +685,73 @@ fn unreadable_page_in_the_window_is_reported_and_salvaged() {
     }
     assert!(intact >= 1, "salvage mount kept nothing");
     assert_eq!(s.last_misuse(), None);
+
+    // Repair makes the salvaged state the store's: writable now, a normal mount later,
+    // every object the salvage mount read intact reading the same.
+    let salvaged: Vec<(u32, Vec<u8>)> = {
+        let mut fs = Fs::<&mut Sim>::new(&mut s);
+        fs.mount_salvage_in_place().unwrap();
+        want.iter()
+            .filter_map(|(id, _)| read_all(&mut fs, *id).ok().map(|d| (*id, d)))
+            .collect()
+    };
+    assert!(
+        matches!(
+            Fs::<&mut Sim>::mount(&mut s),
+            Err(MountError::MediaLoss { .. })
+        ),
+        "the repair below starts from a store that does not mount"
+    );
+    // A power cut at any program or erase of the repair: afterwards the store either
+    // still needs repair (and repairs) or is repaired; never something else.
+    let mut cuts = 0;
+    for k in 1..200u64 {
+        let mut c = s.clone();
+        c.arm(FaultPlan::seeded(k).with_cut(k, CutKind::ALL[k as usize % 5]));
+        let fired = {
+            let mut fs = Fs::<&mut Sim>::new(&mut c);
+            fs.mount_repair_in_place().is_err()
+        };
+        if !fired {
+            break;
+        }
+        cuts += 1;
+        c.power_on();
+        c.disarm();
+        if Fs::<&mut Sim>::mount(&mut c).is_err() {
+            let mut fs = Fs::<&mut Sim>::new(&mut c);
+            fs.mount_repair_in_place()
+                .unwrap_or_else(|e| panic!("repair after a cut at op {k}: {e:?}"));
+        }
+        let mut fs = Fs::<&mut Sim>::mount(&mut c)
+            .unwrap_or_else(|e| panic!("cut at op {k} of the repair: {e:?}"));
+        for (id, d) in &salvaged {
+            assert_eq!(
+                &read_all(&mut fs, *id).unwrap(),
+                d,
+                "cut at op {k}: object {id}"
+            );
+        }
+    }
+    assert!(cuts >= 2, "the repair programs its checkpoint: {cuts} cuts");
+    {
+        let mut fs = Fs::<&mut Sim>::new(&mut s);
+        fs.mount_repair_in_place().unwrap();
+        let id = fs.create(ObjKind::Object).unwrap();
+        fs.write(id, 0, b"after repair").unwrap();
+        fs.flush(id).unwrap();
+        fs.unmount_in_place().unwrap();
+    }
+    let mut fs = Fs::<&mut Sim>::mount(&mut s).unwrap();
+    for (id, d) in &salvaged {
+        assert_eq!(
+            &read_all(&mut fs, *id).unwrap(),
+            d,
+            "object {id} after repair"
+        );
+    }
+    drop(fs);
+    assert_eq!(s.last_misuse(), None);
 }
 
 // ---- 8. The checkpoint search is robust to read errors --------------------------------

@@ -15,8 +15,11 @@
 //! that cannot be listed is reported and left alone (the files below it stay on flash;
 //! repairing its pages is not attempted).
 
+use std::fmt::Write as _;
+
 use stagefs_core::{Kind, OpenOptions, SeekFrom};
 
+use crate::image::Sim;
 use crate::volume::{self, Vol};
 
 /// Where repair puts what it saves of damaged files.
@@ -241,4 +244,142 @@ fn salvage(v: &mut Vol<'_>, path: &str, to: &str) -> Result<(u64, Vec<u64>), Str
     let _ = v.close(src);
     volume::write_file(v, to, &data).map_err(|e| format!("cannot write {to}: {e}"))?;
     Ok((data.len() as u64, holes))
+}
+
+/// `stagefs fsck [--repair]` on a loaded part: the report (and what repair did) in
+/// `out`; returns fsck's exit code and whether the part changed (save it then).
+///
+/// A store that does not mount because pages of its updating window no longer read
+/// (`MediaLoss`) is repaired in place with `--repair` (`Fs::mount_repair`); then the
+/// files are checked and damaged ones moved aside as usual.
+pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bool) {
+    let mut v = volume::over(sim);
+    let mut store_repaired = false;
+    if let Err(e) = v.mount() {
+        let _ = writeln!(out, "{name}: does not mount: {e}");
+        let media_loss = matches!(
+            e,
+            stagefs_core::Error::Mount(oftl::MountError::MediaLoss { .. })
+        );
+        if !repair {
+            return (4, false);
+        }
+        if !media_loss {
+            let _ = writeln!(
+                out,
+                "not repaired: only unreadable pages in the store's updating window are repaired in place"
+            );
+            return (4, false);
+        }
+        if let Err(e) = v.mount_repair() {
+            let _ = writeln!(out, "not repaired: {e}");
+            return (4, false);
+        }
+        let _ = writeln!(
+            out,
+            "repaired: the store mounts again; the transactions the unreadable pages belonged to are left out"
+        );
+        store_repaired = true;
+    }
+    let recovered = v.store().stats().recovery_scanned_pages > 0;
+    let r = check(&mut v, recovered);
+    describe(out, name, &r);
+    if !store_repaired && (!repair || r.problems.is_empty()) {
+        return (r.exit_code() as u8, false);
+    }
+    let actions = self::repair(&mut v, &r);
+    for a in &actions {
+        let _ = writeln!(out, "repaired: {a}");
+    }
+    let after = check(&mut v, false);
+    out.push_str("after repair: ");
+    describe(out, name, &after);
+    if let Err(e) = v.unmount() {
+        let _ = writeln!(
+            out,
+            "unmounting after repair failed: {e}; the image file is left as it was"
+        );
+        return (4, false);
+    }
+    (if after.problems.is_empty() { 1 } else { 4 }, true)
+}
+
+/// A report in words.
+pub fn describe(out: &mut String, name: &str, r: &Report) {
+    for p in &r.problems {
+        let _ = writeln!(out, "problem: {p}");
+    }
+    let _ = writeln!(
+        out,
+        "{name}: {} directories, {} files, {} bytes read{}; {}",
+        r.dirs,
+        r.files,
+        r.bytes,
+        if r.recovered {
+            ", a crash recovered"
+        } else {
+            ""
+        },
+        if r.problems.is_empty() {
+            "clean".to_string()
+        } else {
+            format!("{} problems", r.problems.len())
+        }
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nand_hal::sim::profile::TINY;
+    use nand_hal::PageAddr;
+
+    /// A page of the updating window that no longer reads: the store does not mount;
+    /// `--repair` makes it mount again in place with every other file as it was.
+    #[test]
+    fn repair_reaches_a_store_that_does_not_mount_for_an_unreadable_page() {
+        let mut sim = crate::image::blank(&TINY);
+        let before_crash = {
+            let mut v = volume::over(&mut sim);
+            v.format(volume::config_for(&TINY)).unwrap();
+            volume::write_file(&mut v, "/keep", &[1u8; 5000]).unwrap();
+            v.sync().unwrap();
+            for i in 0..6u8 {
+                volume::write_file(&mut v, &format!("/new{i}"), &[i; 3000]).unwrap();
+            }
+            v.store().flash().counters().programs
+        };
+        assert!(before_crash > 0);
+        // The power goes (no unmount); then a page written after the checkpoint, with
+        // later ones behind it, stops reading.
+        let g = TINY.geometry;
+        let mut victim = None;
+        for p in 0..g.pages() {
+            let mut d = vec![0u8; g.page_size() as usize];
+            let mut o = vec![0u8; g.oob_size() as usize];
+            sim.peek(PageAddr(p), &mut d, &mut o);
+            if d.iter().all(|&b| b == 2) {
+                victim = Some(p);
+            }
+        }
+        let victim = victim.expect("a page of /new2");
+        for st in 0..4 {
+            sim.inject_flips(PageAddr(victim), st, 40);
+        }
+        let mut out = String::new();
+        let (code, changed) = run(&mut sim, "img", false, &mut out);
+        assert_eq!((code, changed), (4, false), "{out}");
+        assert!(out.contains("does not mount"), "{out}");
+        let mut out = String::new();
+        let (code, changed) = run(&mut sim, "img", true, &mut out);
+        assert!(changed, "{out}");
+        assert!(out.contains("repaired: the store mounts again"), "{out}");
+        assert_eq!(code, 1, "{out}");
+        let mut v = volume::over(&mut sim);
+        v.mount().expect("a normal mount after the repair");
+        assert_eq!(volume::read_file(&mut v, "/keep").unwrap(), vec![1u8; 5000]);
+        let mut out = String::new();
+        drop(v);
+        assert_eq!(run(&mut sim, "img", false, &mut out).0, 0, "{out}");
+    }
 }

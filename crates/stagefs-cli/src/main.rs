@@ -388,68 +388,15 @@ fn fsck_cmd(profile: &Profile, image: &Path, repair: bool) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e, 8),
     };
-    let (code, changed) = {
-        let mut v = volume::over(&mut sim);
-        if let Err(e) = v.mount() {
-            println!("{}: does not mount: {e}", image.display());
-            if repair {
-                println!(
-                    "not repaired: the object store itself does not mount, which repair in place does not reach"
-                );
-            }
-            return ExitCode::from(4);
-        }
-        let recovered = v.store().stats().recovery_scanned_pages > 0;
-        let r = fsck::check(&mut v, recovered);
-        print_check(image, &r);
-        if !repair || r.problems.is_empty() {
-            return ExitCode::from(r.exit_code() as u8);
-        }
-        let actions = fsck::repair(&mut v, &r);
-        for a in &actions {
-            println!("repaired: {a}");
-        }
-        let after = fsck::check(&mut v, false);
-        print!("after repair: ");
-        print_check(image, &after);
-        if let Err(e) = v.unmount() {
-            println!("unmounting after repair failed: {e}; the image file is left as it was");
-            return ExitCode::from(4);
-        }
-        (
-            if after.problems.is_empty() { 1 } else { 4 },
-            !actions.is_empty(),
-        )
-    };
+    let mut out = String::new();
+    let (code, changed) = fsck::run(&mut sim, &image.display().to_string(), repair, &mut out);
+    print!("{out}");
     if changed {
         if let Err(e) = volume::save(&sim, image) {
             return fail(&e, 8);
         }
     }
     ExitCode::from(code)
-}
-
-fn print_check(image: &Path, r: &fsck::Report) {
-    for p in &r.problems {
-        println!("problem: {p}");
-    }
-    println!(
-        "{}: {} directories, {} files, {} bytes read{}; {}",
-        image.display(),
-        r.dirs,
-        r.files,
-        r.bytes,
-        if r.recovered {
-            ", a crash recovered"
-        } else {
-            ""
-        },
-        if r.problems.is_empty() {
-            "clean".to_string()
-        } else {
-            format!("{} problems", r.problems.len())
-        }
-    );
 }
 
 fn inspect_cmd(
