@@ -67,7 +67,7 @@ pub fn published_lfs2(w: Workload) -> Option<(f64, f64)> {
     }
 }
 
-/// The rows as CSV (one line per target and workload; littlefs2's published figures
+/// The rows as CSV (RFC 4180: the target quoted; one line per target and workload; littlefs2's published figures
 /// as target `littlefs2 (published)`), for `stagefs bench-plot`.
 pub fn csv(rows: &[Row]) -> String {
     let mut s = String::from(
@@ -76,7 +76,7 @@ pub fn csv(rows: &[Row]) -> String {
     let mut published = Vec::new();
     for r in rows {
         s.push_str(&format!(
-            "{},{},{:.3},{:.4},{},{},{}\n",
+            "{},\"{}\",{:.3},{:.4},{},{},{}\n",
             r.workload,
             r.target,
             r.throughput(),

@@ -14,6 +14,27 @@ struct Row {
     wa: f64,
 }
 
+/// The fields of one CSV line (RFC 4180 quoting: `"a, b"`, `""` for a quote).
+fn fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
 fn parse(csv: &str) -> Result<Vec<Row>, String> {
     let mut lines = csv.lines();
     let head = lines.next().ok_or("empty CSV")?;
@@ -24,14 +45,14 @@ fn parse(csv: &str) -> Result<Vec<Row>, String> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            let f: Vec<&str> = l.split(',').collect();
+            let f = fields(l);
             let bad = || format!("line {}: {l}", i + 2);
             if f.len() < 4 {
                 return Err(bad());
             }
             Ok(Row {
-                workload: f[0].to_string(),
-                target: f[1].to_string(),
+                workload: f[0].clone(),
+                target: f[1].clone(),
                 throughput: f[2].parse().map_err(|_| bad())?,
                 wa: f[3].parse().map_err(|_| bad())?,
             })
@@ -89,6 +110,7 @@ mod tests {
     fn a_bench_csv_is_drawn_and_other_files_are_refused() {
         let csv = "workload,target,throughput_bytes_per_s,write_amplification,worst_op_ns,mount_clean_ns,mount_after_cut_ns\n\
                    linear,stagefs,6150000,1.02,1,1,\n\
+                   linear,\"stagefs, staging off\",6000000,1.03,1,1,\n\
                    linear,littlefs2,1690000,1.0,1,1,5\n\
                    many,stagefs,156570,32.7,1,1,1\n\
                    many,littlefs2 (published),210,16,,,\n";
@@ -97,6 +119,7 @@ mod tests {
         let svg = std::fs::read_to_string(&out).unwrap();
         assert!(svg.contains("write amplification"));
         assert!(svg.contains("littlefs2 (published)"));
+        assert!(svg.contains("stagefs, staging off"));
         assert!(draw("a,b\n1,2\n", &out)
             .unwrap_err()
             .contains("not a stagefs-bench CSV"));

@@ -296,7 +296,18 @@ pub struct Bars {
 
 fn bars_on<DB: DrawingBackend>(root: Area<DB>, panels: &[Bars]) -> Result<(), String> {
     root.fill(&WHITE).map_err(backend_error)?;
-    let areas = root.split_evenly((1, panels.len().max(1)));
+    let h = root.dim_in_pixel().1;
+    let (charts, key) = root.split_vertically(h.saturating_sub(34));
+    if let Some(p) = panels.first() {
+        let items: Vec<(RGBColor, String)> = p
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (PALETTE[i % PALETTE.len()], n.clone()))
+            .collect();
+        legend(&key, 8, &items)?;
+    }
+    let areas = charts.split_evenly((1, panels.len().max(1)));
     for (area, p) in areas.iter().zip(panels) {
         let vals = || {
             p.series
@@ -317,6 +328,15 @@ fn bars_on<DB: DrawingBackend>(root: Area<DB>, panels: &[Bars]) -> Result<(), St
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .y_label_formatter(&|y| {
+                if *y >= 1e6 {
+                    format!("{}M", y / 1e6)
+                } else if *y >= 1e3 {
+                    format!("{}k", y / 1e3)
+                } else {
+                    format!("{y}")
+                }
+            })
             .x_labels(groups.len() * 2 + 1)
             .x_label_formatter(&|x| {
                 let i = (*x - 0.5).round();
@@ -338,17 +358,9 @@ fn bars_on<DB: DrawingBackend>(root: Area<DB>, panels: &[Bars]) -> Result<(), St
                         Rectangle::new([(x0, bottom), (x0 + w * 0.92, v.max(bottom))], c.filled())
                     })
                 }))
-                .map_err(backend_error)?
-                .label(name.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+                .map_err(backend_error)?;
+            let _ = name;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(backend_error)?;
     }
     root.present().map_err(backend_error)
 }
