@@ -280,6 +280,7 @@ mod tests {
             target: vec![which],
             seed: 3,
             quiet: true,
+            csv: None,
         };
         let mut t = which.build(3);
         let row = run_one(t.as_mut(), w, &args, &ProgressBar::hidden()).unwrap();
