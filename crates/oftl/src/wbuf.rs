@@ -366,6 +366,16 @@ impl<
         Ok(())
     }
 
+    /// Forgets `obj`'s writes still in write-back buffers: the object reads (and its
+    /// size is) as if they had not been made. Writes that buffer pressure already
+    /// programmed stay (writes may become durable before [`Oftl::flush`]). Changes
+    /// nothing on flash; for a layer above whose commit of those writes failed and was
+    /// reported (they were never acknowledged), which must not leave them for a later
+    /// flush or the unmount to trip on.
+    pub fn discard(&mut self, obj: ObjectId) {
+        self.wbuf_drop(obj);
+    }
+
     /// Makes `obj`'s writes durable: programs its buffered pages (one transaction, at
     /// most one program per dirty page). Costs nothing if none are dirty.
     pub fn flush(&mut self, obj: ObjectId) -> Result<(), WriteError<F::Error>> {

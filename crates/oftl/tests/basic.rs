@@ -830,3 +830,27 @@ fn whole_page_reads_are_kept_until_the_page_changes() {
     drop(fs);
     assert_eq!(sim.counters().misuse, 0);
 }
+
+/// `discard` forgets writes still buffered: reads and the size are the last flush's
+/// again, the flushed ones stay, and nothing is left for the unmount to program.
+#[test]
+fn discard_forgets_unflushed_writes_only() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(12));
+    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let a = fs.create(ObjKind::Object).unwrap();
+    fs.write(a, 0, &pattern(1, 3000)).unwrap();
+    fs.flush(a).unwrap();
+    fs.write(a, 2900, &pattern(2, 700)).unwrap();
+    assert_eq!(fs.size(a).unwrap(), 3600);
+    fs.discard(a);
+    assert_eq!(fs.size(a).unwrap(), 3000);
+    let mut got = vec![0u8; 3000];
+    assert_eq!(fs.read(a, 0, &mut got).unwrap(), 3000);
+    assert_eq!(got, pattern(1, 3000));
+    fs.unmount().unwrap();
+    let mut fs = Fs::mount(&mut sim).unwrap();
+    assert_eq!(fs.size(a).unwrap(), 3000);
+    let mut got = vec![0u8; 3000];
+    fs.read(a, 0, &mut got).unwrap();
+    assert_eq!(got, pattern(1, 3000));
+}

@@ -613,6 +613,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             if let Some(obj) = self.handles[i].pending_object() {
                 // Not adopted: give its room back (replay would, at the next mount).
                 let _ = self.store.transact(&[TxOp::Delete { obj }]);
+            } else if self.handles[i].obj != 0 {
+                // The writes the failed commit carried were never durable: the store
+                // must not keep them for a later flush (an unmount) to trip on.
+                self.store.discard(self.handles[i].obj);
             }
         }
         self.handles[i] = Handle::CLOSED;

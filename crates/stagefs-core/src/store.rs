@@ -21,6 +21,9 @@ pub trait Store {
     fn mount_repair(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// Makes everything durable and unmounts.
     fn unmount(&mut self) -> Result<(), Error<Self::FlashError>>;
+    /// Forgets an object's writes not flushed yet (their commit failed and was
+    /// reported): it reads as its last flush left it.
+    fn discard(&mut self, obj: ObjectId);
     /// Object payload bytes per page.
     fn payload(&self) -> usize;
     /// Largest object size.
@@ -110,6 +113,10 @@ impl<
 
     fn unmount(&mut self) -> Result<(), Error<F::Error>> {
         Ok(self.unmount_in_place()?)
+    }
+
+    fn discard(&mut self, obj: ObjectId) {
+        Oftl::discard(self, obj)
     }
 
     fn payload(&self) -> usize {

@@ -627,3 +627,53 @@ fn a_volume_filled_with_names_and_small_files_unmounts_cleanly() {
         }
     }
 }
+
+/// A close whose commit fails for room (reported) must not leave the file's unsynced
+/// writes behind in the store: unmount still succeeds and the file reads as its last
+/// durable state.
+#[test]
+fn a_failed_close_on_a_full_volume_leaves_nothing_for_unmount_to_trip_on() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(9));
+    let old = pattern(1, 6000);
+    // (`old` only makes /keep an object of its own first.)
+    let mut failed_closes = 0;
+    {
+        let mut fs = vol(&mut sim);
+        fs.format(cfg()).unwrap();
+        write_file(&mut fs, "/keep", &old);
+        // An object of its own with no pages left: its next page is growth.
+        let t = fs.open("/keep", rw()).unwrap();
+        fs.truncate(t, 0).unwrap();
+        fs.close(t).unwrap();
+        let big = fs.open("/big", create()).unwrap();
+        while fs.write(big, &[0x77; 2048]).is_ok() && fs.fsync(big).is_ok() {}
+        let _ = fs.close(big);
+        // Rewrite part of /keep's first pages until a close fails for room (the write
+        // itself is buffered and accepted; the commit needs new pages).
+        for round in 0..200 {
+            let f = fs.open("/keep", rw()).unwrap();
+            let w = fs.write(f, &[round as u8; 700]);
+            assert!(w.is_ok(), "round {round}: {w:?}");
+            if fs.close(f).is_err() {
+                failed_closes += 1;
+                break;
+            }
+        }
+        assert_eq!(failed_closes, 1, "a close failed for room");
+        let now = read_all(&mut fs, "/keep");
+        fs.unmount().unwrap();
+        drop(fs);
+        let mut fs = vol(&mut sim);
+        fs.mount().unwrap();
+        assert_eq!(
+            fs.store().stats().recovery_scanned_pages,
+            0,
+            "the unmount was clean"
+        );
+        assert_eq!(read_all(&mut fs, "/keep"), now);
+        assert!(
+            now.is_empty(),
+            "the failed close left the truncated file as it was"
+        );
+    }
+}
