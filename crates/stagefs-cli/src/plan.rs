@@ -129,6 +129,8 @@ pub struct Plan {
     pub busy: f64,
     /// Device time of a mount after a power cut at the end, ns.
     pub mount_after_cut_ns: u64,
+    /// What that mount did: pages recovery scanned, page reads, programs, erases.
+    pub mount_after_cut: (u32, u64, u64, u64),
     /// Bytes of RAM of the volume type (store and file layer, this host build).
     pub ram: usize,
     /// Erase-count samples over the window: (workload seconds, mean, max).
@@ -217,9 +219,10 @@ impl Plan {
             self.worst_op_ns as f64 / 1e6,
             self.busy * 100.0
         );
+        let (scanned, reads, programs, erases) = self.mount_after_cut;
         let _ = writeln!(
             s,
-            "mount after a power cut: {:.1} ms",
+            "mount after a power cut: {:.1} ms ({scanned} pages of the updating window scanned; {reads} page reads, {programs} programs, {erases} erases in all)",
             self.mount_after_cut_ns as f64 / 1e6
         );
         let _ = writeln!(
@@ -454,6 +457,7 @@ pub fn run(
             worst_op_ns: worst,
             busy: (c.time_ns - c0.time_ns) as f64 / 1e9 / now.max(1e-9),
             mount_after_cut_ns: 0,
+            mount_after_cut: (0, 0, 0, 0),
             ram: std::mem::size_of::<Vol<'static>>(),
             samples,
         }
@@ -462,10 +466,18 @@ pub fn run(
     sim.cut_power();
     sim.power_on();
     let t0 = sim.counters().time_ns;
+    let c0 = sim.counters();
     let mut v: Box<Vol<'_>> = Box::new(Fs::new(Store::new(&mut sim)));
     v.mount()
         .map_err(|e| volume::say("mounting after the cut", e))?;
     plan.mount_after_cut_ns = v.store().flash().counters().time_ns - t0;
+    let c = v.store().flash().counters();
+    plan.mount_after_cut = (
+        v.store().stats().recovery_scanned_pages,
+        c.reads - c0.reads,
+        c.programs - c0.programs,
+        c.erases - c0.erases,
+    );
     Ok(plan)
 }
 
