@@ -16,6 +16,21 @@ use stagefs_core::Kind;
 use stagefs_cli::volume::{say, Vol};
 use stagefs_cli::{copy, fsck, image, inspect, mount, part, volume};
 
+/// `println!` that never panics: a closed standard output (`stagefs ls img | head`)
+/// drops the rest of the output instead.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `print!` that never panics (see `out!`).
+macro_rules! outp {
+    ($($t:tt)*) => {{
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 #[derive(Parser)]
 #[command(
     name = "stagefs",
@@ -220,7 +235,7 @@ fn main() -> ExitCode {
         Cmd::BenchPlot { csv, out } => std::fs::read_to_string(&csv)
             .map_err(|e| format!("{}: {e}", csv.display()))
             .and_then(|c| stagefs_cli::benchplot::draw(&c, &out))
-            .map(|()| println!("wrote {}", out.display())),
+            .map(|()| out!("wrote {}", out.display())),
         Cmd::Plan {
             workloads,
             window,
@@ -313,7 +328,7 @@ fn mkfs(profile: &Profile, from: Option<&Path>, bad: &[u32], image: &Path) -> Re
     let mut bytes = Vec::new();
     image::save(&sim, &mut bytes).map_err(|e| e.to_string())?;
     let used = image::used_blocks(profile, &bytes);
-    println!(
+    out!(
         "{}: {} image, {files} files, {} bytes; data in blocks {}",
         image.display(),
         profile.name,
@@ -321,11 +336,11 @@ fn mkfs(profile: &Profile, from: Option<&Path>, bad: &[u32], image: &Path) -> Re
         image::ranges(&used)
     );
     if bad.is_empty() {
-        println!(
+        out!(
             "program it block for block, bad blocks skipped in place (no shift), onto any part whose factory bad blocks are not among those blocks (docs/SPEC.md section 5)"
         );
     } else {
-        println!(
+        out!(
             "made for a part whose factory bad blocks are {}: program it block for block, bad blocks skipped in place (no shift)",
             image::ranges(bad)
         );
@@ -337,10 +352,10 @@ fn ls(v: &mut Vol<'_>, path: &str) -> Result<(), String> {
     for (name, kind) in volume::list(v, path).map_err(|e| say(path, e))? {
         let full = volume::join(path, &name);
         match kind {
-            Kind::Dir => println!("d {:>10} {name}/", "-"),
+            Kind::Dir => out!("d {:>10} {name}/", "-"),
             Kind::File => {
                 let m = v.metadata(&full).map_err(|e| say(&full, e))?;
-                println!("f {:>10} {name}", m.size);
+                out!("f {:>10} {name}", m.size);
             }
         }
     }
@@ -390,7 +405,7 @@ fn fsck_cmd(profile: &Profile, image: &Path, repair: bool) -> ExitCode {
     };
     let mut out = String::new();
     let (code, changed) = fsck::run(&mut sim, &image.display().to_string(), repair, &mut out);
-    print!("{out}");
+    outp!("{out}");
     if changed {
         if let Err(e) = volume::save(&sim, image) {
             return fail(&e, 8);
@@ -407,18 +422,18 @@ fn inspect_cmd(
 ) -> Result<(), String> {
     let mut sim = volume::load(profile, image)?;
     if let Some(p) = page {
-        print!("{}", inspect::page_tags(&sim, p)?);
+        outp!("{}", inspect::page_tags(&sim, p)?);
         return Ok(());
     }
     let mut v = volume::over(&mut sim);
     v.mount()
         .map_err(|e| say(&format!("mounting {}", image.display()), e))?;
     let s = inspect::summary(profile, v.store().blocks(), &v.store().stats());
-    print!("{s}");
+    outp!("{s}");
     let st = v
         .staging_status()
         .map_err(|e| say("reading the staging state", e))?;
-    print!("{}", inspect::staging(&st));
+    outp!("{}", inspect::staging(&st));
     for p in pictures.iter().flatten() {
         stagefs_cli::picture::block_maps(
             p,
@@ -426,7 +441,7 @@ fn inspect_cmd(
             profile.geometry.pages_per_block(),
             v.store().blocks(),
         )?;
-        println!("wrote {}", p.display());
+        out!("wrote {}", p.display());
     }
     Ok(())
 }
@@ -481,7 +496,7 @@ fn torture_cmd(
     use stagefs_cli::torture;
     if let Some(token) = replay {
         torture::replay(&token)?;
-        println!("{token}: passes");
+        out!("{token}: passes");
         return Ok(());
     }
     let w = torture::workload(workload, ops, seed, *profile)?;
@@ -495,7 +510,7 @@ fn torture_cmd(
     bar.set_message(format!("{workload} on {}", profile.name));
     let o = torture::run(&w, cuts, seed, noisy, |done| bar.set_position(done));
     bar.finish_and_clear();
-    println!(
+    out!(
         "{workload} on {}: {} operations ({} programs and erases uncut); {} cases, {} cuts in the workload, {} in recovery; {} failures",
         profile.name,
         w.ops.len(),
@@ -506,8 +521,8 @@ fn torture_cmd(
         o.failures.len()
     );
     for f in &o.failures {
-        println!("FAILED: {f}");
-        println!(
+        out!("FAILED: {f}");
+        out!(
             "  stagefs --part {} torture --replay '{}'",
             profile.name.to_ascii_lowercase(),
             f.token
@@ -545,10 +560,10 @@ fn plan_cmd(
     });
     bar.finish_and_clear();
     let p = p?;
-    print!("{}", p.report(profile, workloads));
+    outp!("{}", p.report(profile, workloads));
     for path in pictures.iter().flatten() {
         plan::draw(&p, profile.name, path)?;
-        println!("wrote {}", path.display());
+        out!("wrote {}", path.display());
     }
     Ok(())
 }
