@@ -292,17 +292,17 @@ impl Filesystem for StageFuse {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match name_of(name).and_then(|n| self.state().unlink(parent.0, n)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(
+            reply,
+            name_of(name).and_then(|n| self.state().unlink(parent.0, n)),
+        )
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match name_of(name).and_then(|n| self.state().rmdir(parent.0, n)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(
+            reply,
+            name_of(name).and_then(|n| self.state().rmdir(parent.0, n)),
+        )
     }
 
     fn rename(
@@ -325,10 +325,7 @@ impl Filesystem for StageFuse {
             let b = name_of(newname)?;
             self.state().rename(parent.0, a, newparent.0, b, no_replace)
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, r)
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -389,10 +386,7 @@ impl Filesystem for StageFuse {
         if fh.0 & 1 == 0 {
             return reply.ok();
         }
-        match self.state().flush(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, self.state().flush(ino.0))
     }
 
     fn release(
@@ -405,10 +399,7 @@ impl Filesystem for StageFuse {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        match self.state().release(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, self.state().release(ino.0))
     }
 
     fn fsync(
@@ -419,10 +410,7 @@ impl Filesystem for StageFuse {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.state().fsync(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, self.state().fsync(ino.0))
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -504,10 +492,7 @@ impl Filesystem for StageFuse {
         reply: ReplyEmpty,
     ) {
         // Namespace operations are durable when they return.
-        match self.state().alive() {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, self.state().alive())
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -550,6 +535,14 @@ impl Filesystem for StageFuse {
             ),
             Err(e) => reply.error(e),
         }
+    }
+}
+
+/// Replies to a request that returns nothing.
+fn answer(reply: ReplyEmpty, r: Result<(), Errno>) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
     }
 }
 
