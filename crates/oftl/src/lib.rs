@@ -459,9 +459,6 @@ pub struct Oftl<
     pub(crate) read_only_reason: ReadOnlyReason,
     /// A salvage mount is running (see [`Oftl::mount_salvage_in_place`]).
     pub(crate) salvage: bool,
-    /// With `salvage`: recovery writes (relocations and its closing checkpoint), so the
-    /// salvaged state becomes the store's (see [`Oftl::mount_repair_in_place`]).
-    pub(crate) repair: bool,
     /// Recovery replays in RAM only, writing nothing but cache pages (salvage, or a
     /// recovery with too few good blocks to finish).
     pub(crate) no_write_recovery: bool,
@@ -577,7 +574,6 @@ impl<
             read_only: false,
             read_only_reason: ReadOnlyReason::GoodBlocks,
             salvage: false,
-            repair: false,
             no_write_recovery: false,
             gc_victim: None,
             gc_head: DATA_HEAD,

@@ -256,26 +256,6 @@ impl<
         r
     }
 
-    /// Repairs a store that fails to mount with [`MountError::MediaLoss`], in place:
-    /// recovery goes past the unreadable pages as [`Oftl::mount_salvage_in_place`]
-    /// does (the transactions they belonged to are left out, whole; every other object
-    /// reads as acknowledged), then finishes as a normal recovery does (relocations and
-    /// a closing checkpoint), so that state becomes the store's: the store is mounted
-    /// writable and later mounts are normal. What the lost transactions held is gone
-    /// for good: copy out with a salvage mount first if it may still read.
-    ///
-    /// Power loss: a cut during the repair leaves the store as before it (the closing
-    /// checkpoint is what commits it); repair again.
-    pub fn mount_repair_in_place(&mut self) -> Result<(), MountError<F::Error>> {
-        self.salvage = true;
-        self.repair = true;
-        let r = self.mount_inner();
-        self.salvage = false;
-        self.repair = false;
-        self.poisoned = r.is_err();
-        r
-    }
-
     fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
         let flash = &mut self.dev.flash;
         let geo = flash.geometry();

@@ -234,7 +234,7 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
-        let no_write = (self.salvage && !self.repair) || self.no_write_recovery;
+        let no_write = self.salvage || self.no_write_recovery;
         if self.ckpt.fell_back && !no_write {
             self.restate_checkpoint()?;
         }

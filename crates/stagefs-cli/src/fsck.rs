@@ -159,10 +159,13 @@ pub fn repair(v: &mut Vol<'_>, found: &Report) -> Actions {
         }
     }
     for p in damaged {
-        let saved = volume::join(
-            LOST_FOUND,
-            &p.path.trim_start_matches('/').replace('/', "%"),
-        );
+        let saved = match free_name(v, &p.path) {
+            Ok(n) => n,
+            Err(e) => {
+                done.push(format!("{}: not repaired: {e}", p.path));
+                continue;
+            }
+        };
         match salvage(v, &p.path, &saved) {
             Ok((bytes, holes)) => {
                 let removed = v.remove(&p.path);
@@ -190,25 +193,64 @@ pub fn repair(v: &mut Vol<'_>, found: &Report) -> Actions {
                     }
                 ));
             }
-            Err(e) => done.push(match v.remove(&p.path) {
+            // Nothing could be opened: the entry itself is what is damaged.
+            Err(Salvage::Unreadable(e)) => done.push(match v.remove(&p.path) {
                 Ok(()) => format!(
                     "{}: nothing readable ({e}); the damaged entry removed",
                     p.path
                 ),
                 Err(r) => format!("{}: not repaired: {e}; removing it failed: {r}", p.path),
             }),
+            // The copy could not be written: the damaged file stays.
+            Err(Salvage::NotSaved(e)) => {
+                let _ = v.remove(&saved);
+                done.push(format!("{}: not repaired (left in place): {e}", p.path));
+            }
         }
     }
     done
 }
 
+/// A name in `/lost+found` for what is saved of `path`: the path with `/` as `%`,
+/// shortened to the longest name allowed, and `~N` added until it names nothing yet.
+fn free_name(v: &mut Vol<'_>, path: &str) -> Result<String, String> {
+    let flat = path.trim_start_matches('/').replace('/', "%");
+    for n in 0..1000u32 {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!("~{n}")
+        };
+        let mut base = flat.clone();
+        let room = stagefs_core::NAME_MAX - suffix.len();
+        while base.len() > room {
+            base.pop();
+        }
+        let name = volume::join(LOST_FOUND, &format!("{base}{suffix}"));
+        match v.metadata(&name) {
+            Err(stagefs_core::Error::NotFound) => return Ok(name),
+            Ok(_) => continue,
+            Err(e) => return Err(format!("cannot check {name}: {e}")),
+        }
+    }
+    Err(format!("no free name in {LOST_FOUND}"))
+}
+
+/// Why [`salvage`] saved nothing.
+enum Salvage {
+    /// The file does not even open.
+    Unreadable(String),
+    /// The copy could not be written.
+    NotSaved(String),
+}
+
 /// Copies what reads of `path` to `to`, a page at a time, unreadable pages as zeros.
 /// Returns the bytes written and the offsets of the unreadable pages.
-fn salvage(v: &mut Vol<'_>, path: &str, to: &str) -> Result<(u64, Vec<u64>), String> {
+fn salvage(v: &mut Vol<'_>, path: &str, to: &str) -> Result<(u64, Vec<u64>), Salvage> {
     let size = v.metadata(path).map(|m| m.size).unwrap_or(0);
     let src = v
         .open(path, OpenOptions::new().read(true))
-        .map_err(|e| format!("cannot open: {e}"))?;
+        .map_err(|e| Salvage::Unreadable(format!("cannot open: {e}")))?;
     let mut data = Vec::new();
     let mut holes = Vec::new();
     let unit = crate::part::PAGE as u64;
@@ -242,49 +284,33 @@ fn salvage(v: &mut Vol<'_>, path: &str, to: &str) -> Result<(u64, Vec<u64>), Str
         at += unit;
     }
     let _ = v.close(src);
-    volume::write_file(v, to, &data).map_err(|e| format!("cannot write {to}: {e}"))?;
+    volume::write_file(v, to, &data)
+        .map_err(|e| Salvage::NotSaved(format!("cannot write {to}: {e}")))?;
     Ok((data.len() as u64, holes))
 }
 
 /// `stagefs fsck [--repair]` on a loaded part: the report (and what repair did) in
 /// `out`; returns fsck's exit code and whether the part changed (save it then).
 ///
-/// A store that does not mount because pages of its updating window no longer read
-/// (`MediaLoss`) is repaired in place with `--repair` (`Fs::mount_repair`); then the
-/// files are checked and damaged ones moved aside as usual.
+/// A store that does not mount is reported, not repaired: repairing the object store
+/// itself (unreadable pages of its updating window, destroyed checkpoints) is not
+/// done in place yet. `stagefs cp -r` copies out what a salvage mount can read.
 pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bool) {
     let mut v = volume::over(sim);
-    let mut store_repaired = false;
     if let Err(e) = v.mount() {
         let _ = writeln!(out, "{name}: does not mount: {e}");
-        let media_loss = matches!(
-            e,
-            stagefs_core::Error::Mount(oftl::MountError::MediaLoss { .. })
-        );
-        if !repair {
-            return (4, false);
-        }
-        if !media_loss {
+        if repair {
             let _ = writeln!(
                 out,
-                "not repaired: only unreadable pages in the store's updating window are repaired in place"
+                "not repaired: repairing the object store itself is not done in place"
             );
-            return (4, false);
         }
-        if let Err(e) = v.mount_repair() {
-            let _ = writeln!(out, "not repaired: {e}");
-            return (4, false);
-        }
-        let _ = writeln!(
-            out,
-            "repaired: the store mounts again; the transactions the unreadable pages belonged to are left out"
-        );
-        store_repaired = true;
+        return (4, false);
     }
     let recovered = v.store().stats().recovery_scanned_pages > 0;
     let r = check(&mut v, recovered);
     describe(out, name, &r);
-    if !store_repaired && (!repair || r.problems.is_empty()) {
+    if !repair || r.problems.is_empty() {
         return (r.exit_code() as u8, false);
     }
     let actions = self::repair(&mut v, &r);
@@ -334,12 +360,12 @@ mod tests {
     use nand_hal::sim::profile::TINY;
     use nand_hal::PageAddr;
 
-    /// A page of the updating window that no longer reads: the store does not mount;
-    /// `--repair` makes it mount again in place with every other file as it was.
+    /// A page of the updating window that no longer reads: the store does not mount,
+    /// and `--repair` says so and changes nothing (store repair is not done in place).
     #[test]
-    fn repair_reaches_a_store_that_does_not_mount_for_an_unreadable_page() {
+    fn a_store_that_does_not_mount_is_reported_and_left_alone() {
         let mut sim = crate::image::blank(&TINY);
-        let before_crash = {
+        {
             let mut v = volume::over(&mut sim);
             v.format(volume::config_for(&TINY)).unwrap();
             volume::write_file(&mut v, "/keep", &[1u8; 5000]).unwrap();
@@ -347,39 +373,28 @@ mod tests {
             for i in 0..6u8 {
                 volume::write_file(&mut v, &format!("/new{i}"), &[i; 3000]).unwrap();
             }
-            v.store().flash().counters().programs
-        };
-        assert!(before_crash > 0);
+        }
         // The power goes (no unmount); then a page written after the checkpoint, with
         // later ones behind it, stops reading.
         let g = TINY.geometry;
-        let mut victim = None;
-        for p in 0..g.pages() {
-            let mut d = vec![0u8; g.page_size() as usize];
-            let mut o = vec![0u8; g.oob_size() as usize];
-            sim.peek(PageAddr(p), &mut d, &mut o);
-            if d.iter().all(|&b| b == 2) {
-                victim = Some(p);
-            }
-        }
-        let victim = victim.expect("a page of /new2");
+        let victim = (0..g.pages())
+            .rev()
+            .find(|&p| {
+                let mut d = vec![0u8; g.page_size() as usize];
+                let mut o = vec![0u8; g.oob_size() as usize];
+                sim.peek(PageAddr(p), &mut d, &mut o);
+                d.iter().all(|&b| b == 2)
+            })
+            .expect("a page of /new2");
         for st in 0..4 {
             sim.inject_flips(PageAddr(victim), st, 40);
         }
-        let mut out = String::new();
-        let (code, changed) = run(&mut sim, "img", false, &mut out);
-        assert_eq!((code, changed), (4, false), "{out}");
-        assert!(out.contains("does not mount"), "{out}");
-        let mut out = String::new();
-        let (code, changed) = run(&mut sim, "img", true, &mut out);
-        assert!(changed, "{out}");
-        assert!(out.contains("repaired: the store mounts again"), "{out}");
-        assert_eq!(code, 1, "{out}");
-        let mut v = volume::over(&mut sim);
-        v.mount().expect("a normal mount after the repair");
-        assert_eq!(volume::read_file(&mut v, "/keep").unwrap(), vec![1u8; 5000]);
-        let mut out = String::new();
-        drop(v);
-        assert_eq!(run(&mut sim, "img", false, &mut out).0, 0, "{out}");
+        let before = sim.counters().programs;
+        for repair in [false, true] {
+            let mut out = String::new();
+            assert_eq!(run(&mut sim, "img", repair, &mut out), (4, false), "{out}");
+            assert!(out.contains("does not mount"), "{out}");
+        }
+        assert_eq!(sim.counters().programs, before, "nothing written");
     }
 }

@@ -337,7 +337,7 @@ fn mkfs(profile: &Profile, from: Option<&Path>, bad: &[u32], image: &Path) -> Re
     );
     if bad.is_empty() {
         out!(
-            "program it block for block, bad blocks skipped in place (no shift), onto any part whose factory bad blocks are not among those blocks (docs/SPEC.md section 5)"
+            "program it block for block, bad blocks skipped in place (no shift), onto a part whose factory bad blocks are not among those blocks; a part with several bad blocks is safer with its own image (--bad-blocks; docs/SPEC.md section 5)"
         );
     } else {
         out!(

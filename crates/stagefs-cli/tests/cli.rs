@@ -175,6 +175,13 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
         std::fs::create_dir_all(&src).unwrap();
         std::fs::write(src.join("big"), vec![0x42u8; 20_000]).unwrap();
         std::fs::write(src.join("small"), b"fine").unwrap();
+        // A name repair would pick is taken already, and a damaged file with a path
+        // longer than a name may be.
+        std::fs::create_dir_all(src.join("lost+found")).unwrap();
+        std::fs::write(src.join("lost+found/big"), b"keep me").unwrap();
+        let deep = src.join("d".repeat(60));
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("n".repeat(60)), vec![0x43u8; 9_000]).unwrap();
         ok(&[
             "mkfs",
             "--from",
@@ -188,6 +195,12 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
         .find(|&i| bytes[i * rec..i * rec + ps].iter().all(|&b| b == 0x42))
         .expect("a page of the big file");
     for b in &mut bytes[hit * rec + ps..(hit + 1) * rec] {
+        *b ^= 0x5A;
+    }
+    let deep_hit = (0..p.geometry.pages() as usize)
+        .find(|&i| bytes[i * rec..i * rec + ps].iter().all(|&b| b == 0x43))
+        .expect("a page of the deep file");
+    for b in &mut bytes[deep_hit * rec + ps..(deep_hit + 1) * rec] {
         *b ^= 0x5A;
     }
     std::fs::write(&damaged, &bytes).unwrap();
@@ -206,7 +219,16 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
     let o = stagefs(&["fsck", "--repair", dm]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("repaired: /big: 20000 bytes saved to /lost+found/big (1 unreadable page as zeros at offset"), "{out}");
+    assert!(out.contains("repaired: /big: 20000 bytes saved to /lost+found/big~1 (1 unreadable page as zeros at offset"), "{out}");
+    assert!(
+        out.contains("9000 bytes saved to /lost+found/dddd"),
+        "{out}"
+    );
+    assert_eq!(
+        ok(&["cat", dm, "/lost+found/big"]),
+        "keep me",
+        "never overwritten"
+    );
     assert!(
         out.contains("after repair: ") && out.contains("clean"),
         "{out}"
@@ -214,7 +236,7 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
     assert_eq!(stagefs(&["fsck", dm]).status.code(), Some(0));
     assert_eq!(ok(&["cat", dm, "/small"]), "fine");
     assert!(stagefs(&["cat", dm, "/big"]).status.code() != Some(0));
-    let saved = ok(&["cat", dm, "/lost+found/big"]).into_bytes();
+    let saved = ok(&["cat", dm, "/lost+found/big~1"]).into_bytes();
     assert_eq!(saved.len(), 20_000);
     let zeros = saved.iter().filter(|&&b| b == 0).count();
     assert_eq!(zeros, 2048, "one page of zeros, the rest as written");

@@ -195,22 +195,6 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn mount(&mut self) -> Result<(), Error<S::FlashError>> {
         self.vol = None;
         self.store.mount()?;
-        self.open_volume()
-    }
-
-    /// Mounts a volume whose store fails to mount for unreadable pages
-    /// ([`Error::Mount`] with `MediaLoss`), repairing the store in place: the
-    /// transactions those pages belonged to are left out for good, whole (a namespace
-    /// change not done, a file's commit not made); everything else stays as
-    /// acknowledged, and the volume is writable and mounts normally afterwards. For
-    /// `fsck --repair`; files the lost pages held may still not read (check them).
-    pub fn mount_repair(&mut self) -> Result<(), Error<S::FlashError>> {
-        self.vol = None;
-        self.store.mount_repair()?;
-        self.open_volume()
-    }
-
-    fn open_volume(&mut self) -> Result<(), Error<S::FlashError>> {
         self.check_geometry()?;
         let mut h = [0u8; volume::LEN];
         let n = match self.store.read(VOLUME_OBJECT, 0, &mut h) {

@@ -16,9 +16,6 @@ pub trait Store {
     fn format(&mut self, config: Config) -> Result<(), Error<Self::FlashError>>;
     /// Mounts (recovering after a crash).
     fn mount(&mut self) -> Result<(), Error<Self::FlashError>>;
-    /// Mounts a store that fails to mount for unreadable pages, making the state past
-    /// them the store's (`oftl::Oftl::mount_repair_in_place`).
-    fn mount_repair(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// Makes everything durable and unmounts.
     fn unmount(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// Forgets an object's writes not flushed yet (their commit failed and was
@@ -105,10 +102,6 @@ impl<
 
     fn mount(&mut self) -> Result<(), Error<F::Error>> {
         self.mount_in_place().map_err(Error::Mount)
-    }
-
-    fn mount_repair(&mut self) -> Result<(), Error<F::Error>> {
-        self.mount_repair_in_place().map_err(Error::Mount)
     }
 
     fn unmount(&mut self) -> Result<(), Error<F::Error>> {
