@@ -310,8 +310,24 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
     let recovered = v.store().stats().recovery_scanned_pages > 0;
     let r = check(&mut v, recovered);
     describe(out, name, &r);
-    if !repair || r.problems.is_empty() {
+    if !repair {
         return (r.exit_code() as u8, false);
+    }
+    if r.problems.is_empty() {
+        if !r.recovered {
+            return (0, false);
+        }
+        // Keep the recovery: the image then mounts without replaying the crash again.
+        return match v.unmount() {
+            Ok(()) => {
+                let _ = writeln!(out, "repaired: the recovered state saved (a clean unmount)");
+                (1, true)
+            }
+            Err(e) => {
+                let _ = writeln!(out, "unmounting after the recovery failed: {e}");
+                (4, false)
+            }
+        };
     }
     let actions = self::repair(&mut v, &r);
     for a in &actions {

@@ -149,6 +149,16 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("a crash recovered"));
     assert_eq!(ok(&["cat", c, "/log"]).as_bytes(), &[7u8; 64]);
     assert_eq!(ok(&["cat", c, "/kept"]), "acknowledged");
+    // --repair keeps the recovery: the next check finds a clean image.
+    let o = stagefs(&["fsck", "--repair", c]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(stagefs(&["fsck", c]).status.code(), Some(0));
+    assert_eq!(ok(&["cat", c, "/log"]).as_bytes(), &[7u8; 64]);
 
     // Garbage where the superblocks and checkpoints are: reported, not a panic.
     let mut bytes = std::fs::read(&crash).unwrap();
