@@ -476,12 +476,13 @@ impl<
                 see(h, bp.seq);
                 match track[h].step(bp.seq) {
                     Step::Skip => continue,
-                    Step::Gap { missing } => {
+                    Step::Gap { .. } => {
                         if !salvage {
                             return Err(Fault::MediaLoss(hole.unwrap_or(page)));
                         }
                         // Leave out whole the transaction open at the gap and the one
-                        // this page belongs to if it began before the gap.
+                        // this page belongs to if it began before this page (before
+                        // or inside the gap: either way some of its pages are lost).
                         let mut leave_out = |t: u32| {
                             if !broken.contains(&t) {
                                 broken.push(t).map_err(|_| Fault::MediaLoss(page))
@@ -492,7 +493,7 @@ impl<
                         if let Some(t) = open_tx {
                             leave_out(t)?;
                         }
-                        if !seq_cmp(bp.tx_id(), missing).is_gt() {
+                        if seq_cmp(bp.tx_id(), bp.seq).is_lt() {
                             leave_out(bp.tx_id())?;
                         }
                     }
