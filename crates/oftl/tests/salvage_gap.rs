@@ -4,34 +4,16 @@
 
 #![allow(dead_code)]
 
+mod common;
+
+use common::{bytes, cfg, Fs, Sim};
 use nand_hal::sim::profile::TINY;
-use nand_hal::sim::{FaultPlan, HeapStorage, SimNand};
+use nand_hal::sim::FaultPlan;
 use nand_hal::{NandFlash, PageAddr};
 use oftl::format::backpointer::{Backpointer, PageKind};
-use oftl::{Config, Greedy, MountError, ObjKind, Oftl, ReadError, TxOp};
+use oftl::{Greedy, MountError, ObjKind, Oftl, ReadError, TxOp};
 
-type Sim = SimNand<HeapStorage>;
-type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2, Greedy>;
 const PAGE: usize = 2048;
-
-fn cfg() -> Config {
-    Config {
-        window_blocks: 6,
-        format_id: 3,
-        ..Default::default()
-    }
-}
-
-fn bytes(seed: u32, n: usize) -> Vec<u8> {
-    (0..n)
-        .map(|i| {
-            ((i as u32)
-                .wrapping_mul(2654435761)
-                .wrapping_add(seed.wrapping_mul(97))
-                >> 13) as u8
-        })
-        .collect()
-}
 
 fn read_all<F: NandFlash>(
     fs: &mut Oftl<F, 2048, 64, 4, 2, Greedy>,
