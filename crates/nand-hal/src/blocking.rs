@@ -89,130 +89,15 @@
 //! [`ReadReport::corrected_bits`] == 0 ([`ReadReport::is_clean`]): an erased-looking
 //! page with corrected bits may be a torn program whose few landed bits ECC hid.
 
+use crate::capabilities::Capabilities;
 #[allow(unused_imports)]
 use crate::capabilities::EccReporting;
-use crate::capabilities::{Capabilities, MAX_STEPS};
+#[allow(unused_imports)]
+use crate::error::ErrorKind;
 use crate::error::ErrorType;
-use crate::error::{Error, ErrorKind};
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
-
-/// ECC health of a successful read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct ReadReport {
-    /// Bits corrected in the worst ECC step the read touched (0 without ECC).
-    pub corrected_bits: u8,
-    /// The part's scrub threshold ([`crate::Ecc::scrub_threshold`]); 0 without ECC.
-    pub threshold: u8,
-}
-
-impl ReadReport {
-    /// A clean read.
-    pub const fn clean(threshold: u8) -> Self {
-        ReadReport {
-            corrected_bits: 0,
-            threshold,
-        }
-    }
-
-    /// Whether ECC corrected nothing: the only reads that may count as "erased" evidence
-    /// (see the module docs).
-    pub const fn is_clean(&self) -> bool {
-        self.corrected_bits == 0
-    }
-
-    /// Whether the data should be moved before it degrades further.
-    pub const fn needs_scrub(&self) -> bool {
-        self.threshold > 0 && self.corrected_bits >= self.threshold
-    }
-}
-
-/// What ECC made of one step on a [`NandFlash::read_steps`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum StepStatus {
-    /// Decoded; this many bits corrected (0: clean, or no ECC).
-    Good(u8),
-    /// Beyond the ECC's strength: the step's bytes are raw cells (or undefined, from
-    /// implementations that cannot deliver them).
-    Uncorrectable,
-    /// The part reported an uncorrectable page without saying which step failed: this
-    /// step's bytes are corrected if the chip could, raw otherwise.
-    Unknown,
-}
-
-impl StepStatus {
-    /// Whether ECC vouches for the step's bytes.
-    pub const fn is_good(&self) -> bool {
-        matches!(self, StepStatus::Good(_))
-    }
-}
-
-/// Per-step outcome of a [`NandFlash::read_steps`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct StepReport {
-    status: [StepStatus; MAX_STEPS],
-    steps: u8,
-    threshold: u8,
-}
-
-impl StepReport {
-    /// A report of `steps` steps, all `status`.
-    pub const fn uniform(steps: u32, status: StepStatus, threshold: u8) -> Self {
-        StepReport {
-            status: [status; MAX_STEPS],
-            steps: steps as u8,
-            threshold,
-        }
-    }
-
-    /// Sets step `step`'s outcome.
-    pub fn set(&mut self, step: u32, status: StepStatus) {
-        if (step as usize) < self.steps as usize {
-            self.status[step as usize] = status;
-        }
-    }
-
-    /// Each step's outcome, in page order.
-    pub fn steps(&self) -> &[StepStatus] {
-        &self.status[..self.steps as usize]
-    }
-
-    /// Step `step`'s outcome (`Uncorrectable` past the page).
-    pub fn step(&self, step: u32) -> StepStatus {
-        self.steps()
-            .get(step as usize)
-            .copied()
-            .unwrap_or(StepStatus::Uncorrectable)
-    }
-
-    /// Whether every step decoded.
-    pub fn all_good(&self) -> bool {
-        self.steps().iter().all(StepStatus::is_good)
-    }
-
-    /// Whether the part flagged the page as a whole ([`StepStatus::Unknown`] steps).
-    pub fn page_wide_failure(&self) -> bool {
-        self.steps().contains(&StepStatus::Unknown)
-    }
-
-    /// The whole read as a [`ReadReport`] when every step decoded: what
-    /// [`NandFlash::read`] of the page would have returned.
-    pub fn as_read_report(&self) -> Option<ReadReport> {
-        let mut worst = 0u8;
-        for s in self.steps() {
-            match *s {
-                StepStatus::Good(n) => worst = worst.max(n),
-                _ => return None,
-            }
-        }
-        Some(ReadReport {
-            corrected_bits: worst,
-            threshold: self.threshold,
-        })
-    }
-}
+use crate::report::steps_from_read;
+pub use crate::report::{ReadReport, StepReport, StepStatus};
 
 /// A raw NAND device: page + spare read and program, block erase, bad-block marks.
 ///
@@ -270,21 +155,8 @@ pub trait NandFlash: ErrorType {
         data: &mut [u8],
         oob: &mut [u8],
     ) -> Result<StepReport, Self::Error> {
-        let steps = self.capabilities().steps_per_page(&self.geometry());
-        let threshold = self.capabilities().ecc.scrub_threshold;
-        match self.read(page, 0, data, oob) {
-            Ok(r) => Ok(StepReport::uniform(
-                steps,
-                StepStatus::Good(r.corrected_bits),
-                threshold,
-            )),
-            Err(e) if e.kind() == ErrorKind::Uncorrectable => Ok(StepReport::uniform(
-                steps,
-                StepStatus::Uncorrectable,
-                threshold,
-            )),
-            Err(e) => Err(e),
-        }
+        let r = self.read(page, 0, data, oob);
+        steps_from_read(self.capabilities(), &self.geometry(), r)
     }
 
     /// Whether [`NandFlash::read_steps`] delivers the good steps of a page with a failed

@@ -6,6 +6,8 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+#[cfg(feature = "async")]
+pub mod asynch;
 pub mod blocking;
 pub mod capabilities;
 pub mod conformance;
@@ -16,6 +18,7 @@ pub mod geometry;
 pub mod parts;
 #[cfg(feature = "std")]
 pub mod powerloss;
+pub mod report;
 #[cfg(feature = "sim")]
 pub mod sim;
 #[cfg(feature = "spi")]

@@ -1,5 +1,6 @@
 //! The `NandFlash` conformance suite on the SPI NAND driver over the chip model of each
-//! part, plus ECC status reporting through each vendor's encoding.
+//! part (the blocking driver, and with feature `async` the async driver through the
+//! blocking adapter), plus ECC status reporting through each vendor's encoding.
 
 use nand_hal::conformance::{self, Config};
 use nand_hal::sim::{FaultPlan, HeapStorage, SimNand};
@@ -9,29 +10,52 @@ use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 
 type Driver<'c> = SpiNand<ChipModel<'c, HeapStorage>, ModelDelay<'c>>;
 
-fn driver<'c>(spec: ModelSpec, clock: &'c HostClock, factory_bad: u32) -> Driver<'c> {
+fn model(spec: ModelSpec, clock: &HostClock, factory_bad: u32) -> ChipModel<'_, HeapStorage> {
     let mut plan = FaultPlan::seeded(7);
     plan.faults.factory_bad = factory_bad;
     let sim = SimNand::heap(spec.profile, plan);
-    let chip = ChipModel::new(sim, spec, clock).expect("spec matches profile");
-    SpiNand::new(chip, clock.delay()).expect("driver finds the part")
+    ChipModel::new(sim, spec, clock).expect("spec matches profile")
+}
+
+fn driver<'c>(spec: ModelSpec, clock: &'c HostClock, factory_bad: u32) -> Driver<'c> {
+    SpiNand::new(model(spec, clock, factory_bad), clock.delay()).expect("driver finds the part")
 }
 
 fn run_conformance(spec: ModelSpec, name: &str) {
     let clock = HostClock::new();
     let mut drv = driver(spec, &clock, 3);
     assert_eq!(drv.chip().name, name);
+    check_conformance(&mut drv, |d| d.bus(), name);
+}
+
+/// The async driver over the same model, through the blocking adapter.
+#[cfg(feature = "async")]
+fn run_conformance_async(spec: ModelSpec, name: &str) {
+    use nand_hal::asynch::{block_on, BlockOn};
+    let clock = HostClock::new();
+    let chip = model(spec, &clock, 3);
+    let drv = block_on(SpiNand::new_async(chip, clock.delay())).expect("driver finds the part");
+    assert_eq!(drv.chip().name, name);
+    check_conformance(&mut BlockOn::new(drv), |d| d.inner().bus(), name);
+}
+
+/// The suite, then the model's verdict (reached through `bus`) and factory bad blocks.
+fn check_conformance<'c, F: NandFlash>(
+    drv: &mut F,
+    bus: impl Fn(&F) -> &ChipModel<'c, HeapStorage>,
+    name: &str,
+) {
     let g = drv.geometry();
     let mut scratch = vec![0u8; 2 * g.raw_page_size() as usize];
     let cfg = Config {
         rule_checks: false,
         mark_bad: true,
     };
-    let report = conformance::run(&mut drv, &cfg, &mut scratch)
+    let report = conformance::run(drv, &cfg, &mut scratch)
         .unwrap_or_else(|f| panic!("{name}: conformance failed: {f}"));
     assert!(report.checks >= 14, "{name}: {report:?}");
     let victim = report.marked_bad.unwrap();
-    let model = drv.bus();
+    let model = bus(drv);
     assert_eq!(
         model.protocol_violations(),
         0,
@@ -43,7 +67,7 @@ fn run_conformance(spec: ModelSpec, name: &str) {
     // Factory bad blocks placed by the simulator read as bad through the driver.
     let mut factory = 0;
     for b in 0..g.blocks() {
-        let sim_bad = drv.bus().sim().block_state(BlockAddr(b)).flags
+        let sim_bad = bus(drv).sim().block_state(BlockAddr(b)).flags
             & nand_hal::sim::BlockState::FACTORY_BAD
             != 0;
         if sim_bad {
@@ -56,7 +80,7 @@ fn run_conformance(spec: ModelSpec, name: &str) {
     }
     assert_eq!(factory, 3);
     assert!(!drv.is_bad(BlockAddr(0)).unwrap());
-    assert_eq!(drv.bus().protocol_violations(), 0);
+    assert_eq!(bus(drv).protocol_violations(), 0);
 }
 
 #[test]
@@ -77,6 +101,30 @@ fn conformance_gd5f1gq4xa() {
 #[test]
 fn conformance_mt29f1g01abafd() {
     run_conformance(model::MT29F1G01ABAFD, "MT29F1G01ABAFD");
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn async_conformance_w25n01gv() {
+    run_conformance_async(model::W25N01GV, "W25N01GV");
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn async_conformance_w25m02gv_two_dies() {
+    run_conformance_async(model::W25M02GV, "W25M02GV");
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn async_conformance_gd5f1gq4xa() {
+    run_conformance_async(model::GD5F1GQ4XA, "GD5F1GQ4xA");
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn async_conformance_mt29f1g01abafd() {
+    run_conformance_async(model::MT29F1G01ABAFD, "MT29F1G01ABAFD");
 }
 
 /// Programs every sector of `page`, injects `n` flips in `step`, reads it back.

@@ -59,13 +59,18 @@
 
 pub mod chips;
 mod driver;
+#[cfg(feature = "async")]
+mod driver_async;
 mod error;
 #[cfg(feature = "sim")]
 pub mod model;
 pub mod opcodes;
+mod seq;
 
 pub use chips::{ChipInfo, EccOutcome, EccStatus, JedecId};
-pub use driver::SpiNand;
+pub use driver::{Async, Blocking, SpiNand};
+#[cfg(feature = "async")]
+pub use driver_async::SpiNandAsync;
 pub use error::SpiNandError;
 #[cfg(feature = "sim")]
 pub use model::{ChipModel, HostClock, ModelDelay, ModelError, ModelSpec};

@@ -918,6 +918,25 @@ impl<S: SimStorage> SpiDevice for ChipModel<'_, S> {
     }
 }
 
+/// The async bus: the same transaction, complete at once (the model never waits).
+#[cfg(feature = "async")]
+impl<S: SimStorage> embedded_hal_async::spi::SpiDevice for ChipModel<'_, S> {
+    async fn transaction(
+        &mut self,
+        operations: &mut [Operation<'_, u8>],
+    ) -> Result<(), ModelError> {
+        SpiDevice::transaction(self, operations)
+    }
+}
+
+/// The async delay: advances the clock at once.
+#[cfg(feature = "async")]
+impl embedded_hal_async::delay::DelayNs for ModelDelay<'_> {
+    async fn delay_ns(&mut self, ns: u32) {
+        embedded_hal::delay::DelayNs::delay_ns(self, ns)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
