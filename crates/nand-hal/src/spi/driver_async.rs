@@ -19,28 +19,37 @@ use crate::geometry::{BlockAddr, Geometry, PageAddr};
 ///
 /// # Cancel safety
 ///
-/// Every operation may be dropped at any await point; the driver stays usable and the
-/// next operation recovers by itself. The await points are the bus transactions and the
-/// delays between status polls. What a dropped operation leaves on the chip:
+/// Every operation may be dropped at any await point (the bus transactions and the
+/// delays between status polls); the driver stays usable and the next operation
+/// recovers by itself. What a dropped operation leaves on the chip, and what the next
+/// one does about it:
 ///
-/// | dropped                                  | left on the chip                           | the next operation                        |
-/// |------------------------------------------|--------------------------------------------|-------------------------------------------|
-/// | during a die select (`C2h`, W25M)         | either die selected                        | forgets the die first and selects again   |
-/// | after a page read (`13h`) was sent        | the part busy reading, then a page in the cache register | waits for OIP = 0 before its first command; its own page read or program load replaces the cache |
-/// | during a read from cache                 | nothing (the cache register is read-only to it) | —                                     |
-/// | after write enable, before the execute   | WEL latched, a partly loaded cache         | reads ignore WEL; programs and erases send write enable and a first load (`02h`, which clears the cache to `FFh`) again |
-/// | after program execute / block erase       | the operation running (OIP = 1), then done or failed (P_FAIL/E_FAIL) | waits for OIP = 0 (bounded: `Timeout`) before its first command |
-/// | while polling                            | as above                                   | as above                                  |
+/// - **Dropped at a die select** (`C2h`, W25M): either die is selected. The driver
+///   forgets the selected die before it sends the select and learns it only once the
+///   select completed, so the next operation selects again.
+/// - **Dropped after a page read (`13h`)**: the part is busy loading the page, then holds
+///   it in the cache register. The driver marks the die "maybe busy" before it sends any
+///   array command and clears the mark only when a status read saw the die idle; the next
+///   operation on that die, or one that must select another die first, polls the status
+///   until OIP = 0 (bounded: [`SpiNandError::Timeout`]) before its first command. Its own
+///   page read or program load then replaces the cache.
+/// - **Dropped during a read from cache**: nothing changes on the chip.
+/// - **Dropped after write enable (`06h`) or a program load**: WEL stays latched and the
+///   cache holds part of the data. Reads do not care; every program and erase sends
+///   write enable again, and every program starts with a first load (`02h`) that resets
+///   the cache to `FFh`, so stale bytes are never programmed.
+/// - **Dropped after program execute (`10h`) or block erase (`D8h`), or while polling**:
+///   the operation runs to its end on the chip (done, or failed with P_FAIL/E_FAIL), and
+///   the next operation waits for it as above. Its outcome is lost with the future: see
+///   [`crate::asynch`] ("Cancellation") for what the caller must assume about that page
+///   or block. `mark_bad` dropped after its erase leaves the block erased but not marked.
+/// - **`new_async` or `reinit` dropped part way**: the part is partly configured; build
+///   the driver again or call `reinit` again.
 ///
-/// The driver marks a die "maybe busy" before it sends an array command and clears the
-/// mark only when a status read saw the die idle, and it forgets the selected die before
-/// a die select and learns it only when the select completed; so what it believes is
-/// true at every await point. A started program or erase therefore finishes (or fails)
-/// on the chip whatever the caller does; its outcome is lost with the future. See
-/// [`crate::asynch`] ("Cancellation") for what the caller must assume about that page or
-/// block. `mark_bad` dropped after its erase leaves the block erased and not yet marked.
-/// `new_async`/`reinit` dropped part way leave the part partly configured: build the
-/// driver again or call `reinit` again.
+/// A transaction cut short inside its chip-select window is the `SpiDevice`'s business:
+/// an implementation that raises chip select when its future is dropped (as embassy's
+/// do) leaves a command with a short address, which the parts ignore, or a partial
+/// program load, covered above.
 pub type SpiNandAsync<SPI, D> = SpiNand<SPI, D, Async>;
 
 impl<SPI: SpiDevice, D: DelayNs> SpiNand<SPI, D, Async> {
