@@ -206,6 +206,11 @@ enum Array {
     Reset,
 }
 
+/// A transaction that starts no array operation.
+const fn send(tx: Tx) -> Micro {
+    Micro::Send { tx, array: false }
+}
+
 /// One operation in progress (see the module docs).
 pub(crate) struct Seq<'b> {
     job: Job<'b>,
@@ -517,10 +522,7 @@ impl<'b> Seq<'b> {
 
     fn get(&mut self, reg: u8) -> Micro {
         self.hdr[..2].copy_from_slice(&[GET_FEATURE, reg]);
-        Micro::Send {
-            tx: Tx::GetReg,
-            array: false,
-        }
+        send(Tx::GetReg)
     }
 
     fn goto_page(core: &Core, page: PageAddr) -> Micro {
@@ -591,10 +593,7 @@ impl<'b> Seq<'b> {
             }),
             (Job::Probe(_), 2) => {
                 self.hdr[0] = READ_ID;
-                Micro::Send {
-                    tx: Tx::ReadScratch { h: 1, n: 5 },
-                    array: false,
-                }
+                send(Tx::ReadScratch { h: 1, n: 5 })
             }
             (Job::Probe(table), _) => {
                 // scratch[0] was clocked during the address/dummy byte.
@@ -685,23 +684,17 @@ impl<'b> Seq<'b> {
                     return Ok(Micro::Plan);
                 }
                 self.col_hdr(READ_CACHE, column);
-                Micro::Send {
-                    tx: Tx::ReadCache {
-                        data: true,
-                        oob: whole,
-                    },
-                    array: false,
-                }
+                send(Tx::ReadCache {
+                    data: true,
+                    oob: whole,
+                })
             }
             (Job::Read { .. }, 4) if self.bufs.lens().1 > 0 => {
                 self.col_hdr(READ_CACHE, ps);
-                Micro::Send {
-                    tx: Tx::ReadCache {
-                        data: false,
-                        oob: true,
-                    },
-                    array: false,
-                }
+                send(Tx::ReadCache {
+                    data: false,
+                    oob: true,
+                })
             }
             (Job::Read { .. }, _) => Micro::Done,
 
@@ -727,13 +720,10 @@ impl<'b> Seq<'b> {
                     return Ok(Micro::Plan);
                 }
                 self.col_hdr(PROGRAM_LOAD, column);
-                Micro::Send {
-                    tx: Tx::Load {
-                        data: true,
-                        oob: contiguous,
-                    },
-                    array: false,
-                }
+                send(Tx::Load {
+                    data: true,
+                    oob: contiguous,
+                })
             }
             (Job::Program { .. }, 3) => {
                 let op = match self.bufs.lens().0 {
@@ -741,13 +731,10 @@ impl<'b> Seq<'b> {
                     _ => PROGRAM_LOAD_RANDOM,
                 };
                 self.col_hdr(op, ps + self.oob_col);
-                Micro::Send {
-                    tx: Tx::Load {
-                        data: false,
-                        oob: true,
-                    },
-                    array: false,
-                }
+                send(Tx::Load {
+                    data: false,
+                    oob: true,
+                })
             }
             (Job::Program { page, .. }, 4) => self.row_cmd(core, PROGRAM_EXECUTE, page),
             (Job::Program { .. }, 5) => Self::wait(core, Array::Program),
@@ -812,13 +799,10 @@ impl<'b> Seq<'b> {
                 // page does not matter: the cache holds the cells either way.
                 let bbm = chip.capabilities.bad_block_marker;
                 self.col_hdr(READ_CACHE, ps + bbm.offset as u32);
-                Micro::Send {
-                    tx: Tx::ReadScratch {
-                        h: 4,
-                        n: bbm.len as u8,
-                    },
-                    array: false,
-                }
+                send(Tx::ReadScratch {
+                    h: 4,
+                    n: bbm.len as u8,
+                })
             }
             (Job::IsBad(_), _) => {
                 let n = chip.capabilities.bad_block_marker.len as usize;
