@@ -84,6 +84,21 @@ impl embedded_hal_async::delay::DelayNs for Delay {
     }
 }
 
+/// Every blocking operation once, on arguments the compiler cannot see.
+pub fn exercise<F: nand_hal::NandFlash>(nand: &mut F) {
+    let mut data = [0u8; 2048];
+    let mut oob = [0u8; 64];
+    let page = nand_hal::PageAddr(black_box(64));
+    let block = nand_hal::BlockAddr(black_box(1));
+    let _ = black_box(nand.read(page, black_box(0), &mut data, &mut oob));
+    let _ = black_box(nand.read_steps(page, &mut data, &mut oob));
+    let _ = black_box(nand.program(page, black_box(0), &data, &oob));
+    let _ = black_box(nand.erase(block));
+    let _ = black_box(nand.is_bad(block));
+    let _ = black_box(nand.mark_bad(block));
+    black_box((&data, &oob));
+}
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     loop {}

@@ -6,8 +6,7 @@ use core::hint::black_box;
 
 use nand_hal::asynch::{block_on, BlockOn};
 use nand_hal::spi::SpiNand;
-use nand_hal::{BlockAddr, NandFlash, PageAddr};
-use nand_hal_size::{Bus, Delay};
+use nand_hal_size::{exercise, Bus, Delay};
 
 #[no_mangle]
 pub extern "C" fn _start() -> ! {
@@ -15,17 +14,7 @@ pub extern "C" fn _start() -> ! {
         loop {}
     };
     let mut nand = BlockOn::new(nand);
-    let mut data = [0u8; 2048];
-    let mut oob = [0u8; 64];
-    let page = PageAddr(black_box(64));
-    let block = BlockAddr(black_box(1));
-    let _ = black_box(nand.read(page, black_box(0), &mut data, &mut oob));
-    let _ = black_box(nand.read_steps(page, &mut data, &mut oob));
-    let _ = black_box(nand.program(page, black_box(0), &data, &oob));
-    let _ = black_box(nand.erase(block));
-    let _ = black_box(nand.is_bad(block));
-    let _ = black_box(nand.mark_bad(block));
+    exercise(&mut nand);
     let _ = black_box(block_on(nand.inner_mut().reinit()));
-    black_box((&data, &oob));
     loop {}
 }
