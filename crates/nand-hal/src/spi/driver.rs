@@ -20,7 +20,7 @@ use crate::geometry::{BlockAddr, Geometry, PageAddr};
 pub struct Blocking;
 
 /// Mode of a [`SpiNand`] over an `embedded-hal-async` bus: see
-/// [`SpiNandAsync`](super::SpiNandAsync).
+/// `SpiNandAsync` (feature `async`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Async;
 

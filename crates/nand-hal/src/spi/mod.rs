@@ -1,5 +1,10 @@
-//! SPI NAND: a generic driver over `embedded-hal` 1.0 with a chip table, and (feature
-//! `spi-model`) a byte-accurate chip model backed by the simulator to test it.
+//! SPI NAND: a generic driver over `embedded-hal` 1.0 with a chip table, its async twin
+//! over `embedded-hal-async` (feature `async`: `SpiNandAsync`), and (feature
+//! `spi-model`) a byte-accurate chip model backed by the simulator to test both.
+//!
+//! Both drivers run the same code: the command sequences below are written once, without
+//! I/O, and each driver only carries their steps (one transaction or one delay at a time)
+//! to its bus.
 //!
 //! # Parts
 //!
@@ -19,6 +24,10 @@
 //! | erase     | `06h` → `D8h` row → poll, E_FAIL → [`SpiNandError::EraseFailed`] |
 //! | is_bad    | `13h` first page → poll (ECC verdict ignored: marker bytes are outside every ECC step) → `03h` marker bytes; any byte ≠ `FFh` = bad |
 //! | mark_bad  | erase (failure ignored, as Linux does) then a spare-only program of `00h` over the marker bytes |
+//!
+//! Before its first command to a die, an operation waits for the die if an earlier
+//! operation left it possibly busy (one abandoned by a bus error or, async, a dropped
+//! future), and re-selects the die if a die select may not have completed.
 //!
 //! Arguments are checked before the bus is touched: addresses outside the geometry are
 //! [`SpiNandError::OutOfBounds`], unaligned or empty programs [`SpiNandError::Misuse`].
