@@ -69,7 +69,9 @@
 //!   uncorrectable read never ends a history. A page of the updating window that stays
 //!   unreadable while later pages prove it was written is media loss: mount fails with
 //!   [`MountError::MediaLoss`] naming the page instead of passing an older state off
-//!   as current, and [`Oftl::mount_salvage_in_place`] mounts read-only past it. A data
+//!   as current. [`Oftl::mount_salvage_in_place`] (read-only) and
+//!   [`Oftl::mount_repair_in_place`] (which checkpoints the result) replay up to the
+//!   first loss and stop, naming what they roll back ([`SalvageReport`]). A data
 //!   page whose backpointer reads but whose payload does not is mapped as usual; reads
 //!   of it return the flash error.
 //! - Checkpoint sequence numbers are never reused, and mount never falls back past a
@@ -170,6 +172,7 @@ pub use log::LogRecord;
 pub use objtab::ObjectIds;
 pub use para::ParaGc;
 pub use policy::{BlockInfo, Greedy, Relocation, SpacePolicy, Urgency};
+pub use recovery::SalvageReport;
 pub use txn::TxOp;
 
 use format::backpointer::Placement;
@@ -459,6 +462,11 @@ pub struct Oftl<
     pub(crate) read_only_reason: ReadOnlyReason,
     /// A salvage mount is running (see [`Oftl::mount_salvage_in_place`]).
     pub(crate) salvage: bool,
+    /// With `salvage`: recovery writes (relocations and its closing checkpoint), so the
+    /// salvaged state becomes the store's (see [`Oftl::mount_repair_in_place`]).
+    pub(crate) repair: bool,
+    /// What the last salvage or repair mount left out.
+    pub(crate) salvaged: recovery::SalvageReport,
     /// Recovery replays in RAM only, writing nothing but cache pages (salvage, or a
     /// recovery with too few good blocks to finish).
     pub(crate) no_write_recovery: bool,
@@ -574,6 +582,8 @@ impl<
             read_only: false,
             read_only_reason: ReadOnlyReason::GoodBlocks,
             salvage: false,
+            repair: false,
+            salvaged: recovery::SalvageReport::new(),
             no_write_recovery: false,
             gc_victim: None,
             gc_head: DATA_HEAD,

@@ -16,7 +16,7 @@ use crate::format::checkpoint::{
 use crate::format::superblock::{SbParseError, Superblock, CKPT_BLOCKS, CRC32, SB_LEN, SB_SEARCH};
 use crate::io::{FaultOf, Scan};
 use crate::policy::SpacePolicy;
-use crate::{Config, Oftl, ReadOnlyReason, MAX_WINDOW};
+use crate::{Config, Oftl, ReadOnlyReason, SalvageReport, MAX_WINDOW};
 
 /// A complete checkpoint found on flash.
 #[derive(Clone, Copy, Debug)]
@@ -238,10 +238,12 @@ impl<
     /// Mounts read-only past unreadable pages, to copy out what is intact after a
     /// mount failed with [`MountError::MediaLoss`].
     ///
-    /// Recovery replays everything it can read: the transactions that an unreadable
-    /// page belonged to are left out (whole), everything else is applied in order. The
-    /// objects the lost pages held may therefore show an older state; every other
-    /// object reads exactly as acknowledged. Writes, deletes and collection fail with
+    /// Recovery replays each head up to its first lost page (an unreadable page with
+    /// later ones behind it, or a metadata record that does not read) and stops there,
+    /// as a journal replay stops at its first bad record: every object then holds a
+    /// state it had, the one before the lost page's transaction, never a mix.
+    /// [`Oftl::salvage_report`] names the objects whose later changes were left out;
+    /// every other object reads exactly as acknowledged. Writes, deletes and collection fail with
     /// [`WriteError::ReadOnly`] and nothing is written to flash, so a later normal
     /// mount (once the media reads again, or after a copy) starts from the same image.
     pub fn mount_salvage_in_place(&mut self) -> Result<(), MountError<F::Error>> {
@@ -256,7 +258,35 @@ impl<
         r
     }
 
+    /// Repairs a store that fails to mount with [`MountError::MediaLoss`], in place:
+    /// recovery replays as [`Oftl::mount_salvage_in_place`] does (each head up to its
+    /// first lost page, so every object keeps a state it had), then finishes as a
+    /// normal recovery does (relocations and a closing checkpoint), so that state
+    /// becomes the store's: the store is mounted writable and later mounts are normal.
+    /// [`Oftl::salvage_report`] names the objects whose later changes were left out;
+    /// they are gone for good (copy out with a salvage mount first if that matters).
+    ///
+    /// A store that mounts normally is mounted normally (nothing left out).
+    ///
+    /// Power loss: a cut during the repair leaves the store as before it (the closing
+    /// checkpoint is what commits it); repair again.
+    pub fn mount_repair_in_place(&mut self) -> Result<(), MountError<F::Error>> {
+        self.salvage = true;
+        self.repair = true;
+        let r = self.mount_inner();
+        self.salvage = false;
+        self.repair = false;
+        self.poisoned = r.is_err();
+        r
+    }
+
+    /// What the last salvage or repair mount left out (empty after a normal mount).
+    pub fn salvage_report(&self) -> &SalvageReport {
+        &self.salvaged
+    }
+
     fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
+        self.salvaged = SalvageReport::new();
         let flash = &mut self.dev.flash;
         let geo = flash.geometry();
         let caps = *flash.capabilities();

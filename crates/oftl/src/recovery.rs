@@ -38,8 +38,13 @@
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
 //! unreadable page (never replaying up to it and passing that older state off as
-//! current); [`Oftl::mount_salvage_in_place`] goes past it instead, leaving out whole
-//! the transactions the gap belongs to, and mounts read-only. A torn multi-sector log
+//! current). [`Oftl::mount_salvage_in_place`] (read-only) and
+//! [`Oftl::mount_repair_in_place`] (which checkpoints the result) replay each head up
+//! to its first loss instead and stop there, as a journal replay stops at its first
+//! bad record: transactions after a lost page may build on what it held, so applying
+//! them could make states that never existed. A metadata page whose record does not
+//! read (unless a retry follows it) is such a loss too; salvage reads them all in the
+//! first pass. What was left out is named in a [`SalvageReport`]. A torn multi-sector log
 //! append leaves a gap inside its own page: that is a tail, unless a later log page
 //! follows. Pass 2 must see what pass 1 saw: if a page pass 1 accepted no longer reads
 //! (or the replay ends before pass 1's bound), that is media loss too.
@@ -87,14 +92,68 @@ use crate::io::{FaultOf, Scan};
 use crate::log::LOG_HEAD;
 use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
-use crate::{Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
+use crate::{ObjectId, Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
 
 type Walk = heapless::Vec<(u32, u32), { MAX_WINDOW + HEADS }>;
 
-/// Transactions a salvage mount leaves out (by transaction id); beyond this many lost
-/// pages the salvage mount gives up.
-const MAX_BROKEN: usize = 16;
-type Broken = heapless::Vec<u32, MAX_BROKEN>;
+/// Log pages a later page's retry may supersede in one window.
+const MAX_SUPERSEDED: usize = 16;
+
+/// What a salvage or repair mount left out (see [`Oftl::salvage_report`]).
+///
+/// The replay of each head stops at its first lost page: the objects keep the state
+/// they had before the transaction that page belonged to. Every object whose changes
+/// after it were left out is listed (the first [`SalvageReport::MAX_OBJECTS`] of them;
+/// [`SalvageReport::more`] says whether there were more).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SalvageReport {
+    lost: Option<u32>,
+    objects: heapless::Vec<ObjectId, { SalvageReport::MAX_OBJECTS }>,
+    more: bool,
+}
+
+impl SalvageReport {
+    /// How many objects the report names at most.
+    pub const MAX_OBJECTS: usize = 8;
+
+    /// The first page found lost, if any: nothing written after it was replayed.
+    pub fn lost_page(&self) -> Option<u32> {
+        self.lost
+    }
+
+    /// Objects whose changes after the lost page were left out (rolled back).
+    pub fn rolled_back(&self) -> &[ObjectId] {
+        &self.objects
+    }
+
+    /// Whether more objects were rolled back than [`Self::rolled_back`] names.
+    pub fn more(&self) -> bool {
+        self.more
+    }
+
+    /// Whether object `id` may have been rolled back (listed, or the list overflowed).
+    pub fn may_have_rolled_back(&self, id: ObjectId) -> bool {
+        self.more || self.objects.contains(&id)
+    }
+
+    pub(crate) const fn new() -> Self {
+        Self {
+            lost: None,
+            objects: heapless::Vec::new(),
+            more: false,
+        }
+    }
+
+    pub(crate) fn left_out_unnamed(&mut self) {
+        self.more = true;
+    }
+
+    pub(crate) fn left_out(&mut self, id: ObjectId) {
+        if !self.objects.contains(&id) && self.objects.push(id).is_err() {
+            self.more = true;
+        }
+    }
+}
 
 /// What [`Track::step`] makes of a page's sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,11 +276,11 @@ struct Scanned {
     log_suspect: Option<u32>,
     /// The data head's last commit page, read once into `rbuf`.
     suspect: Option<(u32, Backpointer)>,
-    /// Transactions (data head) left out by a salvage mount.
-    broken: Broken,
+    /// Salvage: where each head's replay stops (the first page found lost).
+    loss: [Option<u32>; HEADS],
     /// Log pages whose sectors a later page repeats (failed programs and their
     /// retries): never applied, the retry stands for them.
-    superseded: heapless::Vec<u32, MAX_BROKEN>,
+    superseded: heapless::Vec<u32, MAX_SUPERSEDED>,
 }
 
 impl<
@@ -234,7 +293,7 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
-        let no_write = self.salvage || self.no_write_recovery;
+        let no_write = (self.salvage && !self.repair) || self.no_write_recovery;
         if self.ckpt.fell_back && !no_write {
             self.restate_checkpoint()?;
         }
@@ -243,6 +302,7 @@ impl<
         self.dev.heads[INDEX_HEAD].block = NONE;
         self.dev.heads[INDEX_HEAD].next_page = 0;
         let mut sc = self.scan_window()?;
+        self.salvaged.lost = sc.loss[DATA_HEAD].or(sc.loss[LOG_HEAD]);
         if !no_write {
             self.open_recovery_window(&sc)?;
         } else {
@@ -324,10 +384,20 @@ impl<
         // known yet.
         let mut replayed_logs = 0u32;
         let mut log_again = false;
-        let mut broken = Broken::new();
-        let mut superseded = heapless::Vec::<u32, MAX_BROKEN>::new();
-        // The open (uncommitted) transaction of the data head.
-        let mut open_tx: Option<u32> = None;
+        let mut loss: [Option<u32>; HEADS] = [None; HEADS];
+        // Salvage: a metadata page whose record does not read, lost unless the next
+        // page is its retry.
+        let mut bad_meta: Option<(u32, Backpointer)> = None;
+        // Salvage: owners of the data head's pages accepted since its last commit (named
+        // if a loss ends the replay before their commit).
+        let mut uncommitted = heapless::Vec::<ObjectId, { SalvageReport::MAX_OBJECTS }>::new();
+        let mut uncommitted_more = false;
+        let mut superseded = heapless::Vec::<u32, MAX_SUPERSEDED>::new();
+        // Salvage applies log sectors in pass 2 only, once it knows where the log's
+        // replay stops.
+        if salvage {
+            log_again = true;
+        }
         // Cold copies: the walk blocks holding them, the block of the last one, and
         // where the last run of copies of one page at one watermark starts (the last
         // copy, which a cut may have torn, and the failed programs it retried: dropped,
@@ -420,6 +490,7 @@ impl<
                                 if !salvage {
                                     return Err(Fault::MediaLoss(hole.unwrap_or(page)));
                                 }
+                                loss[LOG_HEAD].get_or_insert(hole.unwrap_or(page));
                             }
                             Step::Repeat => {
                                 // A failed program's retry (a fresh page, or the copy
@@ -433,6 +504,10 @@ impl<
                             }
                             Step::New => {}
                         }
+                        if loss[LOG_HEAD].is_some() {
+                            // Salvage: the log's replay stopped at its first loss.
+                            continue;
+                        }
                         bound[LOG_HEAD].accept(page, t.backpointer());
                         any = true;
                         // Applied now, in sequence order (groups count only whole, so
@@ -440,7 +515,7 @@ impl<
                         // supersedes this page later remaps the same slots). A stream
                         // this pass does not know yet is created in the window: all
                         // log sectors are applied again after the metadata (pass 2b).
-                        if self.obj_get(t.stream)?.is_some() {
+                        if !salvage && self.obj_get(t.stream)?.is_some() {
                             self.apply_log(&t, page, slot)?;
                             replayed_logs += 1;
                         } else {
@@ -451,6 +526,8 @@ impl<
                         // Read once: the page may hold unstable bits from the cut.
                         self.lbuf.copy_from_slice(&self.pbuf);
                         log_suspect = Some(page);
+                    }
+                    if any || loss[LOG_HEAD].is_some() {
                         hole = None;
                     }
                     continue;
@@ -474,34 +551,42 @@ impl<
                     continue;
                 }
                 see(h, bp.seq);
-                match track[h].step(bp.seq) {
+                let step = track[h].step(bp.seq);
+                match step {
                     Step::Skip => continue,
                     Step::Gap { .. } => {
                         if !salvage {
                             return Err(Fault::MediaLoss(hole.unwrap_or(page)));
                         }
-                        // Leave out whole the transaction open at the gap and the one
-                        // this page belongs to if it began before this page (before
-                        // or inside the gap: either way some of its pages are lost).
-                        let mut leave_out = |t: u32| {
-                            if !broken.contains(&t) {
-                                broken.push(t).map_err(|_| Fault::MediaLoss(page))
-                            } else {
-                                Ok(())
-                            }
-                        };
-                        if let Some(t) = open_tx {
-                            leave_out(t)?;
-                        }
-                        if seq_cmp(bp.tx_id(), bp.seq).is_lt() {
-                            leave_out(bp.tx_id())?;
-                        }
+                        loss[h].get_or_insert(hole.unwrap_or(page));
                     }
                     Step::New | Step::Repeat => {}
                 }
                 hole = None;
-                open_tx = (!bp.commit).then_some(bp.tx_id());
+                if let Some((bad, bad_bp)) = bad_meta.take() {
+                    if !(step == Step::Repeat && bp.seq == bad_bp.seq) {
+                        // Not retried: the record is lost.
+                        loss[h].get_or_insert(bad);
+                        self.salvaged.left_out(bad_bp.owner);
+                    }
+                }
+                if loss[h].is_some() {
+                    // Salvage: the replay stops at the first loss (see the module docs).
+                    self.salvaged.left_out(bp.owner);
+                    continue;
+                }
+                if salvage && bp.kind == PageKind::Meta && !self.meta_reads(page)? {
+                    bad_meta = Some((page, bp));
+                    continue;
+                }
                 bound[h].accept(page, bp);
+                if salvage {
+                    if bp.commit {
+                        uncommitted.clear();
+                    } else if !uncommitted.contains(&bp.owner) {
+                        uncommitted_more |= uncommitted.push(bp.owner).is_err();
+                    }
+                }
             }
             if wi >= carried && !started {
                 // Nothing programmed since its erase (or since the checkpoint).
@@ -511,6 +596,25 @@ impl<
         }
         walk.truncate(walk_end);
         self.dev.stats.recovery_scanned_pages = scanned;
+        if salvage {
+            // An unreadable page at the end is taken as the one a cut tore; a salvage
+            // still reports it (it may as well be lost).
+            if let Some((bad, bad_bp)) = bad_meta {
+                loss[DATA_HEAD].get_or_insert(bad);
+                self.salvaged.left_out(bad_bp.owner);
+            }
+            if let Some(h) = hole {
+                loss[DATA_HEAD].get_or_insert(h);
+            }
+            if loss[DATA_HEAD].is_some() {
+                for &o in &uncommitted {
+                    self.salvaged.left_out(o);
+                }
+                if uncommitted_more {
+                    self.salvaged.left_out_unnamed();
+                }
+            }
+        }
 
         // The data head's last accepted commit page may be torn: read it once, keep it
         // in rbuf.
@@ -522,7 +626,13 @@ impl<
                 if self.read_suspect(page, &bp)? {
                     suspect = Some((page, bp));
                 } else {
+                    // Torn by the cut, or lost: no read tells which. Taken as torn; a
+                    // salvage names what it leaves out.
                     bound[DATA_HEAD].last_commit = bound[DATA_HEAD].prev_commit;
+                    if salvage {
+                        loss[DATA_HEAD].get_or_insert(page);
+                        self.salvaged.left_out(bp.owner);
+                    }
                 }
             }
         }
@@ -539,7 +649,7 @@ impl<
             cold_cut,
             log_suspect,
             suspect,
-            broken,
+            loss,
             superseded,
         })
     }
@@ -618,7 +728,7 @@ impl<
                 let step = track[DATA_HEAD].step(bp.seq);
                 match step {
                     Step::Skip => continue,
-                    Step::Gap { .. } if !salvage => {
+                    Step::Gap { missing } if !salvage || bound[DATA_HEAD].replays(missing) => {
                         // Pass 1 saw this stretch whole: a page no longer reads.
                         return Err(Fault::MediaLoss(unread.unwrap_or(page)));
                     }
@@ -645,7 +755,7 @@ impl<
             replayed += self.apply_replayed(pp, &pbp, &bound[DATA_HEAD], sc)?;
         }
         if let Some(lc) = bound[DATA_HEAD].last_commit {
-            if !salvage && !seq_cmp(track[DATA_HEAD].expected, lc).is_gt() {
+            if !seq_cmp(track[DATA_HEAD].expected, lc).is_gt() {
                 // The replay ended before pass 1's bound: its last pages no longer read.
                 let page = bound[DATA_HEAD].last_acc.map_or(0, |(p, _)| p);
                 return Err(Fault::MediaLoss(unread.unwrap_or(page)));
@@ -689,22 +799,27 @@ impl<
                     };
                     match track[LOG_HEAD].step(t.seq) {
                         Step::Skip => continue,
-                        Step::Gap { .. } if !salvage => {
+                        Step::Gap { missing } if !salvage || bound[LOG_HEAD].replays(missing) => {
                             return Err(Fault::MediaLoss(prev_log.unwrap_or(page)));
                         }
                         _ => {}
                     }
                     prev_log = Some(page);
                     last_block[LOG_HEAD] = Some(b);
-                    if bound[LOG_HEAD].replays(t.seq) && !superseded {
+                    if superseded {
+                        continue;
+                    }
+                    if bound[LOG_HEAD].replays(t.seq) {
                         replayed += 1;
                         self.apply_log(&t, page, slot)?;
+                    } else if sc.loss[LOG_HEAD].is_some() {
+                        self.salvaged.left_out(t.stream);
                     }
                 }
             }
         }
         if let Some(lc) = bound[LOG_HEAD].last_commit {
-            if !salvage && !seq_cmp(track[LOG_HEAD].expected, lc).is_gt() {
+            if !seq_cmp(track[LOG_HEAD].expected, lc).is_gt() {
                 let page = bound[LOG_HEAD].last_acc.map_or(0, |(p, _)| p);
                 return Err(Fault::MediaLoss(page));
             }
@@ -722,7 +837,10 @@ impl<
         bound: &Bound,
         sc: &Scanned,
     ) -> Result<u32, FaultOf<F>> {
-        if !bound.replays(bp.seq) || sc.broken.contains(&bp.tx_id()) {
+        if !bound.replays(bp.seq) {
+            if sc.loss[DATA_HEAD].is_some() {
+                self.salvaged.left_out(bp.owner);
+            }
             return Ok(0);
         }
         match bp.kind {
@@ -732,15 +850,12 @@ impl<
                     MetaRecord::parse(&self.rbuf[..self.dev.pu()])?
                 } else {
                     // pbuf, not rbuf: rbuf holds the suspect page.
+                    // (A salvage mount's pass 1 read it whole: failing now is loss too.)
                     match self.dev.read_meta(page, &mut self.pbuf) {
                         Ok(rec) => rec,
-                        Err(Fault::Corrupted) if self.salvage => return Ok(0),
                         Err(Fault::Flash(e))
                             if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
                         {
-                            if self.salvage {
-                                return Ok(0);
-                            }
                             return Err(Fault::MediaLoss(page));
                         }
                         // Its backpointer read, its record does not: lost content.
@@ -895,6 +1010,20 @@ impl<
             cold.i = walk.get(cold.wi).map_or(0, |w| w.1);
         }
         Ok(None)
+    }
+
+    /// Salvage: whether metadata page `page`'s record reads (into `pbuf`).
+    fn meta_reads(&mut self, page: u32) -> Result<bool, FaultOf<F>> {
+        match self.dev.read_meta(page, &mut self.pbuf) {
+            Ok(_) => Ok(true),
+            Err(Fault::Corrupted) => Ok(false),
+            Err(Fault::Flash(e))
+                if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// For a page whose spare-area scan failed: whether it is a log page with sectors
