@@ -93,6 +93,53 @@ impl Metadata {
     }
 }
 
+/// What [`Fs::mount_repair`] left out: the store's replay stopped at a lost page, and
+/// the objects named here lost their changes written after it.
+#[derive(Clone, Debug)]
+pub struct Repair {
+    report: oftl::SalvageReport,
+    staging: u32,
+}
+
+impl Repair {
+    /// The lost page the store's replay stopped at (none: nothing was left out).
+    pub fn lost_page(&self) -> Option<u32> {
+        self.report.lost_page()
+    }
+
+    /// Whether a path at `location` may be older than acknowledged: its own object
+    /// lost changes, or its data is inline in a directory that did.
+    pub fn may_have_rolled_back(&self, location: &Location) -> bool {
+        match location.object {
+            Some(o) => self.report.may_have_rolled_back(o),
+            None => location
+                .entry_in
+                .is_some_and(|d| self.report.may_have_rolled_back(d)),
+        }
+    }
+
+    /// Whether small writes staged after the lost page are gone (the files they were
+    /// for cannot be named: their records were what was lost).
+    pub fn staged_writes_lost(&self) -> bool {
+        self.report.may_have_rolled_back(self.staging)
+    }
+
+    /// Whether the store lost more objects' changes than it could name (then any file
+    /// written after the lost page may be older).
+    pub fn unnamed(&self) -> bool {
+        self.report.more()
+    }
+}
+
+/// Where a path's state lives (see [`Fs::location`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The directory object holding the entry (none for the root).
+    pub entry_in: Option<u32>,
+    /// The path's own object (none for a file whose data is inline in its entry).
+    pub object: Option<u32>,
+}
+
 /// A StageFS volume over the object store `S`, with `PAGE`-byte scratch pages (at
 /// least the store's payload) and a table of `HANDLES` open files.
 ///
@@ -195,6 +242,48 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn mount(&mut self) -> Result<(), Error<S::FlashError>> {
         self.vol = None;
         self.store.mount()?;
+        self.open_volume()
+    }
+
+    /// Mounts a volume whose store fails to mount for lost pages ([`Error::Mount`]
+    /// with `MediaLoss`), repairing the store in place (for `fsck --repair`): the
+    /// store's replay stops at the first lost page, so every file and directory keeps a
+    /// state it had, and what was written after that page is gone for good. The volume
+    /// is writable and mounts normally afterwards. [`Repair`] tells which files and
+    /// directories may be older than acknowledged ([`Fs::location`] maps paths).
+    pub fn mount_repair(&mut self) -> Result<Repair, Error<S::FlashError>> {
+        self.vol = None;
+        self.store.mount_repair()?;
+        self.open_volume()?;
+        Ok(Repair {
+            report: self.store.salvage_report().clone(),
+            staging: self.mounted()?.staging,
+        })
+    }
+
+    /// Where a path's state lives: the directory object holding its entry (none for
+    /// the root) and its own object (none for a file whose data is inline in its
+    /// entry). For tools that relate store-level reports (see [`Repair`]) to paths.
+    pub fn location(&mut self, path: &str) -> Result<Location, Error<S::FlashError>> {
+        let comps = path::components(path)?;
+        if comps.clone().next().is_none() {
+            return Ok(Location {
+                entry_in: None,
+                object: Some(self.mounted()?.root),
+            });
+        }
+        let (parent, name) = path::parent_and_name(path)?;
+        let dir = self.dir_of(parent)?;
+        let loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
+        let at = loc.found.ok_or(Error::NotFound)?;
+        let e = namespace::entry_at(&self.a, &loc, at)?;
+        Ok(Location {
+            entry_in: Some(dir),
+            object: (e.object != 0).then_some(e.object),
+        })
+    }
+
+    fn open_volume(&mut self) -> Result<(), Error<S::FlashError>> {
         self.check_geometry()?;
         let mut h = [0u8; volume::LEN];
         let n = match self.store.read(VOLUME_OBJECT, 0, &mut h) {

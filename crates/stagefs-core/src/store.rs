@@ -3,7 +3,9 @@
 //! Implemented for every `Oftl`.
 
 use nand_hal::NandFlash;
-use oftl::{Config, LogRecord, ObjKind, ObjectId, Oftl, SpacePolicy, TxOp, ATTR_LEN};
+use oftl::{
+    Config, LogRecord, ObjKind, ObjectId, Oftl, SalvageReport, SpacePolicy, TxOp, ATTR_LEN,
+};
 
 use crate::error::Error;
 
@@ -16,6 +18,11 @@ pub trait Store {
     fn format(&mut self, config: Config) -> Result<(), Error<Self::FlashError>>;
     /// Mounts (recovering after a crash).
     fn mount(&mut self) -> Result<(), Error<Self::FlashError>>;
+    /// Mounts a store that fails to mount for lost pages, repairing it in place (see
+    /// [`Oftl::mount_repair_in_place`]).
+    fn mount_repair(&mut self) -> Result<(), Error<Self::FlashError>>;
+    /// What the last repair mount left out.
+    fn salvage_report(&self) -> &SalvageReport;
     /// Makes everything durable and unmounts.
     fn unmount(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// Forgets an object's writes not flushed yet (their commit failed and was
@@ -102,6 +109,14 @@ impl<
 
     fn mount(&mut self) -> Result<(), Error<F::Error>> {
         self.mount_in_place().map_err(Error::Mount)
+    }
+
+    fn mount_repair(&mut self) -> Result<(), Error<F::Error>> {
+        self.mount_repair_in_place().map_err(Error::Mount)
+    }
+
+    fn salvage_report(&self) -> &SalvageReport {
+        Oftl::salvage_report(self)
     }
 
     fn unmount(&mut self) -> Result<(), Error<F::Error>> {
