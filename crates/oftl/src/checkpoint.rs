@@ -280,8 +280,10 @@ impl<
                         .get(b as usize)
                         .is_some_and(|x| x.state == BlockState::Free) =>
                 {
-                    self.dev.blocks[b as usize].state = BlockState::Window;
-                    let _ = self.dev.window.push(b);
+                    if self.dev.may_join_window(b) {
+                        self.dev.blocks[b as usize].state = BlockState::Window;
+                        let _ = self.dev.window.push(b);
+                    }
                 }
                 _ => break,
             }

@@ -375,11 +375,34 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                         .get(b as usize)
                         .is_some_and(|x| x.state == BlockState::Free) =>
                 {
-                    self.blocks[b as usize].state = BlockState::Window;
-                    let _ = self.window.push(b);
+                    if self.may_join_window(b) {
+                        self.blocks[b as usize].state = BlockState::Window;
+                        let _ = self.window.push(b);
+                    }
                 }
                 _ => break,
             }
+        }
+    }
+
+    /// Whether free block `b` may join the updating window: a block this store never
+    /// erased (a factory image's spare blocks, say) has its bad-block marker read first,
+    /// and is retired if marked. Every operation reserves room in the window, so a
+    /// block found bad only when a head reaches it would shrink room already promised.
+    /// A marker that does not read is checked again when the block is started.
+    pub fn may_join_window(&mut self, b: u32) -> bool {
+        if self.blocks[b as usize].erases > 0 {
+            return true;
+        }
+        match self.flash.is_bad(BlockAddr(b)) {
+            Ok(true) => {
+                let bi = &mut self.blocks[b as usize];
+                self.valid_total = self.valid_total.saturating_sub(bi.valid as u64);
+                bi.valid = 0;
+                bi.state = BlockState::Bad;
+                false
+            }
+            Ok(false) | Err(_) => true,
         }
     }
 

@@ -321,6 +321,7 @@ impl<
         }
         if clean {
             self.need_marker = true;
+            self.check_recorded_window()?;
         } else {
             match self.recover() {
                 Ok(()) => {}
@@ -389,6 +390,42 @@ impl<
     ///   checkpoint without a marker is safe: its window was never programmed.
     /// - The loaded checkpoint counts as clean only if it is the newest, was written
     ///   by unmount, has no marker, and no unreadable page sits above it.
+    /// After a clean mount: reads the bad-block markers of the recorded window's blocks
+    /// this store never erased. A factory image programmed onto a part with bad blocks
+    /// of its own records a window chosen on another part; a marked block is retired and
+    /// a fresh checkpoint picks the window again (every operation reserves room in the
+    /// window, so a block found bad only when a head reaches it would shrink room
+    /// already promised). A read-only mount only retires it in RAM.
+    fn check_recorded_window(&mut self) -> Result<(), MountError<F::Error>> {
+        let mut retired = false;
+        for i in self.dev.window_next..self.dev.window.len() {
+            let b = self.dev.window[i];
+            if self.dev.blocks[b as usize].erases > 0 {
+                continue;
+            }
+            if self
+                .dev
+                .flash
+                .is_bad(BlockAddr(b))
+                .map_err(MountError::Flash)?
+            {
+                self.dev.blocks[b as usize].state = BlockState::Bad;
+                retired = true;
+            }
+        }
+        if !retired {
+            return Ok(());
+        }
+        let blocks = &self.dev.blocks;
+        self.dev
+            .window
+            .retain(|&b| blocks[b as usize].state != BlockState::Bad);
+        if self.salvage && !self.repair {
+            return Ok(());
+        }
+        self.checkpoint(false).map_err(mount_fault)
+    }
+
     fn load_newest_checkpoint(&mut self) -> Result<bool, MountError<F::Error>> {
         let ppb = self.dev.ppb();
         let mut cands: heapless::Vec<Candidate, 8> = heapless::Vec::new();

@@ -265,8 +265,10 @@ fn log_appends_take_one_sector_per_sync() {
     let wa = |r: (u64, u64, u64, u32, u64)| r.1 as f64 / user as f64;
     assert!(wa(sector) <= 8.5, "{}", wa(sector));
     assert!(wa(nop1) <= 8.5, "{}", wa(nop1));
-    assert_eq!(sector, (40_114, 20_693_504, 158, 11, 7_681));
+    assert_eq!(sector, (40_114, 20_693_504, 158, 11, 8_038));
     // 40,000 appends: 40,114 programs (114 for index pages, trims and 11 checkpoints),
     // 158 erases; the NOP = 1 mode takes 4x the pages, so 4x the erases and checkpoints.
+    // The worst append (µs) is a checkpoint's: on this fresh store it reads the
+    // bad-block markers of the never-erased blocks joining the window (7,681 before).
     assert_eq!(nop1, (40_473, 21_376_512, 633, 45, 9_707));
 }
