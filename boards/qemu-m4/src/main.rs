@@ -10,6 +10,9 @@
 //! 4. a file-layer workload ([`files`]: a settings file rewritten, 64-byte records
 //!    appended with `fsync` through the staging log) cut and recovered, once per cut
 //!    kind, with the volume in a `static`,
+//! 5. the boards' demo ([`spi_demo`]: `board_app::run`, what the RP2040 and STM32
+//!    firmware run) through the SPI NAND driver over the byte-accurate chip model of a
+//!    64-block W25N01GV, with a power cut, recovery and a reset, once per cut kind,
 //!
 //! then prints the peak stack use ([`stack`]; per `oftl` phase too, with the store's
 //! size: together they bound its RAM) and exits through semihosting: the QEMU
@@ -23,6 +26,7 @@ mod files;
 mod objects;
 mod power_cut;
 mod shared;
+mod spi_demo;
 mod stack;
 
 use core::mem::size_of;
@@ -35,6 +39,7 @@ use nand_hal::sim::{
     BlockState, CutKind, FaultConfig, FaultPlan, PageState, SimNand, SliceStorage, StorageSize,
     TornMode,
 };
+use nand_hal::spi::model::HostClock;
 use nand_hal::NandFlash;
 use oftl::Greedy;
 use panic_semihosting as _;
@@ -78,6 +83,14 @@ const OBJECT_RUNS: [(u64, u64, CutKind); 4] = [
     (14, 53, CutKind::Torn(TornMode::Random)),
 ];
 
+/// Runs of the boards' demo over the SPI chip model: (seed, program/erase the cut hits,
+/// cut kind). The operations count from the factory-fresh part, so the format's come first.
+const SPI_RUNS: [(u64, u64, CutKind); 3] = [
+    (31, 30, CutKind::Clean),
+    (32, 50, CutKind::Torn(TornMode::MostBits)),
+    (33, 70, CutKind::Torn(TornMode::Random)),
+];
+
 /// File-layer runs: (seed, program/erase the cut hits, cut kind).
 const FILE_RUNS: [(u64, u64, CutKind); 3] = [
     (21, 90, CutKind::Clean),
@@ -104,6 +117,10 @@ fn main() -> ! {
         TINY.geometry,
         TINY.capabilities,
     ));
+    // The boards' demo volume (no flash until the demo probes the part), and the
+    // simulated time the chip model's delay and the model share.
+    static mut SPI_VOLUME: spi_demo::Vol = spi_demo::volume();
+    static mut CLOCK: HostClock = HostClock::new();
 
     let mut ok = run_conformance(CELLS, PAGES, BLOCKS, BUF);
 
@@ -225,11 +242,23 @@ fn main() -> ! {
         vol_size - store_size + files_peak.saturating_sub(tiny)
     );
 
+    // The boards' demo through the SPI driver over the chip model: a power cut while it
+    // appends, recovery, a reset.
+    whole = whole.max(stack::peak_use().used);
+    let (passed, spi_peak) = spi_runs(SPI_VOLUME, CLOCK, part);
+    ok &= passed;
+
     // Phases repaint the stack: the whole run's peak is the deepest of theirs.
     let stack = stack::peak_use();
     hprintln!(
         "stack: peak {} bytes of {} available (painted)",
-        stack.used.max(whole).max(tiny).max(full).max(files_peak),
+        stack
+            .used
+            .max(whole)
+            .max(tiny)
+            .max(full)
+            .max(files_peak)
+            .max(spi_peak),
         stack.available
     );
     if ok {
@@ -239,6 +268,58 @@ fn main() -> ! {
         hprintln!("qemu-m4: FAILED");
         exit(debug::EXIT_FAILURE)
     }
+}
+
+/// The boards' demo runs ([`spi_demo::run`]), one per entry of `SPI_RUNS`, each on a
+/// factory-fresh part; prints each outcome and the volume's RAM, returns whether all
+/// passed and their peak stack (painted, from the top).
+#[inline(never)]
+fn spi_runs(
+    vol: &mut spi_demo::Vol,
+    clock: &'static HostClock,
+    part: shared::Part,
+) -> (bool, usize) {
+    let mut ok = true;
+    let mut peak = 0;
+    for (seed, at_op, kind) in SPI_RUNS {
+        let plan = FaultPlan::seeded(seed)
+            .with_faults(FaultConfig {
+                unstable_after_cut: true,
+                ..FaultConfig::default()
+            })
+            .with_cut(at_op, kind);
+        part.renew_erased(FaultPlan::seeded(seed));
+        let sim = part.take();
+        stack::repaint();
+        let (sim, outcome) = spi_demo::run(vol, sim, clock, plan);
+        peak = peak.max(stack::peak_use().used);
+        part.install(sim);
+        match outcome {
+            Ok(o) => hprintln!(
+                "spi demo power cut {}: ok: cut at program/erase {}, {} records fsynced, {} \
+                 recovered through the SPI driver, {} after a reset; {} programs, {} erases, \
+                 no protocol violation",
+                plan,
+                o.cut_at,
+                o.acked,
+                o.recovered,
+                o.total,
+                o.programs,
+                o.erases
+            ),
+            Err(e) => {
+                hprintln!("spi demo power cut {}: FAILED: {}", plan, e);
+                ok = false;
+            }
+        }
+    }
+    hprintln!(
+        "board demo (board_app::run over SpiNand<ChipModel>, TINY store config): volume {} B \
+         in a static, peak stack {} B (the chip model, which the driver owns, included)",
+        size_of::<spi_demo::Vol>(),
+        peak
+    );
+    (ok, peak)
 }
 
 /// One `oftl` run (see [`objects::run`]) on a factory-fresh part with a power cut at

@@ -10,7 +10,9 @@ use core::cell::RefCell;
 
 use cortex_m::interrupt::{self, Mutex};
 use nand_hal::sim::profile::Profile;
-use nand_hal::sim::{FaultPlan, SimError, SimNand, SliceStorage};
+use nand_hal::sim::{
+    BlockState, FaultPlan, PageState, SimError, SimNand, SimStorage, SliceStorage,
+};
 use nand_hal::{BlockAddr, Capabilities, ErrorType, Geometry, NandFlash, PageAddr, ReadReport};
 
 use crate::setup_failed;
@@ -45,6 +47,15 @@ impl Part {
         interrupt::free(|cs| *PART.borrow(cs).borrow_mut() = Some(sim));
     }
 
+    /// Takes the part out of the slot, for a run that owns it (the SPI chip model);
+    /// [`Part::install`] puts it back.
+    pub fn take(&self) -> Sim {
+        match interrupt::free(|cs| PART.borrow(cs).borrow_mut().take()) {
+            Some(sim) => sim,
+            None => setup_failed(format_args!("the simulated part is not in its slot")),
+        }
+    }
+
     /// Runs `f` on the part.
     pub fn with<R>(&self, f: impl FnOnce(&mut Sim) -> R) -> R {
         interrupt::free(|cs| match PART.borrow(cs).borrow_mut().as_mut() {
@@ -53,14 +64,29 @@ impl Part {
         })
     }
 
-    /// Replaces the part with a factory-fresh one (erased, new counters and clock) with
-    /// fault plan `plan`, over the same buffers.
+    /// Replaces the part with a new one (new counters, clock and factory faults) with
+    /// fault plan `plan`, over the same buffers. The cells keep what the last run wrote
+    /// (the runs that use this format first); [`Part::renew_erased`] erases them too.
     pub fn renew(&self, plan: FaultPlan) {
-        let Some(old) = interrupt::free(|cs| PART.borrow(cs).borrow_mut().take()) else {
-            setup_failed(format_args!("the simulated part is not in its slot"))
-        };
+        let old = self.take();
         let profile = *old.profile();
         let sim = SimNand::new(profile, old.into_storage(), plan)
+            .unwrap_or_else(|e| setup_failed(format_args!("{e}")));
+        self.install(sim);
+    }
+
+    /// [`Part::renew`], with every cell erased and every page and block state back to
+    /// its default first: a part as it leaves the factory.
+    pub fn renew_erased(&self, plan: FaultPlan) {
+        let old = self.take();
+        let profile = *old.profile();
+        let mut storage = old.into_storage();
+        for b in 0..profile.geometry.blocks() {
+            storage.erase_block(b);
+        }
+        storage.pages_mut().fill(PageState::default());
+        storage.blocks_mut().fill(BlockState::default());
+        let sim = SimNand::new(profile, storage, plan)
             .unwrap_or_else(|e| setup_failed(format_args!("{e}")));
         self.install(sim);
     }
