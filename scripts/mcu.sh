@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cortex-M check: builds the no_std library crates for thumbv6m and thumbv7em without std
-# or alloc, builds the QEMU firmware (boards/qemu-m4), prints its size and runs it under
-# QEMU; fails if any build fails or the firmware reports a failed check.
+# or alloc, builds the board firmware (RP2040 and STM32F4 with a W25N01GV) and the QEMU
+# firmware (boards/qemu-m4), prints the size of each and runs the QEMU one; fails if any
+# build fails or the QEMU firmware reports a failed check.
 #
 # Uses Debian's Rust (1.96, /usr/bin) with RUSTC_BOOTSTRAP=1 and -Zbuild-std=core, as in
 # shared/recipes/mcu-qemu.md, and installs what it needs (needs root on a fresh machine).
@@ -17,6 +18,9 @@ REQUIRED_CRATES=("nand-hal")
 TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
 FIRMWARE=boards/qemu-m4
 FIRMWARE_TARGET=thumbv7em-none-eabihf
+# Firmware for real boards, as `directory:target`: built and sized, not run (the demo
+# they run, boards/app, runs under QEMU in $FIRMWARE over the SPI chip model).
+BOARDS=("boards/rp2040-w25n01gv:thumbv6m-none-eabi" "boards/stm32f4-w25n01gv:thumbv7em-none-eabihf")
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -57,6 +61,15 @@ for entry in "${NO_STD_CRATES[@]}"; do
         echo "-- $name (features: ${features:-none}) for $target, core only"
         "${BUILD[@]}" --target "$target" -p "$name" --no-default-features ${features:+--features "$features"}
     done
+done
+
+for entry in "${BOARDS[@]}"; do
+    dir="${entry%%:*}"
+    target="${entry#*:}"
+    echo "-- $dir for $target"
+    (cd "$dir" && "${BUILD[@]}" --target "$target")
+    echo "-- code and static RAM of $dir (release, $target)"
+    arm-none-eabi-size "$TARGET_DIR/$target/release/$(basename "$dir")"
 done
 
 echo "-- $FIRMWARE for $FIRMWARE_TARGET"
