@@ -14,6 +14,7 @@ use crate::geometry::{BlockAddr, PageAddr};
 
 /// What to exercise beyond the core contract.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Config {
     /// The implementation detects rule violations (out-of-order programs, NOP overrun,
     /// ECC step rewrite, unaligned programs) and reports them as `Misuse`. Simulators do;
@@ -25,6 +26,7 @@ pub struct Config {
 
 /// What the run covered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Report {
     /// Checks that passed.
     pub checks: u32,
@@ -36,6 +38,7 @@ pub struct Report {
 
 /// A failed conformance check.
 #[derive(Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Failure<E> {
     /// An operation that must succeed failed.
     Flash {

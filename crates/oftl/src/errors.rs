@@ -7,6 +7,7 @@ use core::fmt;
 
 /// On-flash content failed a structural or CRC check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Corrupted;
 
 impl fmt::Display for Corrupted {
@@ -17,6 +18,7 @@ impl fmt::Display for Corrupted {
 
 /// What in the superblock does not match the device or the build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Mismatch {
     /// Format version unknown to this build.
     Version,
@@ -30,6 +32,7 @@ pub enum Mismatch {
 
 /// Why [`crate::Oftl::format`] failed.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FormatError<E> {
     /// The device failed.
     Flash(E),
@@ -52,6 +55,7 @@ pub enum FormatError<E> {
 
 /// Why mounting failed.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum MountError<E> {
     /// The device failed.
     Flash(E),
@@ -86,6 +90,7 @@ pub enum MountError<E> {
 
 /// Why an operation that changes state failed.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum WriteError<E> {
     /// The device failed. The in-RAM state may be ahead of flash: the handle is
     /// poisoned and must be remounted (recovery restores a consistent state).
@@ -121,6 +126,7 @@ pub enum WriteError<E> {
 
 /// Why a read failed.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ReadError<E> {
     /// The device failed (including uncorrectable ECC errors).
     Flash(E),
@@ -210,7 +216,13 @@ impl<E> From<Fault<E>> for MountError<E> {
             Fault::NoSpace | Fault::Exhausted | Fault::TooLarge | Fault::TooManyObjects => {
                 MountError::NoSpace
             }
-            Fault::MediaLoss(page) => MountError::MediaLoss { page },
+            Fault::MediaLoss(page) => {
+                warn!(
+                    "oftl: mount: page {} unreadable after retries (media loss)",
+                    page
+                );
+                MountError::MediaLoss { page }
+            }
             _ => MountError::Corrupted,
         }
     }
@@ -265,3 +277,18 @@ display_error!(ReadError {
     ReadError::Exhausted => "no room to write cached pages back (a sizing bug); remount",
     ReadError::BufferTooSmall(_) => "buffer too small for the log record",
 });
+
+// By hand: its list of objects is a heapless::Vec (heapless's defmt feature is for
+// defmt 0.3).
+#[cfg(feature = "defmt")]
+impl defmt::Format for crate::SalvageReport {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "SalvageReport {{ lost_page: {}, rolled_back: {}, more: {} }}",
+            self.lost_page(),
+            self.rolled_back(),
+            self.more()
+        )
+    }
+}

@@ -43,6 +43,7 @@ pub(crate) const COLD_HEAD: usize = 2;
 
 /// What a [`Oftl::gc_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct GcProgress {
     /// Pages copied in this step.
     pub copied: u32,
@@ -149,6 +150,11 @@ impl<
                     .get(v as usize)
                     .is_some_and(|b| b.state == BlockState::Full && b.valid > 0) =>
             {
+                let bi = &self.dev.blocks[v as usize];
+                debug!(
+                    "oftl: gc victim block {} ({} valid pages, scrub {}, retire {}, {:?})",
+                    v, bi.valid, bi.scrub, bi.retire, urgency
+                );
                 self.gc_victim = Some((v, 0, self.dev.blocks[v as usize].erases));
                 self.gc_unreadable = false;
                 self.gc_head = match self.dev.policy.relocation(&self.dev.blocks[..n], v, ppb) {
@@ -259,6 +265,7 @@ impl<
                 // Pages still referenced and pages that did not read: they may be the
                 // same. The block keeps its data (a later collection, once they read,
                 // moves them); collection leaves it alone until the next checkpoint.
+                warn!("oftl: gc leaves block {}: pages in it did not read", b);
                 self.gc_stuck = Some(b);
             } else if bi.valid != 0 {
                 // Pages the counts call valid but no backpointer claims: the counts

@@ -143,6 +143,10 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+// First: the message macros the modules below use.
+#[macro_use]
+mod fmt;
+
 pub mod errors;
 pub mod format;
 pub mod policy;
@@ -198,6 +202,7 @@ pub type ObjectId = u32;
 
 /// Format-time configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Config {
     /// Blocks in the updating window, from [`Oftl::min_window_blocks`] (which depends on
     /// `CACHE` and the part's block size) to [`MAX_WINDOW`]; `format` refuses a smaller
@@ -229,6 +234,7 @@ impl Default for Config {
 
 /// Object attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Attrs {
     /// Kind.
     pub kind: ObjKind,
@@ -240,6 +246,7 @@ pub struct Attrs {
 
 /// Whether the store can write ([`Oftl::health`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Health {
     /// Reads and writes work.
     Writable,
@@ -250,6 +257,7 @@ pub enum Health {
 
 /// Why a store is read-only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ReadOnlyReason {
     /// Mounted by [`Oftl::mount_salvage_in_place`].
     Salvage,
@@ -264,6 +272,7 @@ pub enum ReadOnlyReason {
 
 /// Flash activity and recovery figures since mount.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Stats {
     /// Checkpoints written.
     pub checkpoints: u32,
@@ -694,6 +703,7 @@ impl<
     /// Turns the store read-only for `reason` (nothing changes on flash).
     pub(crate) fn go_read_only(&mut self, reason: ReadOnlyReason) {
         if !self.read_only {
+            warn!("oftl: the store goes read-only ({:?})", reason);
             self.read_only = true;
             self.read_only_reason = reason;
         }

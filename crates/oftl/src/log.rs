@@ -66,6 +66,7 @@ pub(crate) const LOG_HEAD: usize = 1;
 
 /// A record read back from a log stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LogRecord {
     /// The record's sequence number.
     pub lsn: u64,

@@ -13,6 +13,7 @@ use crate::format::checkpoint::BlockState;
 
 /// What the OFTL knows about one block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BlockInfo {
     /// Coarse state.
     pub state: BlockState,
@@ -39,6 +40,7 @@ impl BlockInfo {
 
 /// Why the OFTL asks for a victim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Urgency {
     /// A write is waiting for space (`make_room`): reclaim the most space now.
     Foreground,
@@ -49,6 +51,7 @@ pub enum Urgency {
 /// Where garbage collection (and scrubbing, retirement) writes the valid pages it
 /// moves out of a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Relocation {
     /// Into the data head, mixed with fresh writes (one stream for everything).
     Data,
@@ -102,6 +105,7 @@ pub trait SpacePolicy {
 /// `wear_gap`, the least-worn full block is collected so its cold data moves. Moved
 /// pages go to the cold head (the trait's default [`SpacePolicy::relocation`]).
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Greedy {
     /// Erase-count spread that triggers static wear leveling.
     pub wear_gap: u32,

@@ -26,6 +26,7 @@ use crate::{ObjectId, Oftl, DATA_HEAD};
 
 /// One update inside a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TxOp<'a> {
     /// Write `data` at byte `offset` of `obj` (extends the object if needed; a gap reads
     /// as zeros).

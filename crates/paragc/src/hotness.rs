@@ -33,6 +33,7 @@ impl<T: Classifier + ?Sized> Classifier for &mut T {
 
 /// Hints only: `Auto` writes are [`Class::Warm`]. Single-stream data (the baseline).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HintOnly;
 
 impl Classifier for HintOnly {
@@ -44,6 +45,7 @@ impl Classifier for HintOnly {
 /// Promote on update: new data is `Cold`; an overwrite of a `Cold`, `Warm` or `Hot`
 /// page is written one step hotter. Zero-sized.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdatePromotion;
 
 impl UpdatePromotion {

@@ -111,6 +111,7 @@ impl core::error::Error for QueueError {}
 
 /// What a [`Dispatch`] policy sees of one unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UnitLoad {
     /// Queued work plus the remainder of the running operation (formula 1).
     pub load: u64,
@@ -128,6 +129,7 @@ pub trait Dispatch {
 /// ParaFS formula 1: the least-loaded eligible unit; ties go to the first from `start`
 /// (so an idle device is striped round-robin). Zero-sized; the default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LeastBusy;
 
 impl Dispatch for LeastBusy {
@@ -149,6 +151,7 @@ impl Dispatch for LeastBusy {
 /// one, whatever its load. If that unit is not eligible the write waits (`None`), as
 /// a static stripe would.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RoundRobin;
 
 impl Dispatch for RoundRobin {
@@ -159,6 +162,7 @@ impl Dispatch for RoundRobin {
 
 /// What an [`EraseGate`] decides on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct EraseContext {
     /// The unit's free space, per mille of its blocks.
     pub free_permille: u32,
@@ -181,6 +185,7 @@ pub trait EraseGate {
 /// unit has 25% free space, and fewer units erase at once the more space there is.
 /// Zero-sized; the default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Formula2<const A: u32 = 1, const B: u32 = 1, const T: u32 = 250>;
 
 impl<const A: u32, const B: u32, const T: u32> EraseGate for Formula2<A, B, T> {
@@ -194,6 +199,7 @@ impl<const A: u32, const B: u32, const T: u32> EraseGate for Formula2<A, B, T> {
 
 /// Every erase is issued as soon as it is at the head of its queue (the baseline).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Eager;
 
 impl EraseGate for Eager {

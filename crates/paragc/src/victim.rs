@@ -27,6 +27,7 @@ pub enum GcMode {
 
 /// What a victim policy sees of one candidate block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Candidate {
     /// Pages written in the block (the pages per block for a full block).
     pub written: u16,
@@ -66,6 +67,7 @@ impl<T: VictimPolicy + ?Sized> VictimPolicy for &T {
 
 /// Most invalid pages first; among equals, the least-worn block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Greedy;
 
 impl Greedy {
@@ -87,6 +89,7 @@ impl VictimPolicy for Greedy {
 
 /// Cost-benefit: `(1 - u) * age / (1 + u)` with `u = valid / written`, in fixed point.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CostBenefit;
 
 impl CostBenefit {
@@ -112,6 +115,7 @@ impl VictimPolicy for CostBenefit {
 
 /// Greedy in the foreground, cost-benefit in the background (the default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct GreedyCostBenefit;
 
 impl VictimPolicy for GreedyCostBenefit {

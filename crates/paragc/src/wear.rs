@@ -42,6 +42,7 @@ impl<T: WearPolicy + ?Sized> WearPolicy for &T {
 /// Over a long run the spread stays near `SPREAD`, so `max / mean` tends to
 /// `1 + SPREAD / mean`: pick `SPREAD` a few percent of the rated endurance.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Leveling<const SPREAD: u32 = 16>;
 
 impl<const SPREAD: u32> WearPolicy for Leveling<SPREAD> {
@@ -58,6 +59,7 @@ impl<const SPREAD: u32> WearPolicy for Leveling<SPREAD> {
 
 /// Dynamic leveling only (wear-aware free-block choice, no data moves).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DynamicOnly;
 
 impl WearPolicy for DynamicOnly {
@@ -71,6 +73,7 @@ impl WearPolicy for DynamicOnly {
 
 /// No leveling at all: the first free block of the unit is taken (a baseline).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NoLeveling;
 
 impl WearPolicy for NoLeveling {

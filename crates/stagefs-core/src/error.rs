@@ -6,6 +6,7 @@ use oftl::{FormatError, MountError, ReadError, WriteError};
 
 /// Why a path was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PathError {
     /// Not absolute (`/` first).
     NotAbsolute,
@@ -26,6 +27,7 @@ pub enum PathError {
 /// Why a file-layer operation failed. An operation that fails changes nothing on
 /// flash, except where [`Error::Poisoned`] follows (remount).
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Error<E> {
     /// The device failed (including uncorrectable reads after retries).
     Flash(E),

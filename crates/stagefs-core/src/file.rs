@@ -23,6 +23,7 @@ use crate::{push, Fs, INLINE_MAX, NAME_MAX};
 /// An open file: an index into the volume's handle table, valid until it is closed
 /// or the volume is unmounted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct File {
     pub(crate) slot: u8,
     /// The volume's open counter when this file was opened: a closed handle never
@@ -32,6 +33,7 @@ pub struct File {
 
 /// How to open a file (the `std::fs::OpenOptions` set).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct OpenOptions {
     read: bool,
     write: bool,
@@ -87,6 +89,7 @@ impl OpenOptions {
 
 /// Where a seek goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum SeekFrom {
     /// From the start.
     Start(u64),

@@ -38,6 +38,10 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+// First: the message macros the modules below use.
+#[macro_use]
+mod fmt;
+
 mod dircache;
 pub mod error;
 mod file;
@@ -77,6 +81,7 @@ const VOLUME_OBJECT: u32 = 1;
 
 /// What [`Fs::metadata`] reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Metadata {
     /// File or directory.
     pub kind: Kind,
@@ -96,6 +101,7 @@ impl Metadata {
 /// What [`Fs::mount_repair`] left out: the store's replay stopped at a lost page, and
 /// the objects named here lost their changes written after it.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Repair {
     report: oftl::SalvageReport,
     staging: u32,
@@ -133,6 +139,7 @@ impl Repair {
 
 /// Where a path's state lives (see [`Fs::location`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Location {
     /// The directory object holding the entry (none for the root).
     pub entry_in: Option<u32>,

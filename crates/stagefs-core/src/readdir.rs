@@ -11,6 +11,7 @@ use crate::{Fs, NAME_MAX};
 
 /// One entry of a directory listing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DirEntry {
     /// File or directory.
     pub kind: Kind,

@@ -97,6 +97,7 @@ impl StagedInline {
 /// ablation rows). The default, everything on, is what the guarantees and the figures
 /// in the README are for; every setting keeps the same guarantees after power loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Tuning {
     /// Small fsyncs and inline-file commits go to the staging log (`false`: every
     /// commit writes its pages or its directory bucket home directly).
@@ -124,6 +125,7 @@ impl Default for Tuning {
 /// What the staging area holds (for tools and health reports): see
 /// [`Fs::staging_status`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct StagingStatus {
     /// The staging log stream's object id.
     pub stream: u32,
@@ -361,6 +363,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub(crate) fn patch(&mut self) -> Result<(), Error<S::FlashError>> {
         let stream = self.staging_stream()?;
         let end = self.store.log_bounds(stream)?.1;
+        if !self.stage.live.is_empty() || !self.stage.inline.is_empty() {
+            debug!(
+                "stagefs: patching staged records home ({} objects, {} inline files)",
+                self.stage.live.len(),
+                self.stage.inline.len()
+            );
+        }
         self.patch_homes(end)?;
         // Staging efficiency E = direct / (logged + patched) over the commits since the
         // last patch: below 1, object commits go home directly for a while.
@@ -674,7 +683,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if start < end && !self.store.writable() {
             // Replay writes; a read-only store (too many bad blocks, salvage) with staged
             // records cannot show them: refused rather than served stale.
+            warn!("stagefs: read-only store with staged records: mount refused");
             return Err(Error::ReadOnly);
+        }
+        if start < end {
+            info!("stagefs: replaying {} bytes of staged records", end - start);
         }
         let mut lsn = start;
         let mut versions: heapless::Vec<(u32, u64), LIVE> = heapless::Vec::new();

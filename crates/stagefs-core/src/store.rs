@@ -108,11 +108,27 @@ impl<
     }
 
     fn mount(&mut self) -> Result<(), Error<F::Error>> {
-        self.mount_in_place().map_err(Error::Mount)
+        self.mount_in_place().map_err(Error::Mount)?;
+        let s = self.stats();
+        info!(
+            "stagefs: store mounted ({} pages scanned, {} replayed by crash recovery; {:?})",
+            s.recovery_scanned_pages,
+            s.recovery_replayed_pages,
+            self.health()
+        );
+        Ok(())
     }
 
     fn mount_repair(&mut self) -> Result<(), Error<F::Error>> {
-        self.mount_repair_in_place().map_err(Error::Mount)
+        self.mount_repair_in_place().map_err(Error::Mount)?;
+        let r = Oftl::salvage_report(self);
+        warn!(
+            "stagefs: store repaired in place (replay stopped at lost page {:?}; rolled back: {:?}, more: {})",
+            r.lost_page(),
+            r.rolled_back(),
+            r.more()
+        );
+        Ok(())
     }
 
     fn salvage_report(&self) -> &SalvageReport {

@@ -43,6 +43,7 @@ pub struct Bch {
 
 /// Error locations found by [`Bch::locate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Corrections {
     /// Errors found (message and parity).
     pub count: u8,
@@ -54,6 +55,7 @@ pub struct Corrections {
 
 /// The received word is not within `t` errors of any codeword.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Uncorrectable;
 
 const EXP_C: [u16; N as usize + 1] = {

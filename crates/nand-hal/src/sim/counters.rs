@@ -6,6 +6,7 @@ use core::ops::Sub;
 /// Cumulative counters of a simulated device. `later - earlier` gives the work in
 /// between (time included).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Counters {
     /// Read operations (any size).
     pub reads: u64,
@@ -99,6 +100,7 @@ impl Sub for Counters {
 
 /// Erase-count spread over a device's good blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct WearStats {
     /// Fewest erases of any good block.
     pub min: u32,

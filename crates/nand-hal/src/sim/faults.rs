@@ -28,6 +28,7 @@ use core::str::FromStr;
 
 /// How much of an interrupted program or erase landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TornMode {
     /// One to three bits of the operation landed. On a part with on-die ECC a step that
     /// holds no more landed bits than the ECC strength decodes as erased with those bits
@@ -44,6 +45,7 @@ pub enum TornMode {
 
 /// What a power cut does to the operation it interrupts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum CutKind {
     /// The operation never started.
     Clean,
@@ -79,6 +81,7 @@ impl CutKind {
 /// Cut the power during the `at_op`-th program or erase (1-based) counted from the
 /// moment the plan is armed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PowerCut {
     /// Which program/erase operation the cut hits.
     pub at_op: u64,
@@ -89,6 +92,7 @@ pub struct PowerCut {
 /// Rates and switches of the random faults. Rates are in parts per million per
 /// operation; 0 turns a fault off. `Default` is a perfect device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FaultConfig {
     /// F7: a read sees 1..=strength extra bit errors in one step (corrected by ECC).
     pub read_correctable_ppm: u32,
@@ -162,6 +166,7 @@ impl FaultConfig {
 /// Everything that decides a faulty run: seed, optional power cut and fault rates.
 /// Its `Display` form is the replay token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FaultPlan {
     /// Seed of every random decision (fault draws, factory bad blocks, endurance,
     /// random timing).
@@ -268,6 +273,7 @@ impl fmt::Display for FaultPlan {
 
 /// A replay token that could not be parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TokenError;
 
 impl fmt::Display for TokenError {

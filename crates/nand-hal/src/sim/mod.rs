@@ -64,6 +64,7 @@ pub use storage::{BlockState, PageState, SimStorage, SliceStorage, StorageSize, 
 
 /// Which array time to charge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TimingMode {
     /// Datasheet typical (deterministic; the default).
     #[default]
@@ -76,6 +77,7 @@ pub enum TimingMode {
 
 /// Which device rule the caller broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Misuse {
     /// Program not aligned to the program unit, or empty.
     Unaligned,
@@ -97,6 +99,7 @@ pub enum Misuse {
 
 /// The simulator's error: a kind plus, for misuse, which rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SimError {
     kind: ErrorKind,
     misuse: Option<Misuse>,

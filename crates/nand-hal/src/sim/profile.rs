@@ -11,6 +11,7 @@ pub use crate::parts::TimeRange;
 /// The cost model of one part: command overhead and bus time on the channel, array
 /// time on the die.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Timing {
     /// Fixed cost of a read command sequence on the bus.
     pub cmd_read_ns: u32,
@@ -37,6 +38,7 @@ impl Timing {
 
 /// A simulated part: everything the simulator needs besides storage and faults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Profile {
     /// Part name, for reports.
     pub name: &'static str,

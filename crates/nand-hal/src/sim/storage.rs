@@ -11,6 +11,7 @@ use crate::geometry::Geometry;
 
 /// Per-page simulator state (not visible through the NAND trait).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PageState {
     /// Program operations since the last erase (NOP accounting).
     pub programs: u8,
@@ -39,6 +40,7 @@ impl PageState {
 
 /// Per-block simulator state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BlockState {
     /// Erase operations (attempts included) over the block's life.
     pub erase_count: u32,
@@ -85,6 +87,7 @@ pub trait SimStorage {
 
 /// Buffer sizes [`SliceStorage`] needs for a geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct StorageSize {
     /// Bytes of cells: `pages * (page_size + oob_size)`.
     pub cells: usize,
@@ -107,6 +110,7 @@ impl StorageSize {
 
 /// The buffers handed to [`SliceStorage::new`] are the wrong size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct StorageSizeError {
     /// What the geometry needs.
     pub needed: StorageSize,

@@ -139,6 +139,7 @@ pub struct ChipTiming {
 
 /// One part in the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ChipInfo {
     /// Part name, for reports.
     pub name: &'static str,

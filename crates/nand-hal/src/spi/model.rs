@@ -69,6 +69,7 @@ pub const MAX_MODEL_DIES: usize = 2;
 /// How a vendor encodes the last read's ECC outcome in status bits 4-6 (the model's own
 /// encoder, written from the datasheets independently of the driver's decoder).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum StatusEncoding {
     /// Winbond 1-bit: `01` corrected, `10` uncorrectable.
     Winbond,
@@ -110,6 +111,7 @@ impl StatusEncoding {
 
 /// What one modelled part looks like on the bus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ModelSpec {
     /// The simulated array.
     pub profile: Profile,
@@ -177,6 +179,7 @@ pub const MT29F1G01ABAFD: ModelSpec = ModelSpec {
 
 /// The model's bus error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ModelError {
     /// The simulator lost power: the part does not answer until
     /// [`ChipModel::power_on`].
@@ -295,6 +298,7 @@ pub struct ChipModel<'c, S> {
 
 /// Error creating a model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ModelSpecError {
     /// The simulator's profile differs from the spec's.
     ProfileMismatch,

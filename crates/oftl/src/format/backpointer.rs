@@ -67,6 +67,7 @@ const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_IBM_3740);
 
 /// What a page holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PageKind {
     /// Object data.
     Data = 1,
@@ -101,6 +102,7 @@ impl PageKind {
 
 /// A decoded backpointer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Backpointer {
     /// Page kind.
     pub kind: PageKind,
@@ -196,6 +198,7 @@ impl Backpointer {
 /// Where data pages carry their backpointer (chosen at format time, recorded in the
 /// superblock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Placement {
     /// In the ECC-protected free OOB bytes.
     Oob = 0,

@@ -50,6 +50,7 @@ const VERSION: u16 = 3;
 
 /// The fixed checkpoint header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CkptHeader {
     /// Written by a clean unmount.
     pub clean: bool,
@@ -124,6 +125,7 @@ impl CkptHeader {
 
 /// Position and sequence of one write head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HeadRecord {
     /// Block being filled, or [`NONE`].
     pub block: u32,
@@ -160,6 +162,7 @@ impl HeadRecord {
 
 /// Coarse block state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum BlockState {
     /// Holds nothing the index references; erased before reuse.
     Free = 0,
@@ -175,6 +178,7 @@ pub enum BlockState {
 
 /// One block state table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BstEntry {
     /// Coarse state.
     pub state: BlockState,
@@ -217,6 +221,7 @@ impl BstEntry {
 
 /// Object kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ObjKind {
     /// A byte-addressed object.
     Object = 0,

@@ -50,6 +50,7 @@ const POS_SHIFT: u16 = 7;
 
 /// A decoded log-sector trailer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LogSector {
     /// Log-head sequence number.
     pub seq: u32,

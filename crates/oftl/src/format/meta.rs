@@ -30,6 +30,7 @@ pub const META_LEN: usize = 84;
 
 /// A decoded metadata record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct MetaRecord {
     /// Object id.
     pub id: u32,

@@ -56,6 +56,7 @@ pub(crate) static CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_H
 
 /// A decoded superblock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Superblock {
     /// Geometry fields as recorded.
     pub page_size: u32,
@@ -316,6 +317,7 @@ impl Superblock {
 
 /// Why a superblock did not parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum SbParseError {
     /// It failed its CRC or a field is out of range.
     Corrupted,

@@ -38,6 +38,7 @@ pub const TABLE_OBJ: u32 = 0;
 
 /// One object record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ObjRecord {
     /// Object id (24 bits used).
     pub id: u32,

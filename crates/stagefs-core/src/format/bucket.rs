@@ -58,6 +58,7 @@ const INLINE: u8 = 1;
 
 /// Page 0 of a directory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DirHeader {
     /// Entries in the directory.
     pub entries: u32,
@@ -138,6 +139,7 @@ pub const fn max_pages() -> u32 {
 
 /// What an entry names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Kind {
     /// A file.
     File,
@@ -147,6 +149,7 @@ pub enum Kind {
 
 /// Where an entry's bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Body<'a> {
     /// A directory or a file with its own object.
     Object(u32),
@@ -156,6 +159,7 @@ pub enum Body<'a> {
 
 /// A parsed entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Entry<'a> {
     /// Kind.
     pub kind: Kind,
@@ -206,6 +210,7 @@ impl Entry<'_> {
 
 /// The header of a bucket page.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Header {
     /// Level of its node.
     pub level: u32,

@@ -7,6 +7,7 @@ pub mod volume;
 
 /// The bytes did not parse as the structure they should hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Corrupted;
 
 pub(crate) fn le16(b: &[u8], at: usize) -> u16 {

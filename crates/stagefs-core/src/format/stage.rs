@@ -39,6 +39,7 @@ const PENDING: u8 = 3;
 
 /// A staging record (its data follows its header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Record {
     /// `len` bytes at `offset` of `object`.
     Data {

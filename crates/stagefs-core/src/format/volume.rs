@@ -21,6 +21,7 @@ const VERSION: u16 = 1;
 
 /// The volume header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Volume {
     /// Root directory.
     pub root: u32,
