@@ -2,7 +2,8 @@
 # Cortex-M check: builds the no_std library crates for thumbv6m and thumbv7em without std
 # or alloc, builds the board firmware (RP2040 and STM32F4 with a W25N01GV) and the QEMU
 # firmware (boards/qemu-m4), prints the size of each and runs the QEMU one; fails if any
-# build fails or the QEMU firmware reports a failed check.
+# build fails or the QEMU firmware reports a failed check. Then builds each library crate
+# with its defmt feature, and the examples' no_std logic (examples/), for thumbv7em.
 #
 # Uses Debian's Rust (1.96, /usr/bin) with RUSTC_BOOTSTRAP=1 and -Zbuild-std=core, as in
 # shared/recipes/mcu-qemu.md, and installs what it needs (needs root on a fresh machine).
@@ -88,3 +89,23 @@ case "$status" in
     124) echo "error: firmware timed out after ${QEMU_TIMEOUT:-300} s" >&2; exit 1 ;;
     *) echo "error: firmware exited with status $status" >&2; exit 1 ;;
 esac
+
+# ---- defmt features and the examples' no_std logic, for thumbv7em ----
+# Each library crate with its `defmt` feature (defmt::Format for the public types and
+# errors): a library build links nothing, so no global logger is needed. DEFMT_LOG=debug
+# keeps the crates' defmt messages in the build, so their formats and arguments are
+# checked too (without it defmt drops every level below error at compile time).
+DEFMT_CRATES=("nand-hal:defmt,sim,spi,ecc,async" "paragc:defmt" "oftl:defmt" "stagefs-core:defmt")
+for entry in "${DEFMT_CRATES[@]}"; do
+    name="${entry%%:*}"
+    echo "-- $name (features: ${entry#*:}) for thumbv7em-none-eabihf, core only, DEFMT_LOG=debug"
+    DEFMT_LOG=debug "${BUILD[@]}" --target thumbv7em-none-eabihf -p "$name" \
+        --no-default-features --features "${entry#*:}"
+done
+# The examples (examples/): their logic is a no_std library; the host programs that run
+# it on the simulator are std-only (scripts/examples.sh runs them).
+for features in "" defmt; do
+    echo "-- stagefs-examples (features: ${features:-none}) for thumbv7em-none-eabihf, core only"
+    "${BUILD[@]}" --target thumbv7em-none-eabihf -p stagefs-examples --no-default-features \
+        ${features:+--features "$features"}
+done

@@ -15,7 +15,7 @@
 //!
 //! # Setting up a volume on a board
 //!
-//! The examples take a mounted [`Fs`](stagefs_core::Fs). On a board with a W25N01GV on
+//! The examples take a mounted [`Fs`]. On a board with a W25N01GV on
 //! SPI (see `nand_hal::spi`), the volume is built once, in a `static` or on the stack of
 //! `main` (the store is about 48 KiB):
 //!
@@ -70,10 +70,11 @@ pub fn read_file<S: Store, const P: usize, const H: usize>(
 }
 
 /// Replaces a file's contents with `data`, durably: open with `truncate`, write, close.
-/// The truncation and the writes land together, so after a power cut the file holds
-/// either what it held before or `data` (for a file of at most
-/// [`INLINE_MAX`](stagefs_core::INLINE_MAX) bytes, kept in its directory entry, and for
-/// larger files alike: the crate docs of `stagefs_core` state it).
+/// The truncation and the writes land together (see `stagefs_core`'s guarantees): for a
+/// file of at most [`INLINE_MAX`](stagefs_core::INLINE_MAX) bytes, kept in its directory
+/// entry, a power cut leaves what it held before or `data`, nothing in between. Write a
+/// large file that must change all at once under another name and rename it into place
+/// (see [`firmware_update`]).
 pub fn write_file<S: Store, const P: usize, const H: usize>(
     fs: &mut Fs<S, P, H>,
     path: &str,
