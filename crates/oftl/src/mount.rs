@@ -240,12 +240,17 @@ impl<
     ///
     /// Recovery replays each head up to its first lost page (an unreadable page with
     /// later ones behind it, or a metadata record that does not read) and stops there,
-    /// as a journal replay stops at its first bad record: every object then holds a
-    /// state it had, the one before the lost page's transaction, never a mix.
-    /// [`Oftl::salvage_report`] names the objects whose later changes were left out;
-    /// every other object reads exactly as acknowledged. Writes, deletes and collection fail with
-    /// [`WriteError::ReadOnly`] and nothing is written to flash, so a later normal
-    /// mount (once the media reads again, or after a copy) starts from the same image.
+    /// as a journal replay stops at its first bad record; when one head lost a page and
+    /// the other also moved since the checkpoint, both stop at the checkpoint (the heads
+    /// have no order between them). Every object then holds a state it had, never a mix.
+    /// [`Oftl::salvage_report`] lists the unreadable pages and names the objects whose
+    /// changes were left out; every other object reads exactly as acknowledged.
+    ///
+    /// Writes, deletes and collection fail with [`WriteError::ReadOnly`]. Nothing the
+    /// store references is written, so a later normal mount (once the media reads again,
+    /// or after a copy) starts from the same state; the only programs are index-cache
+    /// write-backs (the replay's and reads' evictions), which go to blocks the
+    /// checkpoint calls free (a block whose erase fails there is marked bad).
     pub fn mount_salvage_in_place(&mut self) -> Result<(), MountError<F::Error>> {
         self.salvage = true;
         let r = self.mount_inner();
@@ -260,7 +265,8 @@ impl<
 
     /// Repairs a store that fails to mount with [`MountError::MediaLoss`], in place:
     /// recovery replays as [`Oftl::mount_salvage_in_place`] does (each head up to its
-    /// first lost page, so every object keeps a state it had), then finishes as a
+    /// first lost page, or both to the checkpoint; every object keeps a state it had),
+    /// then finishes as a
     /// normal recovery does (relocations and a closing checkpoint), so that state
     /// becomes the store's: the store is mounted writable and later mounts are normal.
     /// [`Oftl::salvage_report`] names the objects whose later changes were left out;
@@ -369,27 +375,6 @@ impl<
         Ok(())
     }
 
-    /// Finds and loads the newest complete checkpoint; returns whether the device was
-    /// shut down cleanly after it.
-    ///
-    /// Rules (docs/SPEC.md 3.7):
-    ///
-    /// - Every page of the checkpoint blocks is read with retries; only a clean read of
-    ///   an erased slot counts as erased.
-    /// - The next checkpoint's sequence number is past every number that may be on
-    ///   flash: the newest readable checkpoint or marker page, plus one for every page
-    ///   above a block's newest readable page that does not read (a torn or unstable
-    ///   page could be a checkpoint one number newer each).
-    /// - Two complete checkpoints with one number (never written by this format) are
-    ///   told apart by rotation: the one whose block follows the other's in the
-    ///   superblock's list (or, in one block, the later one) is newer.
-    /// - A marker proves its checkpoint was committed, read back and possibly used:
-    ///   falling back past a checkpoint that has a marker (it no longer loads, or it is
-    ///   unreadable) would pass an older state off as current, so mount fails with
-    ///   [`MountError::MediaLoss`] naming the page instead. Falling back past a
-    ///   checkpoint without a marker is safe: its window was never programmed.
-    /// - The loaded checkpoint counts as clean only if it is the newest, was written
-    ///   by unmount, has no marker, and no unreadable page sits above it.
     /// After a clean mount: reads the bad-block markers of the recorded window's blocks
     /// this store never erased. A factory image programmed onto a part with bad blocks
     /// of its own records a window chosen on another part; a marked block is retired and
@@ -426,6 +411,27 @@ impl<
         self.checkpoint(false).map_err(mount_fault)
     }
 
+    /// Finds and loads the newest complete checkpoint; returns whether the device was
+    /// shut down cleanly after it.
+    ///
+    /// Rules (docs/SPEC.md 3.7):
+    ///
+    /// - Every page of the checkpoint blocks is read with retries; only a clean read of
+    ///   an erased slot counts as erased.
+    /// - The next checkpoint's sequence number is past every number that may be on
+    ///   flash: the newest readable checkpoint or marker page, plus one for every page
+    ///   above a block's newest readable page that does not read (a torn or unstable
+    ///   page could be a checkpoint one number newer each).
+    /// - Two complete checkpoints with one number (never written by this format) are
+    ///   told apart by rotation: the one whose block follows the other's in the
+    ///   superblock's list (or, in one block, the later one) is newer.
+    /// - A marker proves its checkpoint was committed, read back and possibly used:
+    ///   falling back past a checkpoint that has a marker (it no longer loads, or it is
+    ///   unreadable) would pass an older state off as current, so mount fails with
+    ///   [`MountError::MediaLoss`] naming the page instead. Falling back past a
+    ///   checkpoint without a marker is safe: its window was never programmed.
+    /// - The loaded checkpoint counts as clean only if it is the newest, was written
+    ///   by unmount, has no marker, and no unreadable page sits above it.
     fn load_newest_checkpoint(&mut self) -> Result<bool, MountError<F::Error>> {
         let ppb = self.dev.ppb();
         let mut cands: heapless::Vec<Candidate, 8> = heapless::Vec::new();

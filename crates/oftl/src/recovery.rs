@@ -42,7 +42,11 @@
 //! [`Oftl::mount_repair_in_place`] (which checkpoints the result) replay each head up
 //! to its first loss instead and stop there, as a journal replay stops at its first
 //! bad record: transactions after a lost page may build on what it held, so applying
-//! them could make states that never existed. A metadata page whose record does not
+//! them could make states that never existed. The heads are ordered only within
+//! themselves (a log append carries no data-head number), and a transaction in one may
+//! build on the other's (a trim after appends; a file's home page after its staged
+//! record), so a loss in one head while the other also moved since the checkpoint stops
+//! both at the checkpoint, the one cut both agree on. A metadata page whose record does not
 //! read (unless a retry follows it) is such a loss too; salvage reads them all in the
 //! first pass. What was left out is named in a [`SalvageReport`]. A torn multi-sector log
 //! append leaves a gap inside its own page: that is a tail, unless a later log page
@@ -101,27 +105,45 @@ const MAX_SUPERSEDED: usize = 16;
 
 /// What a salvage or repair mount left out (see [`Oftl::salvage_report`]).
 ///
-/// The replay of each head stops at its first lost page: the objects keep the state
-/// they had before the transaction that page belonged to. Every object whose changes
-/// after it were left out is listed (the first [`SalvageReport::MAX_OBJECTS`] of them;
-/// [`SalvageReport::more`] says whether there were more).
+/// A head's replay stops at its first lost page, so the objects keep the state they had
+/// before the transaction that page belonged to; when one head lost a page and the
+/// other also moved since the checkpoint, both stop at the checkpoint (the heads have
+/// no order between them). Every object whose changes were left out is listed (the
+/// first [`SalvageReport::MAX_OBJECTS`]; [`SalvageReport::more`] says whether there
+/// were more), except the owner of an unreadable page whose tag does not read either.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SalvageReport {
-    lost: Option<u32>,
+    unreadable: heapless::Vec<u32, { SalvageReport::MAX_PAGES }>,
+    unreadable_more: bool,
+    to_checkpoint: bool,
     objects: heapless::Vec<ObjectId, { SalvageReport::MAX_OBJECTS }>,
     more: bool,
 }
 
 impl SalvageReport {
     /// How many objects the report names at most.
-    pub const MAX_OBJECTS: usize = 8;
+    pub const MAX_OBJECTS: usize = 16;
+    /// How many unreadable pages the report lists at most.
+    pub const MAX_PAGES: usize = 4;
 
-    /// The first page found lost, if any: nothing written after it was replayed.
-    pub fn lost_page(&self) -> Option<u32> {
-        self.lost
+    /// The pages of the updating window that did not read (in scan order; the first
+    /// [`Self::MAX_PAGES`]), lost ones and a torn last page alike.
+    pub fn unreadable_pages(&self) -> &[u32] {
+        &self.unreadable
     }
 
-    /// Objects whose changes after the lost page were left out (rolled back).
+    /// Whether more pages did not read than [`Self::unreadable_pages`] lists.
+    pub fn more_unreadable(&self) -> bool {
+        self.unreadable_more
+    }
+
+    /// Whether everything written since the last checkpoint was left out (a loss in one
+    /// head while the other head also moved).
+    pub fn to_checkpoint(&self) -> bool {
+        self.to_checkpoint
+    }
+
+    /// Objects whose changes after a loss were left out (rolled back).
     pub fn rolled_back(&self) -> &[ObjectId] {
         &self.objects
     }
@@ -138,9 +160,17 @@ impl SalvageReport {
 
     pub(crate) const fn new() -> Self {
         Self {
-            lost: None,
+            unreadable: heapless::Vec::new(),
+            unreadable_more: false,
+            to_checkpoint: false,
             objects: heapless::Vec::new(),
             more: false,
+        }
+    }
+
+    pub(crate) fn unreadable(&mut self, page: u32) {
+        if !self.unreadable.contains(&page) && self.unreadable.push(page).is_err() {
+            self.unreadable_more = true;
         }
     }
 
@@ -302,7 +332,6 @@ impl<
         self.dev.heads[INDEX_HEAD].block = NONE;
         self.dev.heads[INDEX_HEAD].next_page = 0;
         let mut sc = self.scan_window()?;
-        self.salvaged.lost = sc.loss[DATA_HEAD].or(sc.loss[LOG_HEAD]);
         if !no_write {
             self.open_recovery_window(&sc)?;
         } else {
@@ -453,6 +482,9 @@ impl<
                         None if blank(&self.pbuf, pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
+                            if salvage {
+                                self.salvaged.unreadable(page);
+                            }
                             continue;
                         }
                     },
@@ -475,6 +507,9 @@ impl<
                     }
                     if mask == 0 {
                         hole.get_or_insert(page);
+                        if salvage {
+                            self.salvaged.unreadable(page);
+                        }
                         continue;
                     }
                     let mut any = false;
@@ -576,6 +611,7 @@ impl<
                     continue;
                 }
                 if salvage && bp.kind == PageKind::Meta && !self.meta_reads(page)? {
+                    self.salvaged.unreadable(page);
                     bad_meta = Some((page, bp));
                     continue;
                 }
@@ -597,16 +633,31 @@ impl<
         walk.truncate(walk_end);
         self.dev.stats.recovery_scanned_pages = scanned;
         if salvage {
-            // An unreadable page at the end is taken as the one a cut tore; a salvage
-            // still reports it (it may as well be lost).
-            if let Some((bad, bad_bp)) = bad_meta {
-                loss[DATA_HEAD].get_or_insert(bad);
+            // An unreadable page at the end (a metadata record that does not read, say)
+            // is taken for the page a cut tore, as in any recovery; it is reported.
+            if let Some((_, bad_bp)) = bad_meta {
                 self.salvaged.left_out(bad_bp.owner);
             }
-            if let Some(h) = hole {
-                loss[DATA_HEAD].get_or_insert(h);
+            // The heads are ordered only within themselves (a log append carries no
+            // data-head number), and one head's transactions may build on the other's
+            // (a trim after appends; a file's home page after its staged record). A loss
+            // in one head while the other also moved since the checkpoint leaves one cut
+            // both agree on: the checkpoint itself.
+            let active = |h: usize| bound[h].last_acc.is_some() || loss[h].is_some();
+            if (loss[DATA_HEAD].is_some() && active(LOG_HEAD))
+                || (loss[LOG_HEAD].is_some() && active(DATA_HEAD))
+            {
+                self.salvaged.to_checkpoint = true;
+                bound[DATA_HEAD] = Bound::default();
+                bound[LOG_HEAD] = Bound::default();
             }
-            if loss[DATA_HEAD].is_some() {
+            // The transaction left open at the end is named too when a page did not
+            // read (it may have been acknowledged, its commit page lost).
+            if loss[DATA_HEAD].is_some()
+                || self.salvaged.to_checkpoint
+                || hole.is_some()
+                || bad_meta.is_some()
+            {
                 for &o in &uncommitted {
                     self.salvaged.left_out(o);
                 }
@@ -627,10 +678,10 @@ impl<
                     suspect = Some((page, bp));
                 } else {
                     // Torn by the cut, or lost: no read tells which. Taken as torn; a
-                    // salvage names what it leaves out.
+                    // salvage reports it and names what it leaves out.
                     bound[DATA_HEAD].last_commit = bound[DATA_HEAD].prev_commit;
                     if salvage {
-                        loss[DATA_HEAD].get_or_insert(page);
+                        self.salvaged.unreadable(page);
                         self.salvaged.left_out(bp.owner);
                     }
                 }
@@ -812,7 +863,7 @@ impl<
                     if bound[LOG_HEAD].replays(t.seq) {
                         replayed += 1;
                         self.apply_log(&t, page, slot)?;
-                    } else if sc.loss[LOG_HEAD].is_some() {
+                    } else if sc.loss[LOG_HEAD].is_some() || self.salvaged.to_checkpoint {
                         self.salvaged.left_out(t.stream);
                     }
                 }
@@ -838,7 +889,13 @@ impl<
         sc: &Scanned,
     ) -> Result<u32, FaultOf<F>> {
         if !bound.replays(bp.seq) {
-            if sc.loss[DATA_HEAD].is_some() {
+            // Named when a page did not read (the dropped tail may have been
+            // acknowledged) or a loss stopped the replay.
+            if self.salvage
+                && (sc.loss[DATA_HEAD].is_some()
+                    || self.salvaged.to_checkpoint
+                    || !self.salvaged.unreadable_pages().is_empty())
+            {
                 self.salvaged.left_out(bp.owner);
             }
             return Ok(0);

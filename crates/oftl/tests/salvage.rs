@@ -164,7 +164,7 @@ fn gap_across_a_transaction_boundary_stops_the_replay_before_both() {
         "z: T3 is after the loss, so the replay stopped before it"
     );
     let report = fs.salvage_report().clone();
-    assert_eq!(report.lost_page(), Some(a));
+    assert_eq!(report.unreadable_pages(), &[a, b]);
     for id in [x, y, z] {
         assert!(report.may_have_rolled_back(id), "{id} is named: {report:?}");
     }
@@ -351,9 +351,11 @@ fn held_states(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     let from = report
-        .lost_page()
-        .and_then(|l| tags.iter().find(|p| p.page == l))
-        .map(|p| p.seq);
+        .unreadable_pages()
+        .iter()
+        .filter_map(|l| tags.iter().find(|p| p.page == *l))
+        .map(|p| p.seq)
+        .min();
     let unknown: Vec<u32> = tags
         .iter()
         .filter(|p| {

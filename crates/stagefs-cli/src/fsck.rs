@@ -371,11 +371,31 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
 /// What a store repair left out, in words: where the replay stopped, and the paths
 /// that may be older than acknowledged (every path of the volume is looked at).
 fn say_rollback(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
+    let pages = rep
+        .unreadable_pages()
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
     let _ = writeln!(
         out,
-        "repaired: the store mounts again; its replay stopped at page {} (it no longer \
-         reads), so nothing written after it is kept",
-        rep.lost_page().map_or("?".to_string(), |p| p.to_string())
+        "repaired: the store mounts again; page{} {pages} no longer read{}, so {}",
+        if rep.unreadable_pages().len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        if rep.unreadable_pages().len() == 1 {
+            "s"
+        } else {
+            ""
+        },
+        if rep.to_checkpoint() {
+            "nothing written since the store's last checkpoint is kept (its data and log \
+             heads have no order between them to stop anywhere later)"
+        } else {
+            "its replay stopped at the first of them: nothing written after it is kept"
+        }
     );
     let mut older = Vec::new();
     let mut todo = vec!["/".to_string()];
@@ -406,7 +426,7 @@ fn say_rollback(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
             "rolled back: {p}: changes written after the lost page are gone"
         );
     }
-    if rep.lost_page().is_some() {
+    if !rep.unreadable_pages().is_empty() {
         let _ = writeln!(
             out,
             "rolled back: the file the lost page itself held cannot be named (its tag does \
@@ -497,7 +517,10 @@ mod tests {
         let mut out = String::new();
         assert_eq!(run(&mut sim, "img", true, &mut out), (1, true), "{out}");
         assert!(out.contains("repaired: the store mounts again"), "{out}");
-        assert!(out.contains(&format!("stopped at page {victim}")), "{out}");
+        assert!(
+            out.contains(&format!("{victim}")) && out.contains("no longer read"),
+            "{out}"
+        );
         assert!(out.contains("rolled back: / (its entries)"), "{out}");
         {
             let mut v = volume::over(&mut sim);

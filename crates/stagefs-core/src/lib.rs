@@ -98,8 +98,9 @@ impl Metadata {
     }
 }
 
-/// What [`Fs::mount_repair`] left out: the store's replay stopped at a lost page, and
-/// the objects named here lost their changes written after it.
+/// What [`Fs::mount_repair`] left out: the store's replay stopped at a lost page (or,
+/// when both its write heads had moved, at its last checkpoint), and the objects named
+/// here lost their changes written after it.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Repair {
@@ -108,9 +109,15 @@ pub struct Repair {
 }
 
 impl Repair {
-    /// The lost page the store's replay stopped at (none: nothing was left out).
-    pub fn lost_page(&self) -> Option<u32> {
-        self.report.lost_page()
+    /// The pages that did not read (see [`oftl::SalvageReport::unreadable_pages`]).
+    pub fn unreadable_pages(&self) -> &[u32] {
+        self.report.unreadable_pages()
+    }
+
+    /// Whether everything written since the store's last checkpoint was left out (see
+    /// [`oftl::SalvageReport::to_checkpoint`]).
+    pub fn to_checkpoint(&self) -> bool {
+        self.report.to_checkpoint()
     }
 
     /// Whether a path at `location` may be older than acknowledged: its own object
@@ -254,8 +261,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
 
     /// Mounts a volume whose store fails to mount for lost pages ([`Error::Mount`]
     /// with `MediaLoss`), repairing the store in place (for `fsck --repair`): the
-    /// store's replay stops at the first lost page, so every file and directory keeps a
-    /// state it had, and what was written after that page is gone for good. The volume
+    /// store's replay stops at the first lost page (at its last checkpoint when the
+    /// staging log also moved since, as it usually has), so every file and directory
+    /// keeps a state it had, and what was written after that is gone for good. The volume
     /// is writable and mounts normally afterwards. [`Repair`] tells which files and
     /// directories may be older than acknowledged ([`Fs::location`] maps paths).
     pub fn mount_repair(&mut self) -> Result<Repair, Error<S::FlashError>> {
