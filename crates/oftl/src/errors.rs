@@ -285,8 +285,9 @@ impl defmt::Format for crate::SalvageReport {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
-            "SalvageReport {{ lost_page: {}, rolled_back: {}, more: {} }}",
-            self.lost_page(),
+            "SalvageReport {{ unreadable: {}, to_checkpoint: {}, rolled_back: {}, more: {} }}",
+            self.unreadable_pages(),
+            self.to_checkpoint(),
             self.rolled_back(),
             self.more()
         )

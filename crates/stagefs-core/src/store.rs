@@ -123,8 +123,9 @@ impl<
         self.mount_repair_in_place().map_err(Error::Mount)?;
         let r = Oftl::salvage_report(self);
         warn!(
-            "stagefs: store repaired in place (replay stopped at lost page {:?}; rolled back: {:?}, more: {})",
-            r.lost_page(),
+            "stagefs: store repaired in place (unreadable pages {:?}, back to the checkpoint: {}; rolled back: {:?}, more: {})",
+            r.unreadable_pages(),
+            r.to_checkpoint(),
             r.rolled_back(),
             r.more()
         );
