@@ -10,7 +10,9 @@
 //! 4. a file-layer workload ([`files`]: a settings file rewritten, 64-byte records
 //!    appended with `fsync` through the staging log) cut and recovered, once per cut
 //!    kind, with the volume in a `static`,
-//! 5. the boards' demo ([`spi_demo`]: `board_app::run`, what the RP2040 and STM32
+//! 5. the top-level examples' logic ([`examples`]: settings store, data logger,
+//!    firmware-update slot) on the file layer, with remounts,
+//! 6. the boards' demo ([`spi_demo`]: `board_app::run`, what the RP2040 and STM32
 //!    firmware run) through the SPI NAND driver over the byte-accurate chip model of a
 //!    64-block W25N01GV, with a power cut, recovery and a reset, once per cut kind,
 //!
@@ -22,6 +24,7 @@
 #![no_std]
 #![no_main]
 
+mod examples;
 mod files;
 mod objects;
 mod power_cut;
@@ -241,6 +244,29 @@ fn main() -> ! {
         vol_size + files_peak,
         vol_size - store_size + files_peak.saturating_sub(tiny)
     );
+
+    // The top-level examples' logic, on the target.
+    part.renew(FaultPlan::seeded(0xe8));
+    stack::repaint();
+    let outcome = examples::run(vol);
+    let examples_peak = stack::peak_use().used;
+    whole = whole.max(examples_peak);
+    match outcome {
+        Ok(o) => hprintln!(
+            "examples: ok: settings back after {} boots, {} log records in order after {} \
+             rotations, firmware image v{} ({} bytes) verified at boot; peak stack {} B",
+            o.boots,
+            o.records,
+            o.rotations,
+            o.image.version,
+            o.image.len,
+            examples_peak
+        ),
+        Err(e) => {
+            hprintln!("examples: FAILED: {}", e);
+            ok = false;
+        }
+    }
 
     // The boards' demo through the SPI driver over the chip model: a power cut while it
     // appends, recovery, a reset.
