@@ -421,6 +421,10 @@ impl<
         // if a loss ends the replay before their commit).
         let mut uncommitted = heapless::Vec::<ObjectId, { SalvageReport::MAX_OBJECTS }>::new();
         let mut uncommitted_more = false;
+        // Salvage: owners of every page either head accepted (named if both heads go
+        // back to the checkpoint; pass 2 may not read them all again).
+        let mut touched = heapless::Vec::<ObjectId, { SalvageReport::MAX_OBJECTS }>::new();
+        let mut touched_more = false;
         let mut superseded = heapless::Vec::<u32, MAX_SUPERSEDED>::new();
         // Salvage applies log sectors in pass 2 only, once it knows where the log's
         // replay stops.
@@ -544,6 +548,9 @@ impl<
                             continue;
                         }
                         bound[LOG_HEAD].accept(page, t.backpointer());
+                        if salvage && !touched.contains(&t.stream) {
+                            touched_more |= touched.push(t.stream).is_err();
+                        }
                         any = true;
                         // Applied now, in sequence order (groups count only whole, so
                         // every accepted sector is below the final bound; a retry that
@@ -616,6 +623,9 @@ impl<
                     continue;
                 }
                 bound[h].accept(page, bp);
+                if salvage && !touched.contains(&bp.owner) {
+                    touched_more |= touched.push(bp.owner).is_err();
+                }
                 if salvage {
                     if bp.commit {
                         uncommitted.clear();
@@ -648,6 +658,12 @@ impl<
                 || (loss[LOG_HEAD].is_some() && active(DATA_HEAD))
             {
                 self.salvaged.to_checkpoint = true;
+                for &o in &touched {
+                    self.salvaged.left_out(o);
+                }
+                if touched_more {
+                    self.salvaged.left_out_unnamed();
+                }
                 bound[DATA_HEAD] = Bound::default();
                 bound[LOG_HEAD] = Bound::default();
             }

@@ -7,11 +7,12 @@
 
 mod common;
 
-use common::{bytes, cfg, Fs, Sim};
+use common::pages::{all_pages, changed_pages, data_head, kill, Pg};
+use common::{bytes, cfg, Fs, Rng, Sim};
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::FaultPlan;
-use nand_hal::{NandFlash, PageAddr};
-use oftl::format::backpointer::{Backpointer, PageKind};
+use nand_hal::NandFlash;
+use oftl::format::backpointer::PageKind;
 use std::collections::BTreeMap;
 
 use nand_hal::sim::{CutKind, FaultConfig};
@@ -28,63 +29,6 @@ fn read_all<F: NandFlash>(
     let got = fs.read(id, 0, &mut b)?;
     assert_eq!(got, n);
     Ok(b)
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Pg {
-    seq: u32,
-    page: u32,
-    owner: u32,
-    lpn: u32,
-    kind: PageKind,
-    commit: bool,
-    tx: u32,
-    relocated: bool,
-}
-
-fn all_pages(sim: &Sim) -> Vec<Pg> {
-    let caps = *sim.capabilities();
-    let mut out = Vec::new();
-    for p in 0..sim.geometry().pages() {
-        let mut d = vec![0u8; 2048];
-        let mut oob = vec![0u8; 64];
-        sim.peek(PageAddr(p), &mut d, &mut oob);
-        let mut g = [0u8; 16];
-        caps.oob.gather_protected(&oob, &mut g);
-        let bp = match Backpointer::parse(&g) {
-            Ok(Some(bp)) => Some(bp),
-            _ => Backpointer::parse(&d[496..512]).ok().flatten(),
-        };
-        if let Some(bp) = bp {
-            out.push(Pg {
-                seq: bp.seq,
-                page: p,
-                owner: bp.owner,
-                lpn: bp.lpn,
-                kind: bp.kind,
-                commit: bp.commit,
-                tx: bp.tx_id(),
-                relocated: bp.relocated,
-            });
-        }
-    }
-    out
-}
-
-/// Data-head pages (data/meta, not relocated) sorted by seq.
-fn data_head(sim: &Sim) -> Vec<Pg> {
-    let mut v: Vec<Pg> = all_pages(sim)
-        .into_iter()
-        .filter(|p| matches!(p.kind, PageKind::Data | PageKind::Meta) && !p.relocated)
-        .collect();
-    v.sort_by_key(|p| p.seq);
-    v
-}
-
-fn kill(sim: &mut Sim, page: u32) {
-    for st in 0..4 {
-        sim.inject_flips(PageAddr(page), st, 40);
-    }
 }
 
 /// T1 (x, 3 pages) and T2 (y, 3 pages) after a sync, then T3 (z); T1's commit page
@@ -167,20 +111,6 @@ fn gap_across_a_transaction_boundary_stops_the_replay_before_both() {
     assert_eq!(report.unreadable_pages(), &[a, b]);
     for id in [x, y, z] {
         assert!(report.may_have_rolled_back(id), "{id} is named: {report:?}");
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
@@ -318,24 +248,6 @@ fn crashed_store(seed: u64, pre: usize, post: usize) -> Option<(Sim, Sim, Histor
         }
     }
     Some((sim, synced, h))
-}
-
-/// Pages programmed since the sync.
-fn changed_pages(a: &Sim, b: &Sim) -> Vec<u32> {
-    let mut buf = [
-        vec![0u8; 2048],
-        vec![0u8; 64],
-        vec![0u8; 2048],
-        vec![0u8; 64],
-    ];
-    (0..a.geometry().pages())
-        .filter(|&p| {
-            let [d1, o1, d2, o2] = &mut buf;
-            a.peek(PageAddr(p), d1, o1);
-            b.peek(PageAddr(p), d2, o2);
-            d1 != d2 || o1 != o2
-        })
-        .collect()
 }
 
 /// The salvage guarantee: every object in a state it had; one not in its latest state

@@ -6,73 +6,15 @@
 
 mod common;
 
-use common::{bytes, cfg, Fs, Sim};
+use common::pages::{all_pages, changed_pages, kill, Pg};
+use common::{bytes, cfg, Fs, Rng, Sim};
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::{CutKind, FaultConfig, FaultPlan};
-use nand_hal::{NandFlash, PageAddr};
-use oftl::format::backpointer::{Backpointer, PageKind};
+use nand_hal::NandFlash;
+use oftl::format::backpointer::PageKind;
 use oftl::{Greedy, MountError, ObjKind, Oftl, ReadError, SalvageReport, TxOp, WriteError};
 
 const PAGE: usize = 2048;
-
-#[derive(Debug, Clone, Copy)]
-pub struct Pg {
-    seq: u32,
-    page: u32,
-    owner: u32,
-    lpn: u32,
-    kind: PageKind,
-    commit: bool,
-    relocated: bool,
-}
-
-fn all_pages(sim: &Sim) -> Vec<Pg> {
-    let caps = *sim.capabilities();
-    let mut out = Vec::new();
-    for p in 0..sim.geometry().pages() {
-        let mut d = vec![0u8; 2048];
-        let mut oob = vec![0u8; 64];
-        sim.peek(PageAddr(p), &mut d, &mut oob);
-        let mut g = [0u8; 16];
-        caps.oob.gather_protected(&oob, &mut g);
-        let bp = match Backpointer::parse(&g) {
-            Ok(Some(bp)) => Some(bp),
-            _ => Backpointer::parse(&d[496..512]).ok().flatten(),
-        };
-        if let Some(bp) = bp {
-            out.push(Pg {
-                seq: bp.seq,
-                page: p,
-                owner: bp.owner,
-                lpn: bp.lpn,
-                kind: bp.kind,
-                commit: bp.commit,
-                relocated: bp.relocated,
-            });
-        }
-    }
-    out
-}
-
-fn changed_pages(a: &Sim, b: &Sim) -> Vec<u32> {
-    let mut d1 = vec![0u8; 2048];
-    let mut o1 = vec![0u8; 64];
-    let mut d2 = vec![0u8; 2048];
-    let mut o2 = vec![0u8; 64];
-    (0..a.geometry().pages())
-        .filter(|&p| {
-            a.peek(PageAddr(p), &mut d1, &mut o1);
-            b.peek(PageAddr(p), &mut d2, &mut o2);
-            d1 != d2 || o1 != o2
-        })
-        .collect()
-}
-
-fn kill(sim: &mut Sim, page: u32) {
-    for st in 0..4 {
-        sim.inject_flips(PageAddr(page), st, 40);
-    }
-}
 
 fn read_all<F: NandFlash>(fs: &mut Oftl<F, 2048, 64, 4, 2, Greedy>, id: u32) -> Vec<u8> {
     let n = fs.size(id).unwrap() as usize;
@@ -100,9 +42,10 @@ fn log_records<F: NandFlash>(fs: &mut Oftl<F, 2048, 64, 4, 2, Greedy>, l: u32) -
 }
 
 /// A log stream's trim (metadata, on the data head) after a data-head page that is
-/// lost, then an append (log head). The data head's replay stops before the trim; the
-/// log head's replay goes on and applies the append: the stream shows the records
-/// before the trim *and* the append after it, a state it never had.
+/// lost, then an append (log head). The data head's replay stops before the trim; had
+/// the log head's gone on with the append, the stream would show the records before
+/// the trim *and* the append after it, a state it never had (found by an independent
+/// review). Both heads stop at the checkpoint instead.
 #[test]
 fn trim_after_a_data_head_loss_with_a_later_append() {
     let mut sim = Sim::heap(TINY, FaultPlan::seeded(5));
@@ -155,9 +98,9 @@ fn trim_after_a_data_head_loss_with_a_later_append() {
     fs.mount_salvage_in_place().unwrap();
     let got = log_records(&mut fs, l);
     let rep = fs.salvage_report().clone();
-    eprintln!(
-        "log after salvage: {:?}, report {rep:?}",
-        String::from_utf8_lossy(&got)
+    assert!(
+        rep.to_checkpoint() && rep.may_have_rolled_back(l),
+        "{rep:?}"
     );
     let had: [&[u8]; 4] = [b"abc", b"bc", b"bcd", b""];
     assert!(
@@ -180,19 +123,6 @@ enum St {
 }
 
 type Hist = BTreeMap<u32, Vec<St>>;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn cur(h: &Hist, id: u32) -> St {
     h.get(&id)
@@ -508,25 +438,11 @@ fn sweep_with_logs_every_window_page_lost() {
                     problems.push(format!("{tag}: salvage {e:?}"));
                     continue;
                 }
-                let cm = fs.flash().counters();
-                let snap = lsnap(&mut fs, &h);
-                let cs = fs.flash().counters();
-                if std::env::var("SHOWW").is_ok()
-                    && (cm.programs != c0.programs || cs.programs != cm.programs)
-                {
-                    eprintln!(
-                        "{tag}: programs: before {} after mount {} after reads {}; erases {} {} {}",
-                        c0.programs, cm.programs, cs.programs, c0.erases, cm.erases, cs.erases
-                    );
-                }
-                (snap, fs.salvage_report().clone())
+                (lsnap(&mut fs, &h), fs.salvage_report().clone())
             };
             let c1 = s.counters();
             if c1.programs != c0.programs || c1.erases != c0.erases {
                 wrote += 1;
-                if wrote == 1 {
-                    eprintln!("{tag}: salvage wrote: programs {} -> {}, erases {} -> {}, partial {} -> {}", c0.programs, c1.programs, c0.erases, c1.erases, c0.partial_programs, c1.partial_programs);
-                }
             }
             let n0 = problems.len();
             judge(&sal, &h, &rep, &tags, &tag, &mut problems);
@@ -597,7 +513,8 @@ fn sweep_with_logs_every_window_page_lost() {
             }
         }
     }
-    eprintln!("{stores} stores, {refused} refused, {wrote} salvage mounts wrote");
+    // Salvage writes only index-cache pages (to free blocks): counted, not a problem.
+    eprintln!("{stores} stores, {refused} refused, {wrote} salvage mounts wrote cache pages");
     assert!(
         problems.is_empty(),
         "{} problems:\n{}",
@@ -789,13 +706,7 @@ fn read_errors_during_repair_with_logs() {
                             if got != sal {
                                 differ.push(format!("{tag} (len {len})"));
                             }
-                            let n0 = problems.len();
                             judge(&got, &h, &rep, &tags, &tag, &mut problems);
-                            // Only report those not explained by the cross-head finding:
-                            // a state differing from the unfaulted repair's.
-                            if problems.len() > n0 && got == sal {
-                                problems.truncate(n0);
-                            }
                         }
                         Err(e) => problems.push(format!("{tag}: mount after repair {e:?}")),
                     }
@@ -817,10 +728,10 @@ fn read_errors_during_repair_with_logs() {
 }
 
 /// Two lost pages at once, one per head (seed 1's store: log page 302 of stream 9, data
-/// page 464): the report names only the data head's lost page; stream 9, rolled back by
-/// the log head's loss, is neither named nor is its lost page reported.
+/// page 464): both are reported, and stream 9, rolled back, is named (the report once
+/// kept only the data head's lost page).
 #[test]
-fn two_losses_one_per_head_report_only_one() {
+fn two_losses_one_per_head_are_both_reported() {
     let (base, _synced, h) = lcrashed(1, 150, 18).unwrap();
     let tags = all_pages(&base);
     let t = |pg: u32| {
@@ -828,7 +739,11 @@ fn two_losses_one_per_head_report_only_one() {
             .find(|p| p.page == pg)
             .map(|p| (p.kind, p.owner, p.seq))
     };
-    eprintln!("302: {:?}, 464: {:?}", t(302), t(464));
+    assert_eq!(
+        t(302).map(|x| x.0),
+        Some(PageKind::Log),
+        "the store this test expects"
+    );
     let mut s = base.clone();
     kill(&mut s, 302);
     kill(&mut s, 464);
@@ -841,19 +756,14 @@ fn two_losses_one_per_head_report_only_one() {
     let rep = fs.salvage_report().clone();
     let got = lsnap(&mut fs, &h);
     let nine = got[&9].clone().unwrap();
-    eprintln!(
-        "report {rep:?}; stream 9 now {:?} latest {:?}",
-        match &nine {
-            St::Log(r) => r.iter().map(|x| x.0).collect::<Vec<_>>(),
-            _ => vec![],
-        },
-        match cur(&h, 9) {
-            St::Log(r) => r.iter().map(|x| x.0).collect::<Vec<_>>(),
-            _ => vec![],
-        }
-    );
     assert!(
-        nine == cur(&h, 9) || rep.may_have_rolled_back(9) || rep.unreadable_pages().contains(&302),
-        "stream 9 rolled back, not named, and its lost page 302 not reported: {rep:?}"
+        rep.unreadable_pages().contains(&302) && rep.unreadable_pages().contains(&464),
+        "{rep:?}"
+    );
+    // Stream 9's only sectors since the checkpoint may be on the lost page itself.
+    let on_lost = t(302).is_some_and(|x| x.1 == 9);
+    assert!(
+        nine == cur(&h, 9) || rep.may_have_rolled_back(9) || on_lost,
+        "stream 9 rolled back but not named: {rep:?}"
     );
 }

@@ -2,6 +2,8 @@
 //! that an OFTL's state matches one of the states the oracle allows.
 #![allow(dead_code)]
 
+pub mod pages;
+
 use std::collections::BTreeMap;
 
 use nand_hal::sim::{HeapStorage, SimNand};
