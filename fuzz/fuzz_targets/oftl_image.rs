@@ -3,7 +3,8 @@
 //! or spare, whole pages scribbled); mounting must then fail with an error or recover,
 //! and a recovered store must answer reads, writes, GC steps and unmount with results or
 //! errors — never a panic, a hang (libFuzzer's timeout) or an out-of-bounds access. A
-//! mount that reports media loss is retried as a salvage mount (read-only), which must
+//! mount that reports media loss is retried as a salvage mount (read-only), then as a
+//! repair (which checkpoints what the salvage showed), each of which must
 //! hold to the same rules.
 
 #![no_main]
@@ -90,12 +91,26 @@ fuzz_target!(|input: Input| {
     let mut fs = Store::new(&mut sim);
     match fs.mount_in_place() {
         Ok(()) => {}
-        // What a salvage mount is for: it must mount read-only or fail cleanly too.
+        // What a salvage mount is for: it must mount read-only or fail cleanly too; then
+        // a repair (which writes its result) must mount writable or fail cleanly.
         Err(oftl::MountError::MediaLoss { .. }) => {
             if fs.mount_salvage_in_place().is_err() {
                 return;
             }
-            assert!(matches!(fs.health(), oftl::Health::ReadOnly(_)));
+            assert!(matches!(
+                fs.health(),
+                oftl::Health::ReadOnly(oftl::ReadOnlyReason::Salvage)
+            ));
+            let _ = fs.salvage_report().rolled_back();
+            drop(fs);
+            fs = Store::new(&mut sim);
+            if fs.mount_repair_in_place().is_err() {
+                return;
+            }
+            assert!(!matches!(
+                fs.health(),
+                oftl::Health::ReadOnly(oftl::ReadOnlyReason::Salvage)
+            ));
         }
         Err(_) => return,
     }
