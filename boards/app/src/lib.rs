@@ -147,6 +147,7 @@ pub struct Summary {
 
 /// Why a boot stopped. `E` is the SPI bus error.
 #[derive(Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DemoError<E> {
     /// The part did not answer, is not in the chip table, or refused its set-up.
     Probe(SpiNandError<E>),
@@ -352,6 +353,7 @@ impl<F> Slot<F> {
 
 /// A [`Slot`]'s error: the flash's, or no flash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum SlotError<E> {
     /// The slot is empty.
     Empty,

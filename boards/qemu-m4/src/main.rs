@@ -14,7 +14,7 @@
 //!    firmware-update slot) on the file layer, with remounts,
 //! 6. the boards' demo ([`spi_demo`]: `board_app::run`, what the RP2040 and STM32
 //!    firmware run) through the SPI NAND driver over the byte-accurate chip model of a
-//!    64-block W25N01GV, with a power cut, recovery and a reset, once per cut kind,
+//!    64-block W25N01GV, with a power cut, recovery and a reset, in three cut kinds,
 //!
 //! then prints the peak stack use ([`stack`]; per `oftl` phase too, with the store's
 //! size: together they bound its RAM) and exits through semihosting: the QEMU

@@ -52,6 +52,7 @@ fn main() -> ! {
     info!("stagefs demo on STM32F411, W25N01GV on SPI1");
     match board_app::run(VOLUME, bus, Delay, &BOARD_DEMO, |event| info!("{}", event)) {
         Ok(summary) => info!("done: {}", summary),
+        // The bus error (embedded-hal-bus) has no defmt 1 format: printed through Display.
         Err(e) => error!("demo failed: {}", defmt::Display2Format(&e)),
     }
     loop {

@@ -123,7 +123,7 @@
 //! `size_of::<W25n01gv<_>>()` = 48,808 bytes (47.7 KiB, of which 24,864 B are the cache
 //! and 4,144 B the write buffers; a test keeps it <= 48 KiB).
 //! Nothing allocates; stack use is a few frames plus cache write-back recursion (bounded
-//! by the number of dirty cached pages): 6,904 B painted peak on a Cortex-M4 including
+//! by the number of dirty cached pages): 7,000 B painted peak on a Cortex-M4 including
 //! the firmware's own `main` (see README) when the store lives in a `static`
 //! built by [`Oftl::new_const`] and is formatted/mounted in place
 //! ([`Oftl::format_in_place`], [`Oftl::mount_in_place`], [`Oftl::unmount_in_place`]).
