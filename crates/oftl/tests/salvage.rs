@@ -8,6 +8,7 @@
 mod common;
 
 use common::pages::{all_pages, changed_pages, data_head, kill, Pg};
+use common::repair;
 use common::{bytes, cfg, Fs, Rng, Sim};
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::FaultPlan;
@@ -15,7 +16,6 @@ use nand_hal::NandFlash;
 use oftl::format::backpointer::PageKind;
 use std::collections::BTreeMap;
 
-use nand_hal::sim::{CutKind, FaultConfig};
 use oftl::{Greedy, MountError, ObjKind, Oftl, ReadError, SalvageReport, TxOp, WriteError};
 
 const PAGE: usize = 2048;
@@ -431,14 +431,7 @@ fn power_cuts_during_repair() {
             continue;
         };
         stores += 1;
-        let lost: Vec<u32> = changed_pages(&synced, &base)
-            .into_iter()
-            .filter(|&v| {
-                let mut s = base.clone();
-                kill(&mut s, v);
-                matches!(Fs::mount(&mut s), Err(MountError::MediaLoss { .. }))
-            })
-            .collect();
+        let lost = repair::losses_that_refuse_a_mount(&synced, &base);
         let mut sets: Vec<Vec<u32>> = (0..3)
             .filter_map(|i| lost.get(i * lost.len() / 3).map(|&v| vec![v]))
             .collect();
@@ -450,50 +443,8 @@ fn power_cuts_during_repair() {
             for &v in &set {
                 kill(&mut s, v);
             }
-            let sal = {
-                let mut t = s.clone();
-                let mut fs = Fs::new(&mut t);
-                fs.mount_salvage_in_place().unwrap();
-                snapshot(&mut fs, &h)
-            };
-            for k in 1..400u64 {
-                let mut fired = false;
-                for kind in CutKind::ALL {
-                    let mut c = s.clone();
-                    c.arm(FaultPlan::seeded(k).with_cut(k, kind));
-                    if Fs::new(&mut c).mount_repair_in_place().is_ok() {
-                        continue;
-                    }
-                    fired = true;
-                    runs += 1;
-                    c.power_on();
-                    c.disarm();
-                    let tag = format!("seed {seed} {set:?} cut {k} {kind:?}");
-                    let after = match Fs::mount(&mut c) {
-                        Ok(mut fs) => snapshot(&mut fs, &h),
-                        Err(MountError::MediaLoss { .. }) => {
-                            if let Err(e) = Fs::new(&mut c).mount_repair_in_place() {
-                                problems.push(format!("{tag}: repair again {e:?}"));
-                                continue;
-                            }
-                            snapshot(&mut Fs::mount(&mut c).unwrap(), &h)
-                        }
-                        Err(e) => {
-                            problems.push(format!("{tag}: mount after the cut {e:?}"));
-                            continue;
-                        }
-                    };
-                    if after != sal {
-                        problems.push(format!("{tag}: a state other than the salvaged one"));
-                    }
-                    if c.counters().misuse != 0 {
-                        problems.push(format!("{tag}: misuse {:?}", c.last_misuse()));
-                    }
-                }
-                if !fired {
-                    break;
-                }
-            }
+            let name = format!("seed {seed} {set:?}");
+            runs += repair::with_power_cuts(&s, &name, 400, &mut problems, |fs| snapshot(fs, &h));
         }
     }
     assert!(
@@ -530,54 +481,11 @@ fn read_errors_during_repair() {
             if let Some(v) = damaged {
                 kill(&mut s, v);
             }
-            let reads = {
-                let mut t = s.clone();
-                t.arm(FaultPlan::seeded(3));
-                Fs::new(&mut t).mount_repair_in_place().unwrap();
-                t.reads_since_arm()
-            };
-            for len in [1u32, 2, 4, 8] {
-                for k in 1..=reads as u32 {
-                    let mut t = s.clone();
-                    t.arm(FaultPlan::seeded(3).with_faults(FaultConfig {
-                        read_fail_at: k,
-                        read_fail_len: len,
-                        ..FaultConfig::default()
-                    }));
-                    let tag = format!("seed {seed} lost {damaged:?} read {k} x{len}");
-                    runs += 1;
-                    let mut report = {
-                        let mut fs = Fs::new(&mut t);
-                        fs.mount_repair_in_place()
-                            .map(|()| fs.salvage_report().clone())
-                    };
-                    t.disarm();
-                    if report.is_err() {
-                        report = {
-                            let mut fs = Fs::new(&mut t);
-                            fs.mount_repair_in_place()
-                                .map(|()| fs.salvage_report().clone())
-                        };
-                    }
-                    let report = match report {
-                        Ok(r) => r,
-                        Err(e) => {
-                            problems.push(format!("{tag}: repair failed twice: {e:?}"));
-                            continue;
-                        }
-                    };
-                    match Fs::mount(&mut t) {
-                        Ok(mut fs) => {
-                            let got = snapshot(&mut fs, &h);
-                            problems.extend(held_states(&got, &h, &report, &tags, &tag));
-                        }
-                        Err(e) => problems.push(format!("{tag}: mount after repair {e:?}")),
-                    }
-                    if t.counters().misuse != 0 {
-                        problems.push(format!("{tag}: misuse"));
-                    }
-                }
-            }
+            let name = format!("seed {seed} lost {damaged:?}");
+            runs += repair::with_read_errors(&s, &name, &mut problems, |tag, report, fs, p| {
+                let got = snapshot(fs, &h);
+                p.extend(held_states(&got, &h, report, &tags, tag));
+            });
         }
     }
     assert!(stores >= 2, "{stores} stores");

@@ -7,9 +7,10 @@
 mod common;
 
 use common::pages::{all_pages, changed_pages, kill, Pg};
+use common::repair;
 use common::{bytes, cfg, Fs, Rng, Sim};
 use nand_hal::sim::profile::TINY;
-use nand_hal::sim::{CutKind, FaultConfig, FaultPlan};
+use nand_hal::sim::FaultPlan;
 use nand_hal::NandFlash;
 use oftl::format::backpointer::PageKind;
 use oftl::{Greedy, MountError, ObjKind, Oftl, ReadError, SalvageReport, TxOp, WriteError};
@@ -536,14 +537,7 @@ fn cuts_during_repair_with_logs() {
         };
         stores += 1;
         let tags = all_pages(&base);
-        let lost: Vec<u32> = changed_pages(&synced, &base)
-            .into_iter()
-            .filter(|&v| {
-                let mut s = base.clone();
-                kill(&mut s, v);
-                matches!(Fs::mount(&mut s), Err(MountError::MediaLoss { .. }))
-            })
-            .collect();
+        let lost = repair::losses_that_refuse_a_mount(&synced, &base);
         let logp: Vec<u32> = lost
             .iter()
             .copied()
@@ -565,61 +559,8 @@ fn cuts_during_repair_with_logs() {
             for &v in &set {
                 kill(&mut s, v);
             }
-            let sal = {
-                let mut t = s.clone();
-                let mut fs = Fs::new(&mut t);
-                fs.mount_salvage_in_place().unwrap();
-                lsnap(&mut fs, &h)
-            };
-            for k in 1..600u64 {
-                let mut fired = false;
-                for kind in CutKind::ALL {
-                    let mut c = s.clone();
-                    c.arm(FaultPlan::seeded(k).with_cut(k, kind));
-                    if Fs::new(&mut c).mount_repair_in_place().is_ok() {
-                        continue;
-                    }
-                    fired = true;
-                    runs += 1;
-                    c.power_on();
-                    c.disarm();
-                    let tag = format!("seed {seed} {set:?} cut {k} {kind:?}");
-                    let after = match Fs::mount(&mut c) {
-                        Ok(mut fs) => lsnap(&mut fs, &h),
-                        Err(MountError::MediaLoss { .. }) => {
-                            if let Err(e) = Fs::new(&mut c).mount_repair_in_place() {
-                                problems.push(format!("{tag}: repair again {e:?}"));
-                                continue;
-                            }
-                            match Fs::mount(&mut c) {
-                                Ok(mut fs) => lsnap(&mut fs, &h),
-                                Err(e) => {
-                                    problems.push(format!("{tag}: mount after 2nd repair {e:?}"));
-                                    continue;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            problems.push(format!("{tag}: mount after the cut {e:?}"));
-                            continue;
-                        }
-                    };
-                    if after != sal {
-                        let diff: Vec<u32> = after
-                            .keys()
-                            .filter(|k| after[k] != sal[k])
-                            .copied()
-                            .collect();
-                        problems.push(format!("{tag}: state differs from salvage in {diff:?}"));
-                    }
-                    if c.counters().misuse != 0 {
-                        problems.push(format!("{tag}: misuse {:?}", c.last_misuse()));
-                    }
-                }
-                if !fired {
-                    break;
-                }
-            }
+            let name = format!("seed {seed} {set:?}");
+            runs += repair::with_power_cuts(&s, &name, 600, &mut problems, |fs| lsnap(fs, &h));
         }
     }
     eprintln!("{stores} stores, {runs} cuts");
@@ -642,14 +583,7 @@ fn read_errors_during_repair_with_logs() {
             continue;
         };
         let tags = all_pages(&base);
-        let lost: Vec<u32> = changed_pages(&synced, &base)
-            .into_iter()
-            .filter(|&v| {
-                let mut s = base.clone();
-                kill(&mut s, v);
-                matches!(Fs::mount(&mut s), Err(MountError::MediaLoss { .. }))
-            })
-            .collect();
+        let lost = repair::losses_that_refuse_a_mount(&synced, &base);
         let logp = lost
             .iter()
             .copied()
@@ -662,56 +596,20 @@ fn read_errors_during_repair_with_logs() {
             let Some(dv) = damaged else { continue };
             let mut s = base.clone();
             kill(&mut s, dv);
-            let (sal, reads) = {
+            let sal = {
                 let mut t = s.clone();
-                t.arm(FaultPlan::seeded(3));
                 let mut fs = Fs::new(&mut t);
                 fs.mount_repair_in_place().unwrap();
-                let r = fs.flash().reads_since_arm();
-                (lsnap(&mut fs, &h), r)
+                lsnap(&mut fs, &h)
             };
-            for len in [1u32, 2, 4, 8] {
-                for k in 1..=reads as u32 {
-                    let mut t = s.clone();
-                    t.arm(FaultPlan::seeded(3).with_faults(FaultConfig {
-                        read_fail_at: k,
-                        read_fail_len: len,
-                        ..FaultConfig::default()
-                    }));
-                    let tag = format!("seed {seed} lost {dv} read {k} x{len}");
-                    runs += 1;
-                    let mut rep = {
-                        let mut fs = Fs::new(&mut t);
-                        fs.mount_repair_in_place()
-                            .map(|()| fs.salvage_report().clone())
-                    };
-                    t.disarm();
-                    if rep.is_err() {
-                        rep = {
-                            let mut fs = Fs::new(&mut t);
-                            fs.mount_repair_in_place()
-                                .map(|()| fs.salvage_report().clone())
-                        };
-                    }
-                    let rep = match rep {
-                        Ok(r) => r,
-                        Err(e) => {
-                            problems.push(format!("{tag}: repair failed twice {e:?}"));
-                            continue;
-                        }
-                    };
-                    match Fs::mount(&mut t) {
-                        Ok(mut fs) => {
-                            let got = lsnap(&mut fs, &h);
-                            if got != sal {
-                                differ.push(format!("{tag} (len {len})"));
-                            }
-                            judge(&got, &h, &rep, &tags, &tag, &mut problems);
-                        }
-                        Err(e) => problems.push(format!("{tag}: mount after repair {e:?}")),
-                    }
+            let name = format!("seed {seed} lost {dv}");
+            runs += repair::with_read_errors(&s, &name, &mut problems, |tag, rep, fs, p| {
+                let got = lsnap(fs, &h);
+                if got != sal {
+                    differ.push(tag.to_string());
                 }
-            }
+                judge(&got, &h, rep, &tags, tag, p);
+            });
         }
     }
     eprintln!(
