@@ -160,6 +160,8 @@ mod mount;
 pub(crate) mod objtab;
 mod para;
 mod read;
+#[cfg(feature = "alloc")]
+mod rebuild;
 mod recovery;
 mod space;
 mod txn;

@@ -291,8 +291,9 @@ impl<
         &self.salvaged
     }
 
-    fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
-        self.salvaged = SalvageReport::new();
+    /// The first superblock copy that reads, checked against the device and this
+    /// build's limits.
+    pub(crate) fn checked_superblock(&mut self) -> Result<Superblock, MountError<F::Error>> {
         let flash = &mut self.dev.flash;
         let geo = flash.geometry();
         let caps = *flash.capabilities();
@@ -311,6 +312,12 @@ impl<
                 given_blocks: sb.window_blocks,
             });
         }
+        Ok(sb)
+    }
+
+    fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
+        self.salvaged = SalvageReport::new();
+        let sb = self.checked_superblock()?;
         self.reset_state(sb);
         self.poisoned = false;
         let clean = self.load_newest_checkpoint()?;

@@ -118,6 +118,7 @@ pub struct SalvageReport {
     to_checkpoint: bool,
     objects: heapless::Vec<ObjectId, { SalvageReport::MAX_OBJECTS }>,
     more: bool,
+    pub(crate) rebuilt: bool,
 }
 
 impl SalvageReport {
@@ -153,6 +154,15 @@ impl SalvageReport {
         self.more
     }
 
+    /// Whether the tables were rebuilt from a full scan
+    /// ([`crate::Oftl::mount_rebuild_in_place`]). Then [`Self::rolled_back`] names the
+    /// objects whose state is in doubt (a metadata page that did not read; pages left
+    /// with no metadata page, which are dropped) and [`Self::unreadable_pages`] the
+    /// pages that did not read anywhere on the device.
+    pub fn rebuilt(&self) -> bool {
+        self.rebuilt
+    }
+
     /// Whether object `id` may have been rolled back (listed, or the list overflowed).
     pub fn may_have_rolled_back(&self, id: ObjectId) -> bool {
         self.more || self.objects.contains(&id)
@@ -165,6 +175,7 @@ impl SalvageReport {
             to_checkpoint: false,
             objects: heapless::Vec::new(),
             more: false,
+            rebuilt: false,
         }
     }
 

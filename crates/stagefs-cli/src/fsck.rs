@@ -292,45 +292,92 @@ fn salvage(v: &mut Vol<'_>, path: &str, to: &str) -> Result<(u64, Vec<u64>), Sal
 /// `stagefs fsck [--repair]` on a loaded part: the report (and what repair did) in
 /// `out`; returns fsck's exit code and whether the part changed (save it then).
 ///
-/// A store that does not mount because pages written since its last checkpoint no
-/// longer read (`MediaLoss`) is repaired in place with `--repair`
-/// ([`stagefs_core::Fs::mount_repair`]: the store's replay stops at the first lost
-/// page, as a journal's replay stops at its first bad record, so every file and
-/// directory keeps a state it had); the files and directories that lost changes are
-/// listed, then the files are checked and damaged ones moved aside as usual. Other
-/// stores that do not mount (a destroyed superblock or checkpoints) are reported and
-/// left alone; `stagefs cp -r` copies out what a salvage mount can read.
+/// With `--repair`, a store that does not mount is made to mount first, in place:
+///
+/// - pages written since its last checkpoint no longer read (`MediaLoss`):
+///   [`stagefs_core::Fs::mount_repair`] (the store's replay stops at the first lost
+///   page, as a journal's replay stops at its first bad record, so every file and
+///   directory keeps a state it had); the files and directories that lost changes are
+///   listed;
+/// - its checkpoints, index or object-table pages do not read (any other refusal, or a
+///   repair that fails): [`stagefs_core::Fs::mount_rebuild`], the store's tables made
+///   again from a scan of every page's tag.
+///
+/// A store that mounts but whose check finds problems is also rebuilt, on a copy, and
+/// the copy kept when it checks with fewer problems (lost index or table pages make
+/// whole files unreadable; the rebuild gives them back). Then the files are checked
+/// and damaged ones moved aside as usual. A store with no readable superblock copy is
+/// reported and left alone.
 pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bool) {
-    let mut v = volume::over(sim);
     let mut store_repaired = false;
-    if let Err(e) = v.mount() {
-        let _ = writeln!(out, "{name}: does not mount: {e}");
-        let media_loss = matches!(
-            e,
-            stagefs_core::Error::Mount(oftl::MountError::MediaLoss { .. })
-        );
-        if !repair {
-            return (4, false);
-        }
-        if !media_loss {
-            let _ = writeln!(
-                out,
-                "not repaired: only a store whose newest pages no longer read is repaired in place"
-            );
-            return (4, false);
-        }
-        let rep = match v.mount_repair() {
-            Ok(rep) => rep,
-            Err(e) => {
-                let _ = writeln!(out, "not repaired: {e}");
+    {
+        let mut v = volume::over(sim);
+        if let Err(e) = v.mount() {
+            let _ = writeln!(out, "{name}: does not mount: {e}");
+            if !repair {
                 return (4, false);
             }
-        };
-        say_rollback(&mut v, &rep, out);
-        store_repaired = true;
+            let media_loss = matches!(
+                e,
+                stagefs_core::Error::Mount(oftl::MountError::MediaLoss { .. })
+            );
+            let mut repaired = None;
+            if media_loss {
+                match v.mount_repair() {
+                    Ok(rep) => repaired = Some(rep),
+                    Err(e) => {
+                        let _ = writeln!(out, "the replay up to the first lost page failed: {e}");
+                    }
+                }
+            }
+            match repaired {
+                Some(rep) => say_rollback(&mut v, &rep, out),
+                None => match v.mount_rebuild() {
+                    Ok(rep) => say_rebuilt(&mut v, &rep, out),
+                    Err(e) => {
+                        let _ = writeln!(
+                            out,
+                            "not repaired: the rebuild from a full scan failed: {e}"
+                        );
+                        return (4, false);
+                    }
+                },
+            }
+            store_repaired = true;
+            if let Err(e) = v.unmount() {
+                let _ = writeln!(
+                    out,
+                    "not repaired: unmounting the repaired store failed: {e}"
+                );
+                return (4, false);
+            }
+        }
+    }
+    let mut v = volume::over(sim);
+    if let Err(e) = v.mount() {
+        let _ = writeln!(out, "{name}: does not mount after its repair: {e}");
+        return (4, false);
     }
     let recovered = store_repaired || v.store().stats().recovery_scanned_pages > 0;
-    let r = check(&mut v, recovered);
+    let mut r = check(&mut v, recovered);
+    if repair && !r.problems.is_empty() && !store_repaired {
+        drop(v);
+        if let Some((rebuilt, lines)) = rebuild_copy(sim, r.problems.len()) {
+            describe(out, name, &r);
+            let _ = writeln!(
+                out,
+                "rebuilding the store's tables from a full scan gives fewer problems: kept"
+            );
+            out.push_str(&lines);
+            *sim = rebuilt;
+        }
+        v = volume::over(sim);
+        if let Err(e) = v.mount() {
+            let _ = writeln!(out, "{name}: does not mount after its rebuild: {e}");
+            return (4, false);
+        }
+        r = check(&mut v, true);
+    }
     describe(out, name, &r);
     if !repair {
         return (r.exit_code() as u8, false);
@@ -368,6 +415,97 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
     (if after.problems.is_empty() { 1 } else { 4 }, true)
 }
 
+/// A rebuilt copy of `sim` (unmounted cleanly) and what its rebuild said, when it
+/// checks with fewer than `problems` problems.
+fn rebuild_copy(sim: &Sim, problems: usize) -> Option<(Sim, String)> {
+    let mut copy = sim.clone();
+    let mut lines = String::new();
+    {
+        let mut v = volume::over(&mut copy);
+        let rep = v.mount_rebuild().ok()?;
+        let r = check(&mut v, true);
+        if r.problems.len() >= problems {
+            return None;
+        }
+        say_rebuilt(&mut v, &rep, &mut lines);
+        v.unmount().ok()?;
+    }
+    Some((copy, lines))
+}
+
+/// What a rebuild from a full scan did, in words.
+fn say_rebuilt(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "repaired: the store's tables were rebuilt from a scan of every page's tag (its \
+         checkpoints, index or object-table pages did not read); files deleted long ago \
+         may have left unnamed objects behind (space only)"
+    );
+    if !rep.unreadable_pages().is_empty() {
+        let pages = rep
+            .unreadable_pages()
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            out,
+            "repaired: page{} {pages}{} did not read during the scan",
+            if rep.unreadable_pages().len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            if rep.more_unreadable() {
+                " and more"
+            } else {
+                ""
+            },
+        );
+    }
+    for p in paths_in_doubt(v, rep) {
+        let _ = writeln!(
+            out,
+            "in doubt: {p}: its newest metadata page did not read; an older state is kept"
+        );
+    }
+    if rep.unnamed() {
+        let _ = writeln!(
+            out,
+            "in doubt: more objects than can be named: any file may be older"
+        );
+    }
+}
+
+/// Every path a repair report says may be older than acknowledged (a directory as
+/// "DIR (its entries)").
+fn paths_in_doubt(v: &mut Vol<'_>, rep: &stagefs_core::Repair) -> Vec<String> {
+    let mut older = Vec::new();
+    let mut todo = vec!["/".to_string()];
+    while let Some(dir) = todo.pop() {
+        if let Ok(l) = v.location(&dir) {
+            if rep.may_have_rolled_back(&l) {
+                older.push(format!("{dir} (its entries)"));
+            }
+        }
+        for (entry, kind) in volume::list(v, &dir).unwrap_or_default() {
+            let path = volume::join(&dir, &entry);
+            match kind {
+                Kind::Dir => todo.push(path),
+                Kind::File => {
+                    if v.location(&path)
+                        .is_ok_and(|l| rep.may_have_rolled_back(&l))
+                    {
+                        older.push(path);
+                    }
+                }
+            }
+        }
+    }
+    older.sort();
+    older
+}
+
 /// What a store repair left out, in words: where the replay stopped, and the paths
 /// that may be older than acknowledged (every path of the volume is looked at).
 fn say_rollback(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
@@ -397,29 +535,7 @@ fn say_rollback(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
             "its replay stopped at the first of them: nothing written after it is kept"
         }
     );
-    let mut older = Vec::new();
-    let mut todo = vec!["/".to_string()];
-    while let Some(dir) = todo.pop() {
-        if let Ok(l) = v.location(&dir) {
-            if rep.may_have_rolled_back(&l) {
-                older.push(format!("{dir} (its entries)"));
-            }
-        }
-        for (entry, kind) in volume::list(v, &dir).unwrap_or_default() {
-            let path = volume::join(&dir, &entry);
-            match kind {
-                Kind::Dir => todo.push(path),
-                Kind::File => {
-                    if v.location(&path)
-                        .is_ok_and(|l| rep.may_have_rolled_back(&l))
-                    {
-                        older.push(path);
-                    }
-                }
-            }
-        }
-    }
-    older.sort();
+    let older = paths_in_doubt(v, rep);
     for p in &older {
         let _ = writeln!(
             out,

@@ -114,6 +114,16 @@ impl Repair {
         self.report.unreadable_pages()
     }
 
+    /// Whether the store's tables were rebuilt from a full scan ([`Fs::mount_rebuild`]).
+    pub fn rebuilt(&self) -> bool {
+        self.report.rebuilt()
+    }
+
+    /// Whether more pages did not read than [`Repair::unreadable_pages`] lists.
+    pub fn more_unreadable(&self) -> bool {
+        self.report.more_unreadable()
+    }
+
     /// Whether everything written since the store's last checkpoint was left out (see
     /// [`oftl::SalvageReport::to_checkpoint`]).
     pub fn to_checkpoint(&self) -> bool {
@@ -269,6 +279,25 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn mount_repair(&mut self) -> Result<Repair, Error<S::FlashError>> {
         self.vol = None;
         self.store.mount_repair()?;
+        self.open_volume()?;
+        Ok(Repair {
+            report: self.store.salvage_report().clone(),
+            staging: self.mounted()?.staging,
+        })
+    }
+
+    /// Mounts a volume whose store's checkpoints, index pages or object-table pages
+    /// no longer read, rebuilding the store's tables from a scan of every page's tag
+    /// (for `fsck --repair`; feature `alloc`; see [`oftl::Oftl::mount_rebuild_in_place`]
+    /// for what a scan cannot know). The volume is writable and mounts normally
+    /// afterwards. [`Repair::rebuilt`] is set; [`Repair`] names the files whose state
+    /// is in doubt (a metadata page that did not read). Files deleted long ago may
+    /// leave their objects behind, named by no directory: they take space, nothing
+    /// else.
+    #[cfg(feature = "alloc")]
+    pub fn mount_rebuild(&mut self) -> Result<Repair, Error<S::FlashError>> {
+        self.vol = None;
+        self.store.mount_rebuild()?;
         self.open_volume()?;
         Ok(Repair {
             report: self.store.salvage_report().clone(),

@@ -21,7 +21,11 @@ pub trait Store {
     /// Mounts a store that fails to mount for lost pages, repairing it in place (see
     /// [`Oftl::mount_repair_in_place`]).
     fn mount_repair(&mut self) -> Result<(), Error<Self::FlashError>>;
-    /// What the last repair mount left out.
+    /// Rebuilds the store's tables from a full scan and mounts it (see
+    /// [`Oftl::mount_rebuild_in_place`]).
+    #[cfg(feature = "alloc")]
+    fn mount_rebuild(&mut self) -> Result<(), Error<Self::FlashError>>;
+    /// What the last repair or rebuild mount left out.
     fn salvage_report(&self) -> &SalvageReport;
     /// Makes everything durable and unmounts.
     fn unmount(&mut self) -> Result<(), Error<Self::FlashError>>;
@@ -126,6 +130,19 @@ impl<
             "stagefs: store repaired in place (unreadable pages {:?}, back to the checkpoint: {}; rolled back: {:?}, more: {})",
             r.unreadable_pages(),
             r.to_checkpoint(),
+            r.rolled_back(),
+            r.more()
+        );
+        Ok(())
+    }
+
+    #[cfg(feature = "alloc")]
+    fn mount_rebuild(&mut self) -> Result<(), Error<F::Error>> {
+        self.mount_rebuild_in_place().map_err(Error::Mount)?;
+        let r = Oftl::salvage_report(self);
+        warn!(
+            "stagefs: store rebuilt from a full scan (unreadable pages {:?}, in doubt: {:?}, more: {})",
+            r.unreadable_pages(),
             r.rolled_back(),
             r.more()
         );

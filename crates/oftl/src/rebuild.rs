@@ -1,0 +1,642 @@
+//! Full-scan rebuild (feature `alloc`): the store's tables made again from the pages'
+//! backpointers alone, for a store whose superblock copy is readable but whose
+//! checkpoints, index pages or object-table pages are not (DESIGN 7.5).
+//!
+//! The object layer persists its indexes lazily because every page names its owner,
+//! its place and its write-head sequence number; this is the mount that relies on
+//! nothing else. It runs in three steps, one function each:
+//!
+//! 1. **Scan** ([`Oftl::rebuild_scan`]): every page of every good block outside the
+//!    superblock and checkpoint blocks, by its backpointer (spare-area reads); pages
+//!    that hold log sectors, or do not read, are read whole and their sectors parsed.
+//!    Index, object-table and checkpoint pages are ignored: they are what is rebuilt.
+//! 2. **Decide** ([`Oftl::rebuild_decide`], RAM only): the data head's pages after its
+//!    newest commit page are an unfinished transaction and are dropped (as recovery
+//!    drops them). Each object's newest metadata page that reads says whether it lives
+//!    and what it is; a live object's surviving metadata and data pages (cold copies at
+//!    their watermarks) are then applied in the order the store wrote them, with
+//!    recovery's rules (a metadata page truncates to its size, a data page maps its
+//!    logical page and extends the size). A log stream keeps, per logical page at or
+//!    above its trim point, the physical page with the newest whole group.
+//! 3. **Install** ([`Oftl::rebuild_install`]): blocks holding a chosen page become
+//!    full, every other scanned block free (erased before reuse, as always); the heads
+//!    move past every number seen; the records and indexes are written through the
+//!    cache; a checkpoint under a number above every one on flash commits the result.
+//!
+//! What the scan cannot know, and the result therefore may show (all documented for
+//! the user in DESIGN 7.5 and reported where it can be):
+//!
+//! - An object deleted long ago whose tombstone was collected comes back, unnamed by
+//!   any directory (ids are never reused, so it shadows nothing).
+//! - A truncate whose metadata page was collected is unknown: a file later extended
+//!   past the old end with a hole may show the old bytes in the hole.
+//! - A transaction a crash cut, when a later recovery relocated its last block but not
+//!   its earlier ones, looks like a committed one whose commit page was collected: its
+//!   surviving pages are applied.
+//! - Erase counts start again from zero.
+//!
+//! Power loss: nothing the scan chooses is erased or programmed; the rebuild writes
+//! index pages to blocks it found holding nothing chosen, then the checkpoint. A cut
+//! leaves the chosen pages as they were: rebuild again.
+
+extern crate alloc;
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use nand_hal::{BlockAddr, NandFlash};
+
+use crate::errors::{Fault, MountError};
+use crate::format::backpointer::{Backpointer, PageKind};
+use crate::format::checkpoint::{BlockState, HEADS, NONE};
+use crate::format::checkpoint::{CkptHeader, HEADER_LEN};
+use crate::format::logsector::sector_at;
+use crate::format::meta::MetaRecord;
+use crate::format::superblock::{Superblock, CKPT_BLOCKS, SB_LEN, SB_SEARCH};
+use crate::format::table::ObjRecord;
+use crate::io::{FaultOf, Scan};
+use crate::log::LOG_HEAD;
+use crate::mount::seq_cmp;
+use crate::policy::SpacePolicy;
+use crate::recovery::SalvageReport;
+use crate::{gc::COLD_HEAD, ObjKind, Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
+
+/// When a data-head page or cold copy took effect: the data head's sequence number
+/// (a cold copy's watermark), a copy before the original numbered the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Order {
+    seq: u32,
+    original: bool,
+}
+
+impl Order {
+    fn of(bp: &Backpointer) -> Self {
+        Order {
+            seq: bp.seq,
+            original: !bp.relocated,
+        }
+    }
+
+    fn cmp(&self, o: &Order) -> Ordering {
+        seq_cmp(self.seq, o.seq).then(self.original.cmp(&o.original))
+    }
+}
+
+/// A data or metadata page found by the scan.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    page: u32,
+    bp: Backpointer,
+}
+
+/// A log page found by the scan: its stream, 24-bit logical page, newest sector
+/// number and the slots of its whole groups.
+#[derive(Clone, Copy, Debug)]
+struct LogPage {
+    page: u32,
+    lpn: u32,
+    newest: u32,
+    slots: u32,
+}
+
+/// What the scan saw.
+#[derive(Default)]
+struct Scanned {
+    pages: Vec<Found>,
+    logs: BTreeMap<u32, Vec<LogPage>>,
+    /// Newest number seen per head (any kind that head writes).
+    newest: [Option<u32>; HEADS],
+    /// Blocks with anything programmed.
+    used: Vec<bool>,
+    /// Pages that did not read (neither a backpointer nor whole log groups).
+    unreadable: Vec<u32>,
+    pages_scanned: u32,
+}
+
+/// A live object as the rebuild leaves it.
+struct Rebuilt {
+    rec: ObjRecord,
+    /// Logical page (log streams: index slot) to data page.
+    map: BTreeMap<u32, u32>,
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    /// Rebuilds the store's tables from a scan of every page's backpointer and mounts
+    /// the result writable (see the module docs of `rebuild`, and DESIGN 7.5): for a
+    /// store that does not mount, or whose objects do not read, because checkpoint,
+    /// index or object-table pages are lost. It needs a readable superblock copy (the
+    /// superblock is written once, twice over, at format).
+    ///
+    /// [`Oftl::salvage_report`] then says [`SalvageReport::rebuilt`], lists pages that
+    /// did not read, and names objects whose state is in doubt (a metadata page that
+    /// did not read, data pages with no metadata page left). A store that mounts and
+    /// reads normally needs none of this: try [`Oftl::mount_in_place`] first. Needs the
+    /// `alloc` feature (the scan's findings are held in RAM: about 16 bytes per
+    /// programmed page).
+    ///
+    /// Power loss: a cut during the rebuild leaves every page it would keep untouched;
+    /// rebuild again.
+    pub fn mount_rebuild_in_place(&mut self) -> Result<(), MountError<F::Error>> {
+        let r = self.rebuild_inner();
+        self.dev.recovering = false;
+        self.poisoned = r.is_err();
+        r
+    }
+
+    fn rebuild_inner(&mut self) -> Result<(), MountError<F::Error>> {
+        let sb = match self.checked_superblock() {
+            Ok(sb) => sb,
+            // Copies that are there but do not read: made again from the device.
+            Err(MountError::Corrupted) => self.rebuild_superblock().map_err(|e| match e {
+                Fault::Flash(e) => MountError::Flash(e),
+                _ => MountError::Corrupted,
+            })?,
+            Err(e) => return Err(e),
+        };
+        self.reset_state(sb);
+        self.poisoned = false;
+        self.salvaged = SalvageReport::new();
+        self.salvaged.rebuilt = true;
+        let sc = self.rebuild_scan().map_err(MountError::from)?;
+        let objects = self.rebuild_decide(&sc).map_err(MountError::from)?;
+        self.rebuild_install(&sc, objects)
+            .map_err(MountError::from)?;
+        self.check_health();
+        Ok(())
+    }
+
+    /// Writes the superblock again when no copy reads (both programmed once, at
+    /// format): the geometry and capabilities are the device's; the copies' blocks are
+    /// the good blocks among the first [`SB_SEARCH`] whose page 0 holds something that
+    /// is not a page tag and whose other pages are erased (a superblock block holds
+    /// nothing else); the checkpoint blocks are the blocks holding checkpoint or marker
+    /// pages (with the next erased good blocks if fewer than four do); the window size
+    /// is the newest readable checkpoint's. The format id goes back to the default and
+    /// log pages take the part's partial programs (both only steer later writes).
+    /// Refuses (`Corrupted`) a device where these are not found unambiguously.
+    fn rebuild_superblock(&mut self) -> Result<Superblock, FaultOf<F>> {
+        let geo = self.dev.flash.geometry();
+        let caps = *self.dev.flash.capabilities();
+        let ppb = geo.pages_per_block();
+        let describe = |w: u16, sbb: [u32; 2], cb: [u32; CKPT_BLOCKS]| {
+            Superblock::describe(
+                &geo,
+                &caps,
+                w,
+                crate::Config::default().format_id,
+                sbb,
+                cb,
+                true,
+            )
+        };
+        self.reset_state(describe(MAX_WINDOW as u16, [0; 2], [0; CKPT_BLOCKS]));
+        let mut sb_blocks: heapless::Vec<u32, 2> = heapless::Vec::new();
+        let mut ckpt: heapless::Vec<u32, CKPT_BLOCKS> = heapless::Vec::new();
+        let mut erased: heapless::Vec<u32, CKPT_BLOCKS> = heapless::Vec::new();
+        // Newest checkpoint page 0: (seq, page).
+        let mut newest_first: Option<(u32, u32)> = None;
+        for b in 0..geo.blocks() {
+            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+                continue;
+            }
+            let mut used = 0u32;
+            let mut first = Scan::Erased;
+            let mut holds_ckpt = false;
+            for i in 0..ppb {
+                let page = geo.page(BlockAddr(b), i).0;
+                let sc = self.dev.scan_read(page)?;
+                if i == 0 {
+                    first = sc;
+                }
+                match sc {
+                    Scan::Erased => continue,
+                    Scan::Bp(bp) if matches!(bp.kind, PageKind::Checkpoint | PageKind::Marker) => {
+                        holds_ckpt = true;
+                        if bp.kind == PageKind::Checkpoint
+                            && bp.lpn == 0
+                            && newest_first.is_none_or(|(s, _)| seq_cmp(bp.seq, s).is_gt())
+                        {
+                            newest_first = Some((bp.seq, page));
+                        }
+                    }
+                    _ => {}
+                }
+                used += 1;
+            }
+            if b < SB_SEARCH && first == Scan::Garbage && used == 1 && !sb_blocks.is_full() {
+                let _ = sb_blocks.push(b);
+            } else if holds_ckpt {
+                ckpt.push(b).map_err(|_| Fault::Corrupted)?;
+            } else if used == 0 && sb_blocks.is_full() && !erased.is_full() {
+                let _ = erased.push(b);
+            }
+        }
+        if sb_blocks.len() != 2 || ckpt.is_empty() {
+            return Err(Fault::Corrupted);
+        }
+        for &b in erased.iter() {
+            if ckpt.is_full() {
+                break;
+            }
+            let _ = ckpt.push(b);
+        }
+        let ckpt_blocks: [u32; CKPT_BLOCKS] =
+            ckpt.as_slice().try_into().map_err(|_| Fault::Corrupted)?;
+        let sbb = [sb_blocks[0], sb_blocks[1]];
+        let mut window = self.dev.sb.window_blocks;
+        if let Some((seq, page)) = newest_first {
+            let payload = self.dev.payload as usize;
+            let owner = seq & crate::format::backpointer::MAX_U24;
+            if self
+                .dev
+                .read_payload(
+                    page,
+                    0,
+                    &mut self.pbuf[..payload],
+                    Some((PageKind::Checkpoint, owner, 0)),
+                )
+                .is_ok()
+            {
+                if let Ok(h) = CkptHeader::parse(&self.pbuf[..HEADER_LEN]) {
+                    window = h.window_len;
+                }
+            }
+        }
+        let window = window
+            .max(Self::min_window_blocks(ppb).min(MAX_WINDOW as u32) as u16)
+            .min(MAX_WINDOW as u16);
+        let sb = describe(window, sbb, ckpt_blocks);
+        // Each copy: its block erased (it held only the copy that no longer reads),
+        // then page 0's first unit.
+        let pu = self.dev.pu();
+        let len = SB_LEN.div_ceil(pu) * pu;
+        for b in sbb {
+            self.dev.flash.erase(BlockAddr(b)).map_err(Fault::Flash)?;
+            self.pbuf.fill(0xFF);
+            self.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
+            self.dev
+                .flash
+                .program(geo.page(BlockAddr(b), 0), 0, &self.pbuf[..len], &[])
+                .map_err(Fault::Flash)?;
+        }
+        warn!(
+            "oftl: superblock written again (blocks {} and {})",
+            sbb[0], sbb[1]
+        );
+        Ok(sb)
+    }
+
+    /// Step 1: every page's backpointer (see the module docs).
+    fn rebuild_scan(&mut self) -> Result<Scanned, FaultOf<F>> {
+        let geo = self.dev.geo;
+        let ppb = self.dev.ppb();
+        let pu = self.dev.pu();
+        let mut sc = Scanned {
+            used: alloc::vec![false; geo.blocks() as usize],
+            ..Scanned::default()
+        };
+        let fixed: [u32; 2 + CKPT_BLOCKS] = {
+            let sb = &self.dev.sb;
+            let mut f = [0; 2 + CKPT_BLOCKS];
+            f[..2].copy_from_slice(&sb.sb_blocks);
+            f[2..].copy_from_slice(&sb.ckpt_blocks);
+            f
+        };
+        let mut ckpt_newest: Option<u32> = None;
+        for b in 0..geo.blocks() {
+            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+                self.dev.blocks[b as usize].state = BlockState::Bad;
+                continue;
+            }
+            let reserved = fixed.contains(&b);
+            if reserved {
+                self.dev.blocks[b as usize].state = BlockState::Reserved;
+            }
+            for i in 0..ppb {
+                let page = geo.page(BlockAddr(b), i).0;
+                sc.pages_scanned += 1;
+                let bp = match self.dev.scan_read(page)? {
+                    Scan::Erased => continue,
+                    Scan::Bp(bp) => Some(bp),
+                    Scan::Garbage => None,
+                };
+                sc.used[b as usize] = true;
+                if reserved {
+                    // Checkpoint and marker numbers: the new checkpoint goes above them.
+                    if let Some(bp) = bp {
+                        if matches!(bp.kind, PageKind::Checkpoint | PageKind::Marker) {
+                            ckpt_newest = Some(newest(ckpt_newest, bp.seq));
+                        }
+                    }
+                    continue;
+                }
+                match bp {
+                    Some(bp) if matches!(bp.kind, PageKind::Data | PageKind::Meta) => {
+                        let h = if bp.relocated { COLD_HEAD } else { DATA_HEAD };
+                        sc.newest[h] = Some(newest(sc.newest[h], bp.seq));
+                        if bp.relocated {
+                            // A watermark is a data-head number.
+                            sc.newest[DATA_HEAD] = Some(newest(sc.newest[DATA_HEAD], bp.seq));
+                        }
+                        sc.pages.push(Found { page, bp });
+                    }
+                    Some(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {
+                        sc.newest[INDEX_HEAD] = Some(newest(sc.newest[INDEX_HEAD], bp.seq));
+                    }
+                    Some(bp) if matches!(bp.kind, PageKind::Checkpoint | PageKind::Marker) => {}
+                    // A log page, or a page that does not read: read whole, sector by
+                    // sector (a log page with one torn step reads so).
+                    _ => {
+                        let mask = self.read_log_page(page)?;
+                        let mut first: Option<(u32, u32)> = None;
+                        let mut newest_seq: Option<u32> = None;
+                        let mut slots = 0u32;
+                        for s in 0..32 {
+                            if mask & (1 << s) == 0 {
+                                continue;
+                            }
+                            let Some(t) = sector_at(&self.pbuf, pu, s) else {
+                                continue;
+                            };
+                            sc.newest[LOG_HEAD] = Some(newest(sc.newest[LOG_HEAD], t.seq));
+                            let who = *first.get_or_insert((t.stream, t.lpage));
+                            if who != (t.stream, t.lpage) {
+                                continue;
+                            }
+                            newest_seq = Some(newest(newest_seq, t.seq));
+                            slots |= 1 << s;
+                        }
+                        match (first, newest_seq) {
+                            (Some((stream, lpn)), Some(n)) => {
+                                sc.logs.entry(stream).or_default().push(LogPage {
+                                    page,
+                                    lpn,
+                                    newest: n,
+                                    slots,
+                                });
+                            }
+                            _ => sc.unreadable.push(page),
+                        }
+                    }
+                }
+            }
+        }
+        // Numbers above every checkpoint and marker seen, and above any a page that
+        // did not read may carry.
+        self.ckpt.seq = ckpt_newest
+            .unwrap_or(0)
+            .wrapping_add(CKPT_BLOCKS as u32 * ppb);
+        self.dev.stats.recovery_scanned_pages = sc.pages_scanned;
+        Ok(sc)
+    }
+
+    /// Step 2: the objects the pages describe (see the module docs).
+    fn rebuild_decide(&mut self, sc: &Scanned) -> Result<Vec<Rebuilt>, FaultOf<F>> {
+        let payload = self.dev.payload as u64;
+        // The data head's newest commit page: anything numbered after it is the
+        // transaction a cut left unfinished.
+        let last_commit = sc
+            .pages
+            .iter()
+            .filter(|f| !f.bp.relocated && f.bp.commit)
+            .map(|f| f.bp.seq)
+            .reduce(|a, b| newest(Some(a), b));
+        let mut per_obj: BTreeMap<u32, Vec<Found>> = BTreeMap::new();
+        for f in sc.pages.iter() {
+            let tail =
+                !f.bp.relocated && last_commit.is_none_or(|lc| seq_cmp(f.bp.seq, lc).is_gt());
+            if !tail {
+                per_obj.entry(f.bp.owner).or_default().push(*f);
+            }
+        }
+        let mut next_id = 1u32;
+        let mut out = Vec::new();
+        let ids: Vec<u32> = per_obj
+            .keys()
+            .copied()
+            .chain(sc.logs.keys().copied())
+            .collect();
+        for &id in ids.iter() {
+            next_id = next_id.max(id.saturating_add(1));
+        }
+        for (&id, found) in per_obj.iter_mut() {
+            found.sort_by(|a, b| Order::of(&a.bp).cmp(&Order::of(&b.bp)));
+            // The newest metadata record that reads says what the object is.
+            // A record that does not read puts the object in doubt only when it is
+            // newer than every one that does (an older one is history: a stale copy
+            // in a block being erased, say).
+            let mut records: Vec<(Order, u32, MetaRecord)> = Vec::new();
+            let mut unread: Option<(Order, u32)> = None;
+            for f in found.iter().filter(|f| f.bp.kind == PageKind::Meta) {
+                match self.dev.read_meta(f.page, &mut self.pbuf) {
+                    Ok(rec) if rec.id == id => {
+                        records.push((Order::of(&f.bp), f.page, rec));
+                        unread = None;
+                    }
+                    Ok(_) | Err(Fault::Corrupted) => unread = Some((Order::of(&f.bp), f.page)),
+                    Err(Fault::Flash(e))
+                        if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
+                    {
+                        unread = Some((Order::of(&f.bp), f.page))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if let Some((_, page)) = unread {
+                self.rebuild_doubt(id, page);
+            }
+            let Some(&(_, meta_page, newest_rec)) = records.last() else {
+                // Pages without a metadata page: a live object always has one, so
+                // these are an object deleted long ago (its tombstone collected),
+                // unless its metadata page is one that did not read.
+                if !sc.unreadable.is_empty() {
+                    self.salvaged.left_out(id);
+                }
+                continue;
+            };
+            if newest_rec.deleted {
+                continue;
+            }
+            match newest_rec.kind {
+                ObjKind::Object => {
+                    let mut size = 0u64;
+                    let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+                    let mut meta = records.iter().peekable();
+                    for f in found.iter() {
+                        match f.bp.kind {
+                            PageKind::Data => {
+                                map.insert(f.bp.lpn, f.page);
+                                size = size.max(f.bp.lpn as u64 * payload + f.bp.len as u64);
+                            }
+                            PageKind::Meta => {
+                                // The readable records, in the same order as `found`.
+                                let Some(&&(_, page, rec)) = meta.peek() else {
+                                    continue;
+                                };
+                                if page != f.page {
+                                    continue;
+                                }
+                                meta.next();
+                                if rec.size < size {
+                                    let keep = rec.size.div_ceil(payload) as u32;
+                                    map.retain(|&lpn, _| lpn < keep);
+                                }
+                                size = rec.size;
+                            }
+                            _ => {}
+                        }
+                    }
+                    out.push(Rebuilt {
+                        rec: ObjRecord {
+                            id,
+                            kind: ObjKind::Object,
+                            size,
+                            root: NONE,
+                            direct: true,
+                            meta: meta_page,
+                            log_start: 0,
+                        },
+                        map,
+                    });
+                }
+                ObjKind::Log => {
+                    let trim = newest_rec.size;
+                    out.push(self.rebuild_stream(id, meta_page, trim, sc.logs.get(&id)));
+                }
+            }
+        }
+        for &id in sc.logs.keys() {
+            if !per_obj.contains_key(&id) && !sc.unreadable.is_empty() {
+                // Log pages of a stream with no metadata page left (see above).
+                self.salvaged.left_out(id);
+            }
+        }
+        for &p in sc.unreadable.iter() {
+            self.salvaged.unreadable(p);
+        }
+        self.next_obj_id = next_id;
+        Ok(out)
+    }
+
+    /// A log stream's pages: per logical page at or above the trim point, the one
+    /// with the newest whole group; the end is one past the last sector seen.
+    fn rebuild_stream(
+        &self,
+        id: u32,
+        meta: u32,
+        trim: u64,
+        pages: Option<&Vec<LogPage>>,
+    ) -> Rebuilt {
+        let spp = self.sectors_per_page() as u64;
+        let mut best: BTreeMap<u64, LogPage> = BTreeMap::new();
+        let mut end = trim;
+        for lp in pages.into_iter().flatten() {
+            let lpage = self.log_lpage(lp.lpn, trim);
+            let top = 31 - lp.slots.leading_zeros() as u64;
+            if (lpage + 1) * spp <= trim {
+                continue;
+            }
+            end = end.max(lpage * spp + top + 1);
+            let keep = match best.get(&lpage) {
+                None => true,
+                Some(b) => match seq_cmp(lp.newest, b.newest) {
+                    Ordering::Greater => true,
+                    Ordering::Equal => lp.slots.count_ones() > b.slots.count_ones(),
+                    Ordering::Less => false,
+                },
+            };
+            if keep {
+                best.insert(lpage, *lp);
+            }
+        }
+        let map = best
+            .iter()
+            .map(|(&lpage, lp)| (self.log_slot(lpage), lp.page))
+            .collect();
+        Rebuilt {
+            rec: ObjRecord {
+                id,
+                kind: ObjKind::Log,
+                size: end,
+                root: NONE,
+                direct: false,
+                meta,
+                log_start: trim,
+            },
+            map,
+        }
+    }
+
+    fn rebuild_doubt(&mut self, id: u32, page: u32) {
+        self.salvaged.unreadable(page);
+        self.salvaged.left_out(id);
+    }
+
+    /// Step 3: the decided state made the store's (see the module docs).
+    fn rebuild_install(&mut self, sc: &Scanned, objects: Vec<Rebuilt>) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb();
+        let spp = self.sectors_per_page();
+        let mut holds = alloc::vec![false; sc.used.len()];
+        for o in objects.iter() {
+            holds[self.dev.block_of(o.rec.meta)] = true;
+            for &p in o.map.values() {
+                holds[self.dev.block_of(p)] = true;
+            }
+        }
+        for (b, bi) in self.dev.blocks.iter_mut().enumerate().take(holds.len()) {
+            if matches!(bi.state, BlockState::Bad | BlockState::Reserved) {
+                continue;
+            }
+            // Erase counts are not on the pages: they start again.
+            bi.state = if holds[b] {
+                BlockState::Full
+            } else {
+                BlockState::Free
+            };
+            bi.valid = 0;
+        }
+        self.dev.valid_total = 0;
+        // Past every number seen, and past any an unreadable page or an interrupted
+        // earlier attempt may carry (as recovery skips them).
+        let skip = (MAX_WINDOW as u32 + self.recovery_extra_blocks() + 1) * ppb;
+        for (h, per) in [(DATA_HEAD, 1), (LOG_HEAD, spp), (INDEX_HEAD, 1)] {
+            let next = sc.newest[h].map_or(0, |n| n.wrapping_add(1));
+            self.dev.heads[h].next_seq = next.wrapping_add(skip.saturating_mul(per));
+        }
+        self.dev.heads[COLD_HEAD].next_seq = self.dev.heads[DATA_HEAD].next_seq;
+        self.ckpt.cur = 0;
+        self.ckpt.next_page = 0;
+        self.ckpt.switch = true;
+        self.ckpt.verify = true;
+        self.ckpt.durable = None;
+        self.ckpt.spare = None;
+        self.ckpt.frontier_known = false;
+        self.dev.recovering = true;
+        for o in objects.iter() {
+            self.obj_insert(&o.rec)?;
+            self.dev.mark_valid(o.rec.meta);
+            for (&lpn, &page) in o.map.iter() {
+                self.index_set(o.rec.id, lpn, page)?;
+            }
+        }
+        self.checkpoint(false)?;
+        self.dev.recovering = false;
+        Ok(())
+    }
+}
+
+fn newest(a: Option<u32>, b: u32) -> u32 {
+    match a {
+        Some(a) if seq_cmp(a, b).is_gt() => a,
+        _ => b,
+    }
+}
