@@ -62,6 +62,9 @@ use crate::policy::SpacePolicy;
 use crate::recovery::SalvageReport;
 use crate::{gc::COLD_HEAD, ObjKind, Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
 
+/// Ids skipped past the largest one a rebuild sees (see `rebuild_decide`).
+const ID_MARGIN: u32 = 4096;
+
 /// When a data-head page or cold copy took effect: the data head's sequence number
 /// (a cold copy's watermark), a copy before the original numbered the same.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +114,9 @@ struct Scanned {
     used: Vec<bool>,
     /// Pages that did not read (neither a backpointer nor whole log groups).
     unreadable: Vec<u32>,
+    /// A page that did not read is not a torn tail: whatever it held is lost, and its
+    /// owner cannot be known.
+    lost: bool,
     pages_scanned: u32,
 }
 
@@ -252,7 +258,9 @@ impl<
         let ckpt_blocks: [u32; CKPT_BLOCKS] =
             ckpt.as_slice().try_into().map_err(|_| Fault::Corrupted)?;
         let sbb = [sb_blocks[0], sb_blocks[1]];
-        let mut window = self.dev.sb.window_blocks;
+        // Without a readable checkpoint, the smallest window the format allows (a
+        // window size only steers later allocation).
+        let mut window = 0u16;
         if let Some((seq, page)) = newest_first {
             let payload = self.dev.payload as usize;
             let owner = seq & crate::format::backpointer::MAX_U24;
@@ -318,6 +326,16 @@ impl<
                 continue;
             }
             let reserved = fixed.contains(&b);
+            // The last unreadable page of the block and whether a page after it is used:
+            // an unreadable last page of a block not filled is a torn tail (the program
+            // a cut interrupted, never acknowledged); any other is a lost page whose
+            // owner cannot be known.
+            let mut garbage_at: Option<u32> = None;
+            let mut last_used: Option<u32> = None;
+            // A block holds one head's pages between erases: unreadable pages among
+            // index and object-table pages only are such pages (rebuilt anyway).
+            let mut index_only = true;
+            let mut used_index = false;
             if reserved {
                 self.dev.blocks[b as usize].state = BlockState::Reserved;
             }
@@ -330,6 +348,7 @@ impl<
                     Scan::Garbage => None,
                 };
                 sc.used[b as usize] = true;
+                last_used = Some(i);
                 if reserved {
                     // Checkpoint and marker numbers: the new checkpoint goes above them.
                     if let Some(bp) = bp {
@@ -341,6 +360,7 @@ impl<
                 }
                 match bp {
                     Some(bp) if matches!(bp.kind, PageKind::Data | PageKind::Meta) => {
+                        index_only = false;
                         let h = if bp.relocated { COLD_HEAD } else { DATA_HEAD };
                         sc.newest[h] = Some(newest(sc.newest[h], bp.seq));
                         if bp.relocated {
@@ -350,6 +370,7 @@ impl<
                         sc.pages.push(Found { page, bp });
                     }
                     Some(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {
+                        used_index = true;
                         sc.newest[INDEX_HEAD] = Some(newest(sc.newest[INDEX_HEAD], bp.seq));
                     }
                     Some(bp) if matches!(bp.kind, PageKind::Checkpoint | PageKind::Marker) => {}
@@ -377,6 +398,7 @@ impl<
                         }
                         match (first, newest_seq) {
                             (Some((stream, lpn)), Some(n)) => {
+                                index_only = false;
                                 sc.logs.entry(stream).or_default().push(LogPage {
                                     page,
                                     lpn,
@@ -384,9 +406,19 @@ impl<
                                     slots,
                                 });
                             }
-                            _ => sc.unreadable.push(page),
+                            _ => {
+                                sc.unreadable.push(page);
+                                garbage_at = Some(i);
+                            }
                         }
                     }
+                }
+            }
+            if let Some(g) = garbage_at {
+                let torn_tail = last_used == Some(g) && g + 1 < ppb;
+                let index_block = index_only && used_index;
+                if !torn_tail && !index_block {
+                    sc.lost = true;
                 }
             }
         }
@@ -416,6 +448,10 @@ impl<
                 !f.bp.relocated && last_commit.is_none_or(|lc| seq_cmp(f.bp.seq, lc).is_gt());
             if !tail {
                 per_obj.entry(f.bp.owner).or_default().push(*f);
+            } else if !sc.unreadable.is_empty() {
+                // The commit page that would have closed them may be one that did not
+                // read: they may have been acknowledged.
+                self.salvaged.left_out(f.bp.owner);
             }
         }
         let mut next_id = 1u32;
@@ -495,6 +531,12 @@ impl<
                             _ => {}
                         }
                     }
+                    // A page missing below the size: a hole written so, or a page
+                    // whose tag did not read (its bytes would read as zeros).
+                    let pages = size.div_ceil(payload).min(u32::MAX as u64) as u32;
+                    if !sc.unreadable.is_empty() && (0..pages).any(|l| !map.contains_key(&l)) {
+                        self.salvaged.left_out(id);
+                    }
                     out.push(Rebuilt {
                         rec: ObjRecord {
                             id,
@@ -510,7 +552,11 @@ impl<
                 }
                 ObjKind::Log => {
                     let trim = newest_rec.size;
-                    out.push(self.rebuild_stream(id, meta_page, trim, sc.logs.get(&id)));
+                    let (stream, gaps) = self.rebuild_stream(id, meta_page, trim, sc.logs.get(&id));
+                    if gaps && !sc.unreadable.is_empty() {
+                        self.salvaged.left_out(id);
+                    }
+                    out.push(stream);
                 }
             }
         }
@@ -523,19 +569,29 @@ impl<
         for &p in sc.unreadable.iter() {
             self.salvaged.unreadable(p);
         }
-        self.next_obj_id = next_id;
+        if sc.lost {
+            // Its object may read an older copy of it, or zeros: unknowable which.
+            self.salvaged.left_out_unnamed();
+        }
+        // Ids are never reused: the newest ones may have left no page behind (their
+        // objects deleted and collected), so new ones start well past those seen.
+        self.next_obj_id = next_id
+            .saturating_add(ID_MARGIN)
+            .min(self.max_object_id().saturating_add(1))
+            .max(next_id);
         Ok(out)
     }
 
     /// A log stream's pages: per logical page at or above the trim point, the one
-    /// with the newest whole group; the end is one past the last sector seen.
+    /// with the newest whole group; the end is one past the last sector seen. Also
+    /// whether a logical page between the trim point and the end has no page.
     fn rebuild_stream(
         &self,
         id: u32,
         meta: u32,
         trim: u64,
         pages: Option<&Vec<LogPage>>,
-    ) -> Rebuilt {
+    ) -> (Rebuilt, bool) {
         let spp = self.sectors_per_page() as u64;
         let mut best: BTreeMap<u64, LogPage> = BTreeMap::new();
         let mut end = trim;
@@ -558,11 +614,12 @@ impl<
                 best.insert(lpage, *lp);
             }
         }
+        let gaps = end > trim && (trim / spp..=(end - 1) / spp).any(|p| !best.contains_key(&p));
         let map = best
             .iter()
             .map(|(&lpage, lp)| (self.log_slot(lpage), lp.page))
             .collect();
-        Rebuilt {
+        let stream = Rebuilt {
             rec: ObjRecord {
                 id,
                 kind: ObjKind::Log,
@@ -573,7 +630,8 @@ impl<
                 log_start: trim,
             },
             map,
-        }
+        };
+        (stream, gaps)
     }
 
     fn rebuild_doubt(&mut self, id: u32, page: u32) {

@@ -310,6 +310,7 @@ fn salvage(v: &mut Vol<'_>, path: &str, to: &str) -> Result<(u64, Vec<u64>), Sal
 /// reported and left alone.
 pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bool) {
     let mut store_repaired = false;
+    let mut doubts = Vec::new();
     {
         let mut v = volume::over(sim);
         if let Err(e) = v.mount() {
@@ -333,7 +334,10 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
             match repaired {
                 Some(rep) => say_rollback(&mut v, &rep, out),
                 None => match v.mount_rebuild() {
-                    Ok(rep) => say_rebuilt(&mut v, &rep, out),
+                    Ok(rep) => {
+                        say_rebuilt(&rep, out);
+                        doubts = rebuilt_doubts(&mut v, &rep);
+                    }
                     Err(e) => {
                         let _ = writeln!(
                             out,
@@ -360,9 +364,13 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
     }
     let recovered = store_repaired || v.store().stats().recovery_scanned_pages > 0;
     let mut r = check(&mut v, recovered);
+    // What a rebuild could not settle stays a problem after the repair.
+    let mut sticky: Vec<Problem> = Vec::new();
+    sticky.extend(doubts.iter().filter(|p| !p.repairable).cloned());
+    r.problems.append(&mut doubts);
     if repair && !r.problems.is_empty() && !store_repaired {
         drop(v);
-        if let Some((rebuilt, lines)) = rebuild_copy(sim, r.problems.len()) {
+        if let Some((rebuilt, lines, mut doubts)) = rebuild_copy(sim, r.problems.len()) {
             describe(out, name, &r);
             let _ = writeln!(
                 out,
@@ -370,13 +378,21 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
             );
             out.push_str(&lines);
             *sim = rebuilt;
+            v = volume::over(sim);
+            if let Err(e) = v.mount() {
+                let _ = writeln!(out, "{name}: does not mount after its rebuild: {e}");
+                return (4, false);
+            }
+            r = check(&mut v, true);
+            sticky.extend(doubts.iter().filter(|p| !p.repairable).cloned());
+            r.problems.append(&mut doubts);
+        } else {
+            v = volume::over(sim);
+            if let Err(e) = v.mount() {
+                let _ = writeln!(out, "{name}: does not mount again: {e}");
+                return (4, false);
+            }
         }
-        v = volume::over(sim);
-        if let Err(e) = v.mount() {
-            let _ = writeln!(out, "{name}: does not mount after its rebuild: {e}");
-            return (4, false);
-        }
-        r = check(&mut v, true);
     }
     describe(out, name, &r);
     if !repair {
@@ -402,7 +418,8 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
     for a in &actions {
         let _ = writeln!(out, "repaired: {a}");
     }
-    let after = check(&mut v, false);
+    let mut after = check(&mut v, false);
+    after.problems.append(&mut sticky);
     out.push_str("after repair: ");
     describe(out, name, &after);
     if let Err(e) = v.unmount() {
@@ -415,26 +432,28 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
     (if after.problems.is_empty() { 1 } else { 4 }, true)
 }
 
-/// A rebuilt copy of `sim` (unmounted cleanly) and what its rebuild said, when it
-/// checks with fewer than `problems` problems.
-fn rebuild_copy(sim: &Sim, problems: usize) -> Option<(Sim, String)> {
+/// A rebuilt copy of `sim` (unmounted cleanly), what its rebuild said and the paths it
+/// put in doubt, when it checks with fewer than `problems` problems (doubts counted).
+fn rebuild_copy(sim: &Sim, problems: usize) -> Option<(Sim, String, Vec<Problem>)> {
     let mut copy = sim.clone();
     let mut lines = String::new();
+    let doubts;
     {
         let mut v = volume::over(&mut copy);
         let rep = v.mount_rebuild().ok()?;
         let r = check(&mut v, true);
-        if r.problems.len() >= problems {
+        doubts = rebuilt_doubts(&mut v, &rep);
+        if r.problems.len() + doubts.len() >= problems {
             return None;
         }
-        say_rebuilt(&mut v, &rep, &mut lines);
+        say_rebuilt(&rep, &mut lines);
         v.unmount().ok()?;
     }
-    Some((copy, lines))
+    Some((copy, lines, doubts))
 }
 
 /// What a rebuild from a full scan did, in words.
-fn say_rebuilt(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
+fn say_rebuilt(rep: &stagefs_core::Repair, out: &mut String) {
     let _ = writeln!(
         out,
         "repaired: the store's tables were rebuilt from a scan of every page's tag (its \
@@ -463,28 +482,65 @@ fn say_rebuilt(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
             },
         );
     }
-    for p in paths_in_doubt(v, rep) {
-        let _ = writeln!(
-            out,
-            "in doubt: {p}: its newest metadata page did not read; an older state is kept"
-        );
-    }
     if rep.unnamed() {
         let _ = writeln!(
             out,
-            "in doubt: more objects than can be named: any file may be older"
+            "in doubt: more objects than can be named: any file may be older or read zeros \
+             where a page was lost"
         );
     }
+}
+
+/// The paths a rebuild put in doubt, as problems: a page of theirs (or their newest
+/// metadata page, or the commit page of their last write) did not read, so they may
+/// read zeros where it was or be older. Files are moved aside as damaged ones are.
+fn rebuilt_doubts(v: &mut Vol<'_>, rep: &stagefs_core::Repair) -> Vec<Problem> {
+    let mut out: Vec<Problem> = Vec::new();
+    if rep.unnamed() {
+        out.push(Problem {
+            path: "/".into(),
+            repairable: false,
+            words: "a page whose owner cannot be named did not read during the rebuild: one \
+                    file or directory may read an older copy of that page, or zeros; fsck \
+                    cannot tell which"
+                .into(),
+        });
+    }
+    let named = paths_where(v, |l| rep.names(l));
+    out.extend(named.into_iter().map(|p| {
+        match p.strip_suffix(" (its entries)") {
+            Some(dir) => Problem {
+                path: dir.to_string(),
+                repairable: false,
+                words: "after the rebuild from a full scan its entries are in doubt (a page \
+                        of the directory did not read: entries may be missing or older)"
+                    .into(),
+            },
+            None => Problem {
+                path: p,
+                repairable: true,
+                words: "after the rebuild from a full scan its contents are in doubt (a page \
+                        of it did not read: it may read zeros there, or be older)"
+                    .into(),
+            },
+        }
+    }));
+    out
 }
 
 /// Every path a repair report says may be older than acknowledged (a directory as
 /// "DIR (its entries)").
 fn paths_in_doubt(v: &mut Vol<'_>, rep: &stagefs_core::Repair) -> Vec<String> {
+    paths_where(v, |l| rep.may_have_rolled_back(l))
+}
+
+/// Every path whose location `hit` picks (a directory as "DIR (its entries)").
+fn paths_where(v: &mut Vol<'_>, hit: impl Fn(&stagefs_core::Location) -> bool) -> Vec<String> {
     let mut older = Vec::new();
     let mut todo = vec!["/".to_string()];
     while let Some(dir) = todo.pop() {
         if let Ok(l) = v.location(&dir) {
-            if rep.may_have_rolled_back(&l) {
+            if hit(&l) {
                 older.push(format!("{dir} (its entries)"));
             }
         }
@@ -493,9 +549,7 @@ fn paths_in_doubt(v: &mut Vol<'_>, rep: &stagefs_core::Repair) -> Vec<String> {
             match kind {
                 Kind::Dir => todo.push(path),
                 Kind::File => {
-                    if v.location(&path)
-                        .is_ok_and(|l| rep.may_have_rolled_back(&l))
-                    {
+                    if v.location(&path).is_ok_and(|l| hit(&l)) {
                         older.push(path);
                     }
                 }

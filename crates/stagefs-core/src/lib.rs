@@ -141,6 +141,17 @@ impl Repair {
         }
     }
 
+    /// Whether the report names the object at `location` (unlike
+    /// [`Repair::may_have_rolled_back`], not true for every path when the report could
+    /// not name them all).
+    pub fn names(&self, location: &Location) -> bool {
+        let listed = |o| self.report.rolled_back().contains(&o);
+        match location.object {
+            Some(o) => listed(o),
+            None => location.entry_in.is_some_and(listed),
+        }
+    }
+
     /// Whether small writes staged after the lost page are gone (the files they were
     /// for cannot be named: their records were what was lost).
     pub fn staged_writes_lost(&self) -> bool {
