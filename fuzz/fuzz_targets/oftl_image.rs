@@ -4,8 +4,8 @@
 //! and a recovered store must answer reads, writes, GC steps and unmount with results or
 //! errors — never a panic, a hang (libFuzzer's timeout) or an out-of-bounds access. A
 //! mount that reports media loss is retried as a salvage mount (read-only), then as a
-//! repair (which checkpoints what the salvage showed), each of which must
-//! hold to the same rules.
+//! repair (which checkpoints what the salvage showed); any other refusal (and a failed
+//! repair) as a rebuild from a full scan; each of which must hold to the same rules.
 
 #![no_main]
 
@@ -105,14 +105,26 @@ fuzz_target!(|input: Input| {
             drop(fs);
             fs = Store::new(&mut sim);
             if fs.mount_repair_in_place().is_err() {
-                return;
+                // As fsck does: a rebuild from a full scan next.
+                drop(fs);
+                fs = Store::new(&mut sim);
+                if fs.mount_rebuild_in_place().is_err() {
+                    return;
+                }
             }
             assert!(!matches!(
                 fs.health(),
                 oftl::Health::ReadOnly(oftl::ReadOnlyReason::Salvage)
             ));
         }
-        Err(_) => return,
+        // Any other refusal: the full-scan rebuild must mount writable or fail cleanly.
+        Err(_) => {
+            drop(fs);
+            fs = Store::new(&mut sim);
+            if fs.mount_rebuild_in_place().is_err() {
+                return;
+            }
+        }
     }
     let ids: Vec<u32> = fs.objects().take(8).map_while(Result::ok).collect();
     let mut buf = [0u8; 2048];
