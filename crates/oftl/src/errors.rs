@@ -19,6 +19,7 @@ impl fmt::Display for Corrupted {
 /// What in the superblock does not match the device or the build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Mismatch {
     /// Format version unknown to this build.
     Version,
@@ -31,8 +32,9 @@ pub enum Mismatch {
 }
 
 /// Why [`crate::Oftl::format`] failed.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum FormatError<E> {
     /// The device failed.
     Flash(E),
@@ -54,8 +56,9 @@ pub enum FormatError<E> {
 }
 
 /// Why mounting failed.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum MountError<E> {
     /// The device failed.
     Flash(E),
@@ -86,11 +89,15 @@ pub enum MountError<E> {
         /// The image's window.
         given_blocks: u16,
     },
+    /// An internal invariant failed: a bug in this crate, to report (never damaged
+    /// flash, which is `Corrupted`). The handle may be poisoned; remount.
+    Internal,
 }
 
 /// Why an operation that changes state failed.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum WriteError<E> {
     /// The device failed. The in-RAM state may be ahead of flash: the handle is
     /// poisoned and must be remounted (recovery restores a consistent state).
@@ -122,11 +129,15 @@ pub enum WriteError<E> {
     /// too few good blocks are left to write safely (see [`crate::Oftl::health`]).
     /// Nothing changed; reads still work.
     ReadOnly,
+    /// An internal invariant failed: a bug in this crate, to report (never damaged
+    /// flash, which is `Corrupted`). The handle may be poisoned; remount.
+    Internal,
 }
 
 /// Why a read failed.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ReadError<E> {
     /// The device failed (including uncorrectable ECC errors).
     Flash(E),
@@ -143,6 +154,9 @@ pub enum ReadError<E> {
     Exhausted,
     /// The buffer cannot hold the log record; the payload is the record's length.
     BufferTooSmall(usize),
+    /// An internal invariant failed: a bug in this crate, to report (never damaged
+    /// flash, which is `Corrupted`). The handle may be poisoned; remount.
+    Internal,
 }
 
 /// Internal error carried through the code paths and narrowed per operation.
@@ -186,7 +200,8 @@ impl<E> From<Fault<E>> for WriteError<E> {
             Fault::TooLarge => WriteError::TooLarge,
             Fault::Poisoned => WriteError::Poisoned,
             Fault::WrongKind => WriteError::WrongKind,
-            Fault::BufferTooSmall(_) => WriteError::TooLarge,
+            // Writes read no log records into callers' buffers.
+            Fault::BufferTooSmall(_) => WriteError::Internal,
         }
     }
 }
@@ -202,9 +217,10 @@ impl<E> From<Fault<E>> for ReadError<E> {
             // Reads write only cache pages back; running out of room for that poisons
             // the handle (see `Oftl::fail_read`).
             Fault::NoSpace | Fault::Exhausted => ReadError::Exhausted,
-            // Reads never allocate; any other internal failure means the flash content
-            // did not match what the index promised.
-            _ => ReadError::Corrupted,
+            // The flash content did not match what the index promised.
+            Fault::Corrupted | Fault::MediaLoss(_) | Fault::TooLarge => ReadError::Corrupted,
+            // Reads never allocate ids or write objects.
+            Fault::ReadOnly | Fault::TooManyObjects => ReadError::Internal,
         }
     }
 }
@@ -223,7 +239,11 @@ impl<E> From<Fault<E>> for MountError<E> {
                 );
                 MountError::MediaLoss { page }
             }
-            _ => MountError::Corrupted,
+            // Replay reaches these only through damaged pages whose checks passed.
+            Fault::Corrupted | Fault::NotFound | Fault::WrongKind => MountError::Corrupted,
+            // Too few good blocks to write the recovery.
+            Fault::ReadOnly => MountError::NoSpace,
+            Fault::Poisoned | Fault::BufferTooSmall(_) => MountError::Internal,
         }
     }
 }
@@ -257,6 +277,7 @@ display_error!(MountError {
         "a page written since the last checkpoint is unreadable; salvage mount to copy out",
     MountError::WindowTooSmall { .. } =>
         "image's updating window too small for this build's index cache",
+    MountError::Internal => "internal error (a bug to report); remount",
 });
 display_error!(WriteError {
     WriteError::Corrupted => "on-flash data corrupted",
@@ -268,6 +289,7 @@ display_error!(WriteError {
     WriteError::WrongKind => "operation does not apply to this kind of object",
     WriteError::Exhausted => "room ran out part-way (a sizing bug); handle poisoned, remount",
     WriteError::ReadOnly => "store is read-only",
+    WriteError::Internal => "internal error (a bug to report); remount",
 });
 display_error!(ReadError {
     ReadError::Corrupted => "on-flash data corrupted",
@@ -276,6 +298,7 @@ display_error!(ReadError {
     ReadError::WrongKind => "operation does not apply to this kind of object",
     ReadError::Exhausted => "no room to write cached pages back (a sizing bug); remount",
     ReadError::BufferTooSmall(_) => "buffer too small for the log record",
+    ReadError::Internal => "internal error (a bug to report); remount",
 });
 
 // By hand: its list of objects is a heapless::Vec (heapless's defmt feature is for

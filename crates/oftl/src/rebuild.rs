@@ -326,12 +326,8 @@ impl<
                 continue;
             }
             let reserved = fixed.contains(&b);
-            // The last unreadable page of the block and whether a page after it is used:
-            // an unreadable last page of a block not filled is a torn tail (the program
-            // a cut interrupted, never acknowledged); any other is a lost page whose
-            // owner cannot be known.
+            // Whether a page of the block did not read (its owner cannot be known).
             let mut garbage_at: Option<u32> = None;
-            let mut last_used: Option<u32> = None;
             // A block holds one head's pages between erases: unreadable pages among
             // index and object-table pages only are such pages (rebuilt anyway).
             let mut index_only = true;
@@ -348,7 +344,6 @@ impl<
                     Scan::Garbage => None,
                 };
                 sc.used[b as usize] = true;
-                last_used = Some(i);
                 if reserved {
                     // Checkpoint and marker numbers: the new checkpoint goes above them.
                     if let Some(bp) = bp {
@@ -414,12 +409,11 @@ impl<
                     }
                 }
             }
-            if let Some(g) = garbage_at {
-                let torn_tail = last_used == Some(g) && g + 1 < ppb;
-                let index_block = index_only && used_index;
-                if !torn_tail && !index_block {
-                    sc.lost = true;
-                }
+            // Without the checkpoints a torn tail (the program a cut interrupted) and a
+            // lost acknowledged page (the newest of its head, say) look the same: any
+            // unreadable page outside an index block counts as lost.
+            if garbage_at.is_some() && !(index_only && used_index) {
+                sc.lost = true;
             }
         }
         // Numbers above every checkpoint and marker seen, and above any a page that
@@ -493,8 +487,30 @@ impl<
             let Some(&(_, meta_page, newest_rec)) = records.last() else {
                 // Pages without a metadata page: a live object always has one, so
                 // these are an object deleted long ago (its tombstone collected),
-                // unless its metadata page is one that did not read.
-                if !sc.unreadable.is_empty() {
+                // unless its metadata page is one that did not read. Then its data
+                // pages come back under a new metadata page (attributes unknown: all
+                // 0xFF), named, for the layer above to judge.
+                if !sc.unreadable.is_empty() && found.iter().all(|f| f.bp.kind == PageKind::Data) {
+                    self.salvaged.left_out(id);
+                    let mut size = 0u64;
+                    let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+                    for f in found.iter() {
+                        map.insert(f.bp.lpn, f.page);
+                        size = size.max(f.bp.lpn as u64 * payload + f.bp.len as u64);
+                    }
+                    out.push(Rebuilt {
+                        rec: ObjRecord {
+                            id,
+                            kind: ObjKind::Object,
+                            size,
+                            root: NONE,
+                            direct: true,
+                            meta: NONE,
+                            log_start: 0,
+                        },
+                        map,
+                    });
+                } else if !sc.unreadable.is_empty() {
                     self.salvaged.left_out(id);
                 }
                 continue;
@@ -645,7 +661,9 @@ impl<
         let spp = self.sectors_per_page();
         let mut holds = alloc::vec![false; sc.used.len()];
         for o in objects.iter() {
-            holds[self.dev.block_of(o.rec.meta)] = true;
+            if o.rec.meta != NONE {
+                holds[self.dev.block_of(o.rec.meta)] = true;
+            }
             for &p in o.map.values() {
                 holds[self.dev.block_of(p)] = true;
             }
@@ -679,9 +697,30 @@ impl<
         self.ckpt.spare = None;
         self.ckpt.frontier_known = false;
         self.dev.recovering = true;
-        for o in objects.iter() {
+        // Recovery's writes go to a window of blocks found holding nothing chosen.
+        self.dev.grow_window(self.dev.sb.window_blocks as usize);
+        if self.dev.window.is_empty() {
+            return Err(Fault::NoSpace);
+        }
+        for o in objects.iter().filter(|o| o.rec.meta != NONE) {
             self.obj_insert(&o.rec)?;
             self.dev.mark_valid(o.rec.meta);
+            for (&lpn, &page) in o.map.iter() {
+                self.index_set(o.rec.id, lpn, page)?;
+            }
+        }
+        // Objects whose metadata page was lost get a new one before their pages are
+        // mapped (a cut before the checkpoint leaves it for the next rebuild to find:
+        // the newest metadata page of its object).
+        for o in objects.iter().filter(|o| o.rec.meta == NONE) {
+            let rec = MetaRecord {
+                id: o.rec.id,
+                kind: ObjKind::Object,
+                deleted: false,
+                size: o.rec.size,
+                attrs: [0xFF; crate::ATTR_LEN],
+            };
+            self.write_meta(&rec, None)?;
             for (&lpn, &page) in o.map.iter() {
                 self.index_set(o.rec.id, lpn, page)?;
             }

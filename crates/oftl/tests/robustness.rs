@@ -164,6 +164,8 @@ fn corrupted_images_never_panic() {
                 | MountError::MediaLoss { .. }
                 | MountError::Flash(_),
             ) => {}
+            // `Internal` is a bug, never what damage may cause.
+            Err(e) => panic!("seed {seed}: {e:?}"),
         }
     }
 }

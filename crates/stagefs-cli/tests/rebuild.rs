@@ -183,7 +183,7 @@ fn fsck_repair_rebuilds_a_volume_whose_tables_do_not_read() {
 }
 
 /// A power cut at every program and erase of the rebuild: `fsck --repair` run again
-/// gives every file back.
+/// gives every file back, and the volume then checks clean.
 #[test]
 fn fsck_repair_again_after_a_cut_during_the_rebuild() {
     let (sim, want) = volume(false);
@@ -206,8 +206,19 @@ fn fsck_repair_again_after_a_cut_during_the_rebuild() {
         c.disarm();
         let mut out = String::new();
         let (code, _) = fsck::run(&mut c, "img", true, &mut out);
-        assert_eq!(code, 1, "cut {k}:\n{out}");
+        // A page the cut tore is, without checkpoints, a page whose owner cannot be
+        // named: fsck may say it cannot tell which file it belonged to (exit 4).
+        assert!(
+            code == 1 || (code == 4 && out.contains("cannot tell which")),
+            "cut {k}:\n{out}"
+        );
         check_files(&mut c, &want, &format!("cut {k}"));
+        let mut again = String::new();
+        assert_eq!(
+            fsck::run(&mut c, "img", false, &mut again).0,
+            0,
+            "cut {k}: a check after the repair\n{again}"
+        );
     }
     assert!(cuts > 10, "only {cuts} cuts");
 }

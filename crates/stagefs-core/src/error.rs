@@ -71,6 +71,9 @@ pub enum Error<E> {
     /// Not a StageFS volume (the object store mounted, but holds no volume header), or
     /// a volume of another version.
     NotFormatted,
+    /// An internal invariant failed below or in the file layer: a bug to report (never
+    /// damaged flash, which is [`Error::Corrupted`]). Remount.
+    Internal,
     /// Mounting the object store failed.
     Mount(MountError<E>),
     /// Formatting the object store failed.
@@ -95,6 +98,9 @@ impl<E> From<WriteError<E>> for Error<E> {
             WriteError::Poisoned | WriteError::Exhausted => Error::Poisoned,
             WriteError::WrongKind => Error::Corrupted,
             WriteError::ReadOnly => Error::ReadOnly,
+            // An error this build of the file layer does not know of is not damaged
+            // flash either.
+            _ => Error::Internal,
         }
     }
 }
@@ -106,6 +112,7 @@ impl<E> From<ReadError<E>> for Error<E> {
             ReadError::Corrupted | ReadError::NotFound | ReadError::WrongKind => Error::Corrupted,
             ReadError::BufferTooSmall(_) => Error::Corrupted,
             ReadError::Poisoned | ReadError::Exhausted => Error::Poisoned,
+            _ => Error::Internal,
         }
     }
 }
@@ -153,6 +160,7 @@ impl<E: core::fmt::Debug> core::fmt::Display for Error<E> {
                 Error::NoSpace => "no space left",
                 Error::ReadOnly => "read-only",
                 Error::Poisoned => "a failure needs a remount",
+                Error::Internal => "internal error (a bug to report); remount",
                 Error::NotMounted => "not mounted",
                 Error::NotFormatted => "not a StageFS volume",
                 _ => "error",

@@ -104,6 +104,7 @@ pub fn errno(e: &FsError) -> Errno {
         Error::Flash(_)
         | Error::Corrupted
         | Error::Poisoned
+        | Error::Internal
         | Error::NotMounted
         | Error::NotFormatted
         | Error::Mount(_)
