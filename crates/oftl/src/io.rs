@@ -182,8 +182,11 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     .map_err(Fault::Flash)?;
                 g.copy_from_slice(&t[PAYLOAD_CRC_LEN..]);
                 // A whole-payload read is checked against the payload CRC.
-                let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
-                if column == 0 && data.len() == self.payload as usize && payload_crc(data) != crc {
+                let crc = crate::format::field::get_u32(&t, 0..PAYLOAD_CRC_LEN);
+                if column == 0
+                    && data.len() == self.payload as usize
+                    && !crate::format::field::crc_matches(crc, payload_crc(data))
+                {
                     return Err(Fault::Corrupted);
                 }
             }

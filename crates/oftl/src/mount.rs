@@ -651,7 +651,7 @@ impl<
         let expect = src.digest.clone().finalize();
         let mut r = [0u8; 4];
         self.take(&mut src, &mut r)?;
-        if u32::from_le_bytes(r) != expect {
+        if !crate::format::field::crc_matches(u32::from_le_bytes(r), expect) {
             return Err(Fault::Corrupted);
         }
         // Every block the window or a head names must be in the window state.

@@ -36,6 +36,7 @@
 //! open for later partial programs (object metadata pages) always carry it in-band at the
 //! end of their first program unit, see [`super::meta`].
 
+use super::field::{crc_matches, get_u16, get_u24, get_u32, put_u16, put_u24, put_u32};
 use crate::errors::Corrupted;
 
 /// Encoded size.
@@ -64,6 +65,21 @@ const RELOCATED_BIT: u16 = 1 << 14;
 const DELTA_MASK: u16 = (1 << 14) - 1;
 
 const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_IBM_3740);
+
+/// Where each field lives (see the module docs).
+mod field {
+    use core::ops::Range;
+    pub const SEQ: Range<usize> = 0..4;
+    pub const OWNER: Range<usize> = 4..7;
+    pub const LPN: Range<usize> = 7..10;
+    /// Bits 15..13 kind, 12..0 valid bytes.
+    pub const KIND_LEN: Range<usize> = 10..12;
+    /// Bit 15 commit, 14 relocated, 13..0 transaction delta.
+    pub const TX: Range<usize> = 12..14;
+    /// What the CRC covers.
+    pub const COVERED: Range<usize> = 0..14;
+    pub const CRC: Range<usize> = 14..16;
+}
 
 /// What a page holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,11 +164,11 @@ impl Backpointer {
         debug_assert!(self.owner <= MAX_U24 && self.lpn <= MAX_U24);
         debug_assert!(self.len as u32 <= MAX_VALID_LEN && self.tx_delta as u32 <= MAX_TX_DELTA);
         let mut b = [0u8; BP_LEN];
-        b[0..4].copy_from_slice(&self.seq.to_le_bytes());
-        b[4..7].copy_from_slice(&self.owner.to_le_bytes()[..3]);
-        b[7..10].copy_from_slice(&self.lpn.to_le_bytes()[..3]);
+        put_u32(&mut b, field::SEQ, self.seq);
+        put_u24(&mut b, field::OWNER, self.owner);
+        put_u24(&mut b, field::LPN, self.lpn);
         let kl = ((self.kind as u16) << 13) | (self.len & 0x1FFF);
-        b[10..12].copy_from_slice(&kl.to_le_bytes());
+        put_u16(&mut b, field::KIND_LEN, kl);
         let mut tx = self.tx_delta & DELTA_MASK;
         if self.commit {
             tx |= COMMIT_BIT;
@@ -160,9 +176,9 @@ impl Backpointer {
         if self.relocated {
             tx |= RELOCATED_BIT;
         }
-        b[12..14].copy_from_slice(&tx.to_le_bytes());
-        let crc = CRC16.checksum(&b[..14]);
-        b[14..16].copy_from_slice(&crc.to_le_bytes());
+        put_u16(&mut b, field::TX, tx);
+        let crc = CRC16.checksum(&b[field::COVERED]);
+        put_u16(&mut b, field::CRC, crc);
         b
     }
 
@@ -175,18 +191,18 @@ impl Backpointer {
         if b.iter().all(|&x| x == 0xFF) {
             return Ok(None);
         }
-        let crc = u16::from_le_bytes([b[14], b[15]]);
-        if CRC16.checksum(&b[..14]) != crc {
+        let crc = get_u16(b, field::CRC) as u32;
+        if !crc_matches(crc, CRC16.checksum(&b[field::COVERED]) as u32) {
             return Err(Corrupted);
         }
-        let kl = u16::from_le_bytes([b[10], b[11]]);
+        let kl = get_u16(b, field::KIND_LEN);
         let kind = PageKind::from_bits(kl >> 13).ok_or(Corrupted)?;
-        let tx = u16::from_le_bytes([b[12], b[13]]);
+        let tx = get_u16(b, field::TX);
         Ok(Some(Backpointer {
             kind,
-            seq: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-            owner: u32::from_le_bytes([b[4], b[5], b[6], 0]),
-            lpn: u32::from_le_bytes([b[7], b[8], b[9], 0]),
+            seq: get_u32(b, field::SEQ),
+            owner: get_u24(b, field::OWNER),
+            lpn: get_u24(b, field::LPN),
             len: kl & 0x1FFF,
             tx_delta: tx & DELTA_MASK,
             commit: tx & COMMIT_BIT != 0,

@@ -35,7 +35,28 @@
 //! The object records themselves live on flash in the object table
 //! ([`super::table`]), reached through the table root recorded here.
 
+use super::field::{get_u16, get_u32, put_u16, put_u32};
 use crate::errors::Corrupted;
+
+/// Where each header field lives (see the module docs).
+mod field {
+    use core::ops::Range;
+    pub const MAGIC: Range<usize> = 0..4;
+    pub const VERSION: Range<usize> = 4..6;
+    pub const FLAGS: Range<usize> = 6..8;
+    pub const SEQ: Range<usize> = 8..12;
+    pub const TOTAL_LEN: Range<usize> = 12..16;
+    pub const N_BLOCKS: Range<usize> = 16..20;
+    pub const N_OBJECTS: Range<usize> = 20..24;
+    pub const NEXT_OBJ_ID: Range<usize> = 24..28;
+    pub const WINDOW_LEN: Range<usize> = 28..30;
+    pub const TABLE_ROOT: Range<usize> = 30..34;
+    pub const RESERVED: Range<usize> = 34..40;
+    /// A head record's fields.
+    pub const HEAD_BLOCK: Range<usize> = 0..4;
+    pub const HEAD_NEXT_PAGE: Range<usize> = 4..8;
+    pub const HEAD_NEXT_SEQ: Range<usize> = 8..12;
+}
 
 /// Header size.
 pub const HEADER_LEN: usize = 40;
@@ -79,44 +100,45 @@ impl CkptHeader {
     /// Encodes.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0xFFu8; HEADER_LEN];
-        b[0..4].copy_from_slice(&MAGIC);
-        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
-        b[6..8].copy_from_slice(&(self.clean as u16).to_le_bytes());
-        b[8..12].copy_from_slice(&self.seq.to_le_bytes());
-        b[12..16].copy_from_slice(&self.total_len.to_le_bytes());
-        b[16..20].copy_from_slice(&self.n_blocks.to_le_bytes());
-        b[20..24].copy_from_slice(&self.n_objects.to_le_bytes());
-        b[24..28].copy_from_slice(&self.next_obj_id.to_le_bytes());
-        b[28..30].copy_from_slice(&self.window_len.to_le_bytes());
-        b[30..34].copy_from_slice(&self.table_root.to_le_bytes());
+        b[field::MAGIC].copy_from_slice(&MAGIC);
+        put_u16(&mut b, field::VERSION, VERSION);
+        put_u16(&mut b, field::FLAGS, self.clean as u16);
+        put_u32(&mut b, field::SEQ, self.seq);
+        put_u32(&mut b, field::TOTAL_LEN, self.total_len);
+        put_u32(&mut b, field::N_BLOCKS, self.n_blocks);
+        put_u32(&mut b, field::N_OBJECTS, self.n_objects);
+        put_u32(&mut b, field::NEXT_OBJ_ID, self.next_obj_id);
+        put_u16(&mut b, field::WINDOW_LEN, self.window_len);
+        put_u32(&mut b, field::TABLE_ROOT, self.table_root);
         b
     }
 
     /// Parses and checks internal consistency (not the stream CRC).
     pub fn parse(b: &[u8]) -> Result<Self, Corrupted> {
         let b = b.get(..HEADER_LEN).ok_or(Corrupted)?;
-        if b[0..4] != MAGIC || u16::from_le_bytes([b[4], b[5]]) != VERSION {
+        if b[field::MAGIC] != MAGIC || get_u16(b, field::VERSION) != VERSION {
             return Err(Corrupted);
         }
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let flags = u16::from_le_bytes([b[6], b[7]]);
+        let flags = get_u16(b, field::FLAGS);
         if flags > 1 {
             return Err(Corrupted);
         }
         let h = CkptHeader {
             clean: flags == 1,
-            seq: u32_at(8),
-            total_len: u32_at(12),
-            n_blocks: u32_at(16),
-            n_objects: u32_at(20),
-            next_obj_id: u32_at(24),
-            window_len: u16::from_le_bytes([b[28], b[29]]),
-            table_root: u32_at(30),
+            seq: get_u32(b, field::SEQ),
+            total_len: get_u32(b, field::TOTAL_LEN),
+            n_blocks: get_u32(b, field::N_BLOCKS),
+            n_objects: get_u32(b, field::N_OBJECTS),
+            next_obj_id: get_u32(b, field::NEXT_OBJ_ID),
+            window_len: get_u16(b, field::WINDOW_LEN),
+            table_root: get_u32(b, field::TABLE_ROOT),
         };
         if h.n_blocks > (1 << 24) || h.n_objects > (1 << 24) {
             return Err(Corrupted);
         }
-        if h.total_len != Self::stream_len(h.n_blocks, h.window_len) || b[34..40] != [0xFF; 6] {
+        if h.total_len != Self::stream_len(h.n_blocks, h.window_len)
+            || b[field::RESERVED] != [0xFF; 6]
+        {
             return Err(Corrupted);
         }
         Ok(h)
@@ -139,19 +161,18 @@ impl HeadRecord {
     /// Encodes.
     pub fn encode(&self) -> [u8; 12] {
         let mut b = [0u8; 12];
-        b[0..4].copy_from_slice(&self.block.to_le_bytes());
-        b[4..8].copy_from_slice(&self.next_page.to_le_bytes());
-        b[8..12].copy_from_slice(&self.next_seq.to_le_bytes());
+        put_u32(&mut b, field::HEAD_BLOCK, self.block);
+        put_u32(&mut b, field::HEAD_NEXT_PAGE, self.next_page);
+        put_u32(&mut b, field::HEAD_NEXT_SEQ, self.next_seq);
         b
     }
     /// Parses; `blocks`/`ppb` bound the position.
     pub fn parse(b: &[u8], blocks: u32, ppb: u32) -> Result<Self, Corrupted> {
         let b = b.get(..12).ok_or(Corrupted)?;
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
         let h = HeadRecord {
-            block: u32_at(0),
-            next_page: u32_at(4),
-            next_seq: u32_at(8),
+            block: get_u32(b, field::HEAD_BLOCK),
+            next_page: get_u32(b, field::HEAD_NEXT_PAGE),
+            next_seq: get_u32(b, field::HEAD_NEXT_SEQ),
         };
         if h.block != NONE && (h.block >= blocks || h.next_page > ppb) {
             return Err(Corrupted);

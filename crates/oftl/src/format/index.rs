@@ -18,15 +18,19 @@ pub const UNMAPPED: u32 = u32::MAX;
 /// Backpointer `lpn` of a root index page.
 pub const ROOT_LPN: u32 = super::backpointer::MAX_U24;
 
+/// Where entry `i` lives.
+fn at(i: usize) -> core::ops::Range<usize> {
+    i * 4..i * 4 + 4
+}
+
 /// Reads entry `i`.
 pub fn entry(page: &[u8], i: usize) -> u32 {
-    let o = i * 4;
-    u32::from_le_bytes([page[o], page[o + 1], page[o + 2], page[o + 3]])
+    super::field::get_u32(page, at(i))
 }
 
 /// Writes entry `i`.
 pub fn set_entry(page: &mut [u8], i: usize, v: u32) {
-    page[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+    super::field::put_u32(page, at(i), v)
 }
 
 /// Checks that every entry of an index page read from flash is unmapped or a page of

@@ -38,7 +38,23 @@
 //! failed program can only harm the steps it was programming.
 
 use super::backpointer::{Backpointer, PageKind, BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN};
+use super::field::{crc_matches, get_u32, put_u32};
 use super::superblock::CRC32;
+
+/// Where the parts of a sector of `unit` bytes live (see the module docs).
+mod field {
+    use super::{BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN};
+    use core::ops::Range;
+    pub const fn payload(unit: usize) -> Range<usize> {
+        0..unit - TRAILER_LEN
+    }
+    pub const fn crc(unit: usize) -> Range<usize> {
+        unit - TRAILER_LEN..unit - TRAILER_LEN + PAYLOAD_CRC_LEN
+    }
+    pub const fn trailer(unit: usize) -> Range<usize> {
+        unit - BP_LEN..unit
+    }
+}
 
 /// Flag in the length field: the last sector of its record.
 const LAST_BIT: u16 = 1 << 12;
@@ -116,11 +132,10 @@ impl LogSector {
     /// already in place).
     pub fn seal(&self, sector: &mut [u8]) {
         let unit = sector.len();
-        let sp = Self::payload(unit);
         let bp = self.backpointer().encode();
-        sector[unit - BP_LEN..].copy_from_slice(&bp);
-        let crc = sector_crc(&sector[..sp], &bp);
-        sector[sp..sp + PAYLOAD_CRC_LEN].copy_from_slice(&crc.to_le_bytes());
+        sector[field::trailer(unit)].copy_from_slice(&bp);
+        let crc = sector_crc(&sector[field::payload(unit)], &bp);
+        put_u32(sector, field::crc(unit), crc);
     }
 
     /// Parses one sector: `Some` only if its trailer is a valid `Log` backpointer, its
@@ -130,16 +145,14 @@ impl LogSector {
         if unit <= TRAILER_LEN {
             return None;
         }
-        let sp = Self::payload(unit);
-        let trailer = &sector[unit - BP_LEN..];
+        let trailer = &sector[field::trailer(unit)];
         let bp = Backpointer::parse(trailer).ok()??;
         let s = Self::from_backpointer(&bp)?;
-        if s.len as usize > sp || s.group_delta as usize >= MAX_SECTORS {
+        if s.len as usize > Self::payload(unit) || s.group_delta as usize >= MAX_SECTORS {
             return None;
         }
-        let c = &sector[sp..sp + PAYLOAD_CRC_LEN];
-        (sector_crc(&sector[..sp], trailer) == u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .then_some(s)
+        let stored = get_u32(sector, field::crc(unit));
+        crc_matches(stored, sector_crc(&sector[field::payload(unit)], trailer)).then_some(s)
     }
 }
 

@@ -20,6 +20,7 @@
 //! ```
 
 use super::checkpoint::ObjKind;
+use super::field::{crc_matches, get_u32, get_u64, put_u32, put_u64};
 use super::superblock::CRC32;
 use crate::errors::Corrupted;
 
@@ -27,6 +28,20 @@ use crate::errors::Corrupted;
 pub const ATTR_LEN: usize = 64;
 /// Encoded metadata length (before the reserved area).
 pub const META_LEN: usize = 84;
+
+/// Where each field lives (see the module docs).
+mod field {
+    use core::ops::Range;
+    pub const ID: Range<usize> = 0..4;
+    pub const KIND: usize = 4;
+    pub const FLAGS: usize = 5;
+    pub const RESERVED: Range<usize> = 6..8;
+    pub const SIZE: Range<usize> = 8..16;
+    pub const ATTRS: Range<usize> = 16..80;
+    /// What the CRC covers.
+    pub const COVERED: Range<usize> = 0..80;
+    pub const CRC: Range<usize> = 80..84;
+}
 
 /// A decoded metadata record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,32 +63,31 @@ impl MetaRecord {
     /// Encodes into the first `META_LEN` bytes of `out` (rest untouched).
     pub fn encode(&self, out: &mut [u8]) {
         let b = &mut out[..META_LEN];
-        b[0..4].copy_from_slice(&self.id.to_le_bytes());
-        b[4] = self.kind as u8;
-        b[5] = self.deleted as u8;
-        b[6..8].copy_from_slice(&[0xFF, 0xFF]);
-        b[8..16].copy_from_slice(&self.size.to_le_bytes());
-        b[16..80].copy_from_slice(&self.attrs);
-        let crc = CRC32.checksum(&b[..80]);
-        b[80..84].copy_from_slice(&crc.to_le_bytes());
+        put_u32(b, field::ID, self.id);
+        b[field::KIND] = self.kind as u8;
+        b[field::FLAGS] = self.deleted as u8;
+        b[field::RESERVED].fill(0xFF);
+        put_u64(b, field::SIZE, self.size);
+        b[field::ATTRS].copy_from_slice(&self.attrs);
+        let crc = CRC32.checksum(&b[field::COVERED]);
+        put_u32(b, field::CRC, crc);
     }
 
     /// Parses.
     pub fn parse(b: &[u8]) -> Result<Self, Corrupted> {
         let b = b.get(..META_LEN).ok_or(Corrupted)?;
-        let crc = u32::from_le_bytes([b[80], b[81], b[82], b[83]]);
-        if CRC32.checksum(&b[..80]) != crc || b[5] > 1 {
+        if !crc_matches(get_u32(b, field::CRC), CRC32.checksum(&b[field::COVERED]))
+            || b[field::FLAGS] > 1
+        {
             return Err(Corrupted);
         }
-        let mut s = [0u8; 8];
-        s.copy_from_slice(&b[8..16]);
         let mut attrs = [0u8; ATTR_LEN];
-        attrs.copy_from_slice(&b[16..80]);
+        attrs.copy_from_slice(&b[field::ATTRS]);
         Ok(MetaRecord {
-            id: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-            kind: ObjKind::from_byte(b[4]).ok_or(Corrupted)?,
-            deleted: b[5] == 1,
-            size: u64::from_le_bytes(s),
+            id: get_u32(b, field::ID),
+            kind: ObjKind::from_byte(b[field::KIND]).ok_or(Corrupted)?,
+            deleted: b[field::FLAGS] == 1,
+            size: get_u64(b, field::SIZE),
             attrs,
         })
     }

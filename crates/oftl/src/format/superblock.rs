@@ -41,6 +41,7 @@
 use nand_hal::{Capabilities, EccKind, Geometry, OobRegion, MAX_OOB_REGIONS};
 
 use super::backpointer::Placement;
+use super::field::{crc_matches, get_u16, get_u32, put_u16, put_u32};
 use crate::errors::{Corrupted, Mismatch};
 
 /// Encoded size (one program unit on every supported part).
@@ -196,40 +197,40 @@ impl Superblock {
     /// Encodes into the 512-byte header.
     pub fn encode(&self) -> [u8; SB_LEN] {
         let mut b = [0xFFu8; SB_LEN];
-        b[0..4].copy_from_slice(&MAGIC);
-        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
-        b[6..8].copy_from_slice(&(SB_LEN as u16).to_le_bytes());
-        b[8..12].copy_from_slice(&self.page_size.to_le_bytes());
-        b[12..14].copy_from_slice(&self.oob_size.to_le_bytes());
-        b[14..16].copy_from_slice(&self.pages_per_block.to_le_bytes());
-        b[16..20].copy_from_slice(&self.blocks.to_le_bytes());
-        b[20..22].copy_from_slice(&self.dies.to_le_bytes());
-        b[22..24].copy_from_slice(&self.channels.to_le_bytes());
-        b[24..26].copy_from_slice(&self.program_unit.to_le_bytes());
-        b[26] = self.nop;
-        b[27] = self.ecc_kind;
-        b[28] = self.ecc_strength;
-        b[29] = self.scrub_threshold;
-        b[30] = self.placement as u8;
-        b[31] = self.oob_count;
+        b[field::MAGIC].copy_from_slice(&MAGIC);
+        put_u16(&mut b, field::VERSION, VERSION);
+        put_u16(&mut b, field::HEADER_LEN, SB_LEN as u16);
+        put_u32(&mut b, field::PAGE_SIZE, self.page_size);
+        put_u16(&mut b, field::OOB_SIZE, self.oob_size);
+        put_u16(&mut b, field::PAGES_PER_BLOCK, self.pages_per_block);
+        put_u32(&mut b, field::BLOCKS, self.blocks);
+        put_u16(&mut b, field::DIES, self.dies);
+        put_u16(&mut b, field::CHANNELS, self.channels);
+        put_u16(&mut b, field::PROGRAM_UNIT, self.program_unit);
+        b[field::NOP] = self.nop;
+        b[field::ECC_KIND] = self.ecc_kind;
+        b[field::ECC_STRENGTH] = self.ecc_strength;
+        b[field::SCRUB_THRESHOLD] = self.scrub_threshold;
+        b[field::PLACEMENT] = self.placement as u8;
+        b[field::OOB_COUNT] = self.oob_count;
         for (i, r) in self.oob_regions.iter().enumerate() {
-            let o = 32 + i * 6;
-            b[o..o + 2].copy_from_slice(&r.offset.to_le_bytes());
-            b[o + 2..o + 4].copy_from_slice(&r.len.to_le_bytes());
-            b[o + 4] = r.ecc_step.unwrap_or(0xFF);
-            b[o + 5] = 0xFF;
+            let f = field::oob_region(i);
+            put_u16(&mut b[f.clone()], 0..2, r.offset);
+            put_u16(&mut b[f.clone()], 2..4, r.len);
+            b[f.start + 4] = r.ecc_step.unwrap_or(0xFF);
+            b[f.start + 5] = 0xFF;
         }
-        b[128..130].copy_from_slice(&self.window_blocks.to_le_bytes());
-        b[132..136].copy_from_slice(&self.format_id.to_le_bytes());
-        for i in 0..2 {
-            b[136 + 4 * i..140 + 4 * i].copy_from_slice(&self.sb_blocks[i].to_le_bytes());
+        put_u16(&mut b, field::WINDOW_BLOCKS, self.window_blocks);
+        put_u32(&mut b, field::FORMAT_ID, self.format_id);
+        for (i, &blk) in self.sb_blocks.iter().enumerate() {
+            put_u32(&mut b, field::sb_block(i), blk);
         }
-        for i in 0..CKPT_BLOCKS {
-            b[144 + 4 * i..148 + 4 * i].copy_from_slice(&self.ckpt_blocks[i].to_le_bytes());
+        for (i, &blk) in self.ckpt_blocks.iter().enumerate() {
+            put_u32(&mut b, field::ckpt_block(i), blk);
         }
-        b[160] = self.log_programs;
-        let crc = CRC32.checksum(&b[..508]);
-        b[508..512].copy_from_slice(&crc.to_le_bytes());
+        b[field::LOG_PROGRAMS] = self.log_programs;
+        let crc = CRC32.checksum(&b[field::COVERED]);
+        put_u32(&mut b, field::CRC, crc);
         b
     }
 
@@ -241,56 +242,53 @@ impl Superblock {
             Some(b) => b,
             None => return Err(SbParseError::Corrupted),
         };
-        if b[0..4] != MAGIC {
+        if b[field::MAGIC] != MAGIC {
             return Ok(None);
         }
-        let crc = u32::from_le_bytes([b[508], b[509], b[510], b[511]]);
-        if CRC32.checksum(&b[..508]) != crc {
+        if !crc_matches(get_u32(b, field::CRC), CRC32.checksum(&b[field::COVERED])) {
             return Err(SbParseError::Corrupted);
         }
-        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        if u16_at(4) != VERSION {
+        if get_u16(b, field::VERSION) != VERSION {
             return Err(SbParseError::Version);
         }
-        if u16_at(6) as usize != SB_LEN {
+        if get_u16(b, field::HEADER_LEN) as usize != SB_LEN {
             return Err(SbParseError::Corrupted);
         }
-        let placement = Placement::from_byte(b[30]).ok_or(SbParseError::Corrupted)?;
-        let oob_count = b[31];
+        let placement = Placement::from_byte(b[field::PLACEMENT]).ok_or(SbParseError::Corrupted)?;
+        let oob_count = b[field::OOB_COUNT];
         if oob_count as usize > MAX_OOB_REGIONS {
             return Err(SbParseError::Corrupted);
         }
         let mut oob_regions = [OobRegion::default(); MAX_OOB_REGIONS];
         for (i, r) in oob_regions.iter_mut().enumerate() {
-            let o = 32 + i * 6;
-            r.offset = u16_at(o);
-            r.len = u16_at(o + 2);
-            r.ecc_step = match b[o + 4] {
+            let f = &b[field::oob_region(i)];
+            r.offset = get_u16(f, 0..2);
+            r.len = get_u16(f, 2..4);
+            r.ecc_step = match f[4] {
                 0xFF => None,
                 s => Some(s),
             };
         }
         let sb = Superblock {
-            page_size: u32_at(8),
-            oob_size: u16_at(12),
-            pages_per_block: u16_at(14),
-            blocks: u32_at(16),
-            dies: u16_at(20),
-            channels: u16_at(22),
-            program_unit: u16_at(24),
-            nop: b[26],
-            ecc_kind: b[27],
-            ecc_strength: b[28],
-            scrub_threshold: b[29],
+            page_size: get_u32(b, field::PAGE_SIZE),
+            oob_size: get_u16(b, field::OOB_SIZE),
+            pages_per_block: get_u16(b, field::PAGES_PER_BLOCK),
+            blocks: get_u32(b, field::BLOCKS),
+            dies: get_u16(b, field::DIES),
+            channels: get_u16(b, field::CHANNELS),
+            program_unit: get_u16(b, field::PROGRAM_UNIT),
+            nop: b[field::NOP],
+            ecc_kind: b[field::ECC_KIND],
+            ecc_strength: b[field::ECC_STRENGTH],
+            scrub_threshold: b[field::SCRUB_THRESHOLD],
             placement,
             oob_regions,
             oob_count,
-            window_blocks: u16_at(128),
-            format_id: u32_at(132),
-            sb_blocks: [u32_at(136), u32_at(140)],
-            ckpt_blocks: [u32_at(144), u32_at(148), u32_at(152), u32_at(156)],
-            log_programs: b[160],
+            window_blocks: get_u16(b, field::WINDOW_BLOCKS),
+            format_id: get_u32(b, field::FORMAT_ID),
+            sb_blocks: core::array::from_fn(|i| get_u32(b, field::sb_block(i))),
+            ckpt_blocks: core::array::from_fn(|i| get_u32(b, field::ckpt_block(i))),
+            log_programs: b[field::LOG_PROGRAMS],
         };
         let in_range = |blk: u32| blk < sb.blocks;
         let fixed = || sb.sb_blocks.iter().chain(sb.ckpt_blocks.iter());
@@ -301,7 +299,7 @@ impl Superblock {
             || sb.log_programs == 0
             || sb.log_programs > sb.nop
             || !distinct
-            || u16_at(130) != 0xFFFF
+            || get_u16(b, field::RESERVED_130) != 0xFFFF
             || sb.pages_per_block < 4
             || !sb
                 .sb_blocks
@@ -313,6 +311,44 @@ impl Superblock {
         }
         Ok(Some(sb))
     }
+}
+
+/// Where each field lives (see the module docs).
+mod field {
+    use core::ops::Range;
+    pub const MAGIC: Range<usize> = 0..4;
+    pub const VERSION: Range<usize> = 4..6;
+    pub const HEADER_LEN: Range<usize> = 6..8;
+    pub const PAGE_SIZE: Range<usize> = 8..12;
+    pub const OOB_SIZE: Range<usize> = 12..14;
+    pub const PAGES_PER_BLOCK: Range<usize> = 14..16;
+    pub const BLOCKS: Range<usize> = 16..20;
+    pub const DIES: Range<usize> = 20..22;
+    pub const CHANNELS: Range<usize> = 22..24;
+    pub const PROGRAM_UNIT: Range<usize> = 24..26;
+    pub const NOP: usize = 26;
+    pub const ECC_KIND: usize = 27;
+    pub const ECC_STRENGTH: usize = 28;
+    pub const SCRUB_THRESHOLD: usize = 29;
+    pub const PLACEMENT: usize = 30;
+    pub const OOB_COUNT: usize = 31;
+    /// OOB region `i`: offset u16, len u16, ECC step u8, 0xFF.
+    pub const fn oob_region(i: usize) -> Range<usize> {
+        32 + 6 * i..38 + 6 * i
+    }
+    pub const WINDOW_BLOCKS: Range<usize> = 128..130;
+    pub const RESERVED_130: Range<usize> = 130..132;
+    pub const FORMAT_ID: Range<usize> = 132..136;
+    pub const fn sb_block(i: usize) -> Range<usize> {
+        136 + 4 * i..140 + 4 * i
+    }
+    pub const fn ckpt_block(i: usize) -> Range<usize> {
+        144 + 4 * i..148 + 4 * i
+    }
+    pub const LOG_PROGRAMS: usize = 160;
+    /// What the CRC covers.
+    pub const COVERED: Range<usize> = 0..508;
+    pub const CRC: Range<usize> = 508..512;
 }
 
 /// Why a superblock did not parse.

@@ -29,12 +29,26 @@
 //! ```
 
 use super::checkpoint::{ObjKind, NONE};
+use super::field::{get_u32, get_u64, put_u32, put_u64};
 use crate::errors::Corrupted;
 
 /// Record size.
 pub const REC_LEN: usize = 32;
 /// The object table's own object id.
 pub const TABLE_OBJ: u32 = 0;
+
+/// Where each field of a record lives (see the module docs).
+mod field {
+    use core::ops::Range;
+    pub const ID: Range<usize> = 0..4;
+    pub const KIND: usize = 4;
+    pub const FLAGS: usize = 5;
+    pub const RESERVED: Range<usize> = 6..8;
+    pub const SIZE: Range<usize> = 8..16;
+    pub const ROOT: Range<usize> = 16..20;
+    pub const META: Range<usize> = 20..24;
+    pub const LOG_START: Range<usize> = 24..32;
+}
 
 /// One object record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,13 +75,13 @@ impl ObjRecord {
     /// Encodes.
     pub fn encode(&self) -> [u8; REC_LEN] {
         let mut b = [0xFFu8; REC_LEN];
-        b[0..4].copy_from_slice(&self.id.to_le_bytes());
-        b[4] = self.kind as u8;
-        b[5] = self.direct as u8;
-        b[8..16].copy_from_slice(&self.size.to_le_bytes());
-        b[16..20].copy_from_slice(&self.root.to_le_bytes());
-        b[20..24].copy_from_slice(&self.meta.to_le_bytes());
-        b[24..32].copy_from_slice(&self.log_start.to_le_bytes());
+        put_u32(&mut b, field::ID, self.id);
+        b[field::KIND] = self.kind as u8;
+        b[field::FLAGS] = self.direct as u8;
+        put_u64(&mut b, field::SIZE, self.size);
+        put_u32(&mut b, field::ROOT, self.root);
+        put_u32(&mut b, field::META, self.meta);
+        put_u64(&mut b, field::LOG_START, self.log_start);
         b
     }
 
@@ -78,20 +92,14 @@ impl ObjRecord {
         if b.iter().all(|&x| x == 0xFF) {
             return Ok(None);
         }
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let u64_at = |o: usize| {
-            let mut s = [0u8; 8];
-            s.copy_from_slice(&b[o..o + 8]);
-            u64::from_le_bytes(s)
-        };
         let r = ObjRecord {
-            id: u32_at(0),
-            kind: ObjKind::from_byte(b[4]).ok_or(Corrupted)?,
-            size: u64_at(8),
-            root: u32_at(16),
-            direct: b[5] == 1,
-            meta: u32_at(20),
-            log_start: u64_at(24),
+            id: get_u32(b, field::ID),
+            kind: ObjKind::from_byte(b[field::KIND]).ok_or(Corrupted)?,
+            size: get_u64(b, field::SIZE),
+            root: get_u32(b, field::ROOT),
+            direct: b[field::FLAGS] == 1,
+            meta: get_u32(b, field::META),
+            log_start: get_u64(b, field::LOG_START),
         };
         let log_ok = match r.kind {
             ObjKind::Object => r.log_start == 0,
@@ -99,9 +107,9 @@ impl ObjRecord {
         };
         if r.id != id
             || id == TABLE_OBJ
-            || b[5] > 1
+            || b[field::FLAGS] > 1
             || (r.direct && r.kind != ObjKind::Object)
-            || b[6..8] != [0xFF, 0xFF]
+            || b[field::RESERVED] != [0xFF, 0xFF]
             || r.size > max_size
             || (r.root != NONE && r.root >= pages)
             || r.meta >= pages
