@@ -108,7 +108,7 @@ fuzz_target!(|input: Input| {
                 // As fsck does: a rebuild from a full scan next.
                 drop(fs);
                 fs = Store::new(&mut sim);
-                if fs.mount_rebuild_in_place().is_err() {
+                if fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN]).is_err() {
                     return;
                 }
             }
@@ -121,7 +121,7 @@ fuzz_target!(|input: Input| {
         Err(_) => {
             drop(fs);
             fs = Store::new(&mut sim);
-            if fs.mount_rebuild_in_place().is_err() {
+            if fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN]).is_err() {
                 return;
             }
         }

@@ -117,6 +117,8 @@ struct Scanned {
     /// A page that did not read is not a torn tail: whatever it held is lost, and its
     /// owner cannot be known.
     lost: bool,
+    /// The blocks that hold such pages.
+    evidence: Vec<u32>,
     pages_scanned: u32,
 }
 
@@ -149,23 +151,32 @@ impl<
     /// `alloc` feature (the scan's findings are held in RAM: about 16 bytes per
     /// programmed page).
     ///
+    /// An object whose every metadata page is lost (while some page did not read) comes
+    /// back from its data pages under a new metadata page carrying `lost_meta_attrs`
+    /// as its user attributes, and is named: the layer above decides what attributes
+    /// are safe for an object it knows nothing more of (oftl's own users may pass
+    /// `[0xFF; ATTR_LEN]`).
+    ///
     /// Power loss: a cut during the rebuild leaves every page it would keep untouched;
     /// rebuild again.
-    pub fn mount_rebuild_in_place(&mut self) -> Result<(), MountError<F::Error>> {
-        let r = self.rebuild_inner();
+    pub fn mount_rebuild_in_place(
+        &mut self,
+        lost_meta_attrs: [u8; crate::ATTR_LEN],
+    ) -> Result<(), MountError<F::Error>> {
+        let r = self.rebuild_inner(lost_meta_attrs);
         self.dev.recovering = false;
         self.poisoned = r.is_err();
         r
     }
 
-    fn rebuild_inner(&mut self) -> Result<(), MountError<F::Error>> {
+    fn rebuild_inner(
+        &mut self,
+        lost_meta_attrs: [u8; crate::ATTR_LEN],
+    ) -> Result<(), MountError<F::Error>> {
         let sb = match self.checked_superblock() {
             Ok(sb) => sb,
             // Copies that are there but do not read: made again from the device.
-            Err(MountError::Corrupted) => self.rebuild_superblock().map_err(|e| match e {
-                Fault::Flash(e) => MountError::Flash(e),
-                _ => MountError::Corrupted,
-            })?,
+            Err(MountError::Corrupted) => self.rebuild_superblock().map_err(MountError::from)?,
             Err(e) => return Err(e),
         };
         self.reset_state(sb);
@@ -174,7 +185,7 @@ impl<
         self.salvaged.rebuilt = true;
         let sc = self.rebuild_scan().map_err(MountError::from)?;
         let objects = self.rebuild_decide(&sc).map_err(MountError::from)?;
-        self.rebuild_install(&sc, objects)
+        self.rebuild_install(&sc, objects, lost_meta_attrs)
             .map_err(MountError::from)?;
         self.check_health();
         Ok(())
@@ -414,6 +425,7 @@ impl<
             // unreadable page outside an index block counts as lost.
             if garbage_at.is_some() && !(index_only && used_index) {
                 sc.lost = true;
+                sc.evidence.push(b);
             }
         }
         // Numbers above every checkpoint and marker seen, and above any a page that
@@ -656,10 +668,21 @@ impl<
     }
 
     /// Step 3: the decided state made the store's (see the module docs).
-    fn rebuild_install(&mut self, sc: &Scanned, objects: Vec<Rebuilt>) -> Result<(), FaultOf<F>> {
+    fn rebuild_install(
+        &mut self,
+        sc: &Scanned,
+        objects: Vec<Rebuilt>,
+        lost_meta_attrs: [u8; crate::ATTR_LEN],
+    ) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let mut holds = alloc::vec![false; sc.used.len()];
+        // A block with a lost page (one that did not read, outside an index block) is
+        // kept from reuse until the checkpoint commits (then it is free): a cut before
+        // that leaves the next rebuild the same evidence, so it names the same objects.
+        for &b in sc.evidence.iter() {
+            holds[b as usize] = true;
+        }
         for o in objects.iter() {
             if o.rec.meta != NONE {
                 holds[self.dev.block_of(o.rec.meta)] = true;
@@ -718,7 +741,7 @@ impl<
                 kind: ObjKind::Object,
                 deleted: false,
                 size: o.rec.size,
-                attrs: [0xFF; crate::ATTR_LEN],
+                attrs: lost_meta_attrs,
             };
             self.write_meta(&rec, None)?;
             for (&lpn, &page) in o.map.iter() {

@@ -395,6 +395,12 @@ impl<
         // A window block whose erase failed after the checkpoint was marked bad at once.
         for &(b, _) in walk.iter() {
             if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+                if self.salvage && self.dev.blocks[b as usize].state != BlockState::Bad {
+                    // Its erase failed (then it holds nothing new), or its marker is
+                    // damaged and what it held cannot be read: which objects that
+                    // touches cannot be told.
+                    self.salvaged.left_out_unnamed();
+                }
                 let bi = &mut self.dev.blocks[b as usize];
                 self.dev.valid_total = self.dev.valid_total.saturating_sub(bi.valid as u64);
                 bi.valid = 0;

@@ -157,7 +157,7 @@ fn same_objects(seen: &Model, want: &Model, deleted: &[u32]) -> Result<(), Strin
 
 fn rebuild(sim: &mut Sim) -> Result<oftl::SalvageReport, MountError<nand_hal::sim::SimError>> {
     let mut fs = Fs::new(sim);
-    fs.mount_rebuild_in_place()?;
+    fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN])?;
     Ok(fs.salvage_report().clone())
 }
 
@@ -326,7 +326,7 @@ fn a_rebuild_on_an_unsupported_store_is_refused_cleanly() {
     let mut sim = Sim::heap(TINY, FaultPlan::seeded(1));
     let mut fs: Oftl<&mut Sim, 2048, 64, 4, 2> = Oftl::new(&mut sim);
     assert!(matches!(
-        fs.mount_rebuild_in_place(),
+        fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN]),
         Err(MountError::NotFormatted)
     ));
     assert!(fs.flash().geometry().blocks() > 0);

@@ -332,7 +332,19 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
                 }
             }
             match repaired {
-                Some(rep) => say_rollback(&mut v, &rep, out),
+                Some(rep) => {
+                    say_rollback(&mut v, &rep, out);
+                    if rep.unnamed() {
+                        doubts.push(Problem {
+                            path: "/".into(),
+                            repairable: false,
+                            words: "the repair could not name every object it rolled back: \
+                                    any file written after the lost page may be older; fsck \
+                                    cannot tell which"
+                                .into(),
+                        });
+                    }
+                }
                 None => match v.mount_rebuild() {
                     Ok(rep) => {
                         say_rebuilt(&rep, out);
@@ -569,19 +581,16 @@ fn say_rollback(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(", ");
+    let lost = match rep.unreadable_pages().len() {
+        // A block of them reads as bad (its marker damaged), or only its numbers show
+        // the gap.
+        0 => "pages written since the last checkpoint are lost".to_string(),
+        1 => format!("page {pages} no longer reads"),
+        _ => format!("pages {pages} no longer read"),
+    };
     let _ = writeln!(
         out,
-        "repaired: the store mounts again; page{} {pages} no longer read{}, so {}",
-        if rep.unreadable_pages().len() == 1 {
-            ""
-        } else {
-            "s"
-        },
-        if rep.unreadable_pages().len() == 1 {
-            "s"
-        } else {
-            ""
-        },
+        "repaired: the store mounts again; {lost}, so {}",
         if rep.to_checkpoint() {
             "nothing written since the store's last checkpoint is kept (its data and log \
              heads have no order between them to stop anywhere later)"

@@ -309,24 +309,6 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn mount_rebuild(&mut self) -> Result<Repair, Error<S::FlashError>> {
         self.vol = None;
         self.store.mount_rebuild()?;
-        // Objects whose metadata page was lost come back with unknown attributes (all
-        // 0xFF): stamp them as files whose staged writes are all home (what staging
-        // held for them is gone; they are named) and that a directory adopted, so the
-        // staging replay neither re-applies old records nor deletes them.
-        let named: heapless::Vec<oftl::ObjectId, { oftl::SalvageReport::MAX_OBJECTS }> = self
-            .store
-            .salvage_report()
-            .rolled_back()
-            .iter()
-            .copied()
-            .collect();
-        for id in named {
-            if self.store.is_object(id)? && self.store.attrs(id)? == [0xFF; oftl::ATTR_LEN] {
-                let attrs = stage::attrs_for(u64::MAX);
-                self.store
-                    .transact(&[oftl::TxOp::SetAttrs { obj: id, attrs }])?;
-            }
-        }
         self.open_volume()?;
         Ok(Repair {
             report: self.store.salvage_report().clone(),

@@ -138,7 +138,12 @@ impl<
 
     #[cfg(feature = "alloc")]
     fn mount_rebuild(&mut self) -> Result<(), Error<F::Error>> {
-        self.mount_rebuild_in_place().map_err(Error::Mount)?;
+        // A file whose metadata page was lost comes back with its staged writes taken
+        // as home (what staging held for it is gone; it is named) and as adopted by a
+        // directory, so the staging replay neither re-applies old records over it nor
+        // deletes it.
+        self.mount_rebuild_in_place(crate::stage::attrs_for(u64::MAX))
+            .map_err(Error::Mount)?;
         let r = Oftl::salvage_report(self);
         warn!(
             "stagefs: store rebuilt from a full scan (unreadable pages {:?}, in doubt: {:?}, more: {})",
