@@ -4,7 +4,9 @@
 //! pages scribbled); mounting must then fail with an error or succeed, and a mounted
 //! volume must answer listing, reads, writes, renames, removals and unmount with
 //! results or errors: never a panic, a hang (libFuzzer's timeout) or an out-of-bounds
-//! access.
+//! access. A volume that does not mount goes through `fsck --repair`'s mounts (the
+//! repair for lost window pages, then the rebuild from a full scan) under the same
+//! rules.
 
 #![no_main]
 
@@ -99,7 +101,11 @@ fuzz_target!(|input: Input| {
     }
     let mut fs: Vol<'_> = Fs::new(Oftl::new(&mut sim));
     if fs.mount().is_err() {
-        return;
+        // What `fsck --repair` does next: the repair for lost window pages, then the
+        // rebuild from a full scan; each must mount a working volume or fail cleanly.
+        if fs.mount_repair().is_err() && fs.mount_rebuild().is_err() {
+            return;
+        }
     }
     // Walk what is there (bounded), read every file, then change a few things.
     let mut dirs = vec![String::from("/")];
