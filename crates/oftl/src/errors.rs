@@ -160,7 +160,7 @@ pub enum ReadError<E> {
 }
 
 /// Internal error carried through the code paths and narrowed per operation.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fault<E> {
     Flash(E),
     Corrupted,
@@ -314,5 +314,90 @@ impl defmt::Format for crate::SalvageReport {
             self.rolled_back(),
             self.more()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type F = Fault<u8>;
+
+    /// Every internal fault narrows to a named variant of each operation's error; none
+    /// that an internal invariant raises reads as damaged flash.
+    #[test]
+    fn faults_narrow_to_what_they_mean() {
+        let all: [F; 12] = [
+            Fault::Flash(7),
+            Fault::Corrupted,
+            Fault::NotFound,
+            Fault::NoSpace,
+            Fault::Exhausted,
+            Fault::ReadOnly,
+            Fault::MediaLoss(9),
+            Fault::TooManyObjects,
+            Fault::TooLarge,
+            Fault::Poisoned,
+            Fault::WrongKind,
+            Fault::BufferTooSmall(3),
+        ];
+        let write: [WriteError<u8>; 12] = [
+            WriteError::Flash(7),
+            WriteError::Corrupted,
+            WriteError::NotFound,
+            WriteError::NoSpace,
+            WriteError::Exhausted,
+            WriteError::ReadOnly,
+            WriteError::Corrupted,
+            WriteError::TooManyObjects,
+            WriteError::TooLarge,
+            WriteError::Poisoned,
+            WriteError::WrongKind,
+            WriteError::Internal,
+        ];
+        let read: [ReadError<u8>; 12] = [
+            ReadError::Flash(7),
+            ReadError::Corrupted,
+            ReadError::NotFound,
+            ReadError::Exhausted,
+            ReadError::Exhausted,
+            ReadError::Internal,
+            ReadError::Corrupted,
+            ReadError::Internal,
+            ReadError::Corrupted,
+            ReadError::Poisoned,
+            ReadError::WrongKind,
+            ReadError::BufferTooSmall(3),
+        ];
+        let mount: [MountError<u8>; 12] = [
+            MountError::Flash(7),
+            MountError::Corrupted,
+            MountError::Corrupted,
+            MountError::NoSpace,
+            MountError::NoSpace,
+            MountError::NoSpace,
+            MountError::MediaLoss { page: 9 },
+            MountError::NoSpace,
+            MountError::NoSpace,
+            MountError::Internal,
+            MountError::Corrupted,
+            MountError::Internal,
+        ];
+        for (i, f) in all.iter().enumerate() {
+            assert_eq!(WriteError::from(*f), write[i], "{f:?}");
+            assert_eq!(ReadError::from(*f), read[i], "{f:?}");
+            assert_eq!(MountError::from(*f), mount[i], "{f:?}");
+        }
+    }
+
+    #[test]
+    fn operation_errors_are_copy_and_say_what_they_are() {
+        let e: MountError<u8> = MountError::Internal;
+        let copy = e;
+        assert_eq!(e, copy);
+        extern crate std;
+        use std::string::ToString;
+        assert!(WriteError::<u8>::Internal.to_string().contains("bug"));
+        assert!(ReadError::<u8>::Corrupted.to_string().contains("corrupted"));
     }
 }

@@ -797,3 +797,36 @@ fn find_superblock<F: NandFlash>(flash: &mut F) -> Result<Superblock, MountError
     }
     Err(seen.unwrap_or(MountError::NotFormatted))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cmp::Ordering;
+
+    #[test]
+    fn sequence_numbers_compare_across_the_wrap() {
+        assert_eq!(seq_cmp(5, 3), Ordering::Greater);
+        assert_eq!(seq_cmp(3, 3), Ordering::Equal);
+        assert_eq!(seq_cmp(2, u32::MAX - 1), Ordering::Greater);
+        assert_eq!(seq_cmp(u32::MAX, 0), Ordering::Less);
+        assert_eq!(newer(u32::MAX, 1), 1);
+        assert_eq!(newer(7, 6), 7);
+    }
+
+    /// Ties between checkpoints with one number go by the rotation of the checkpoint
+    /// blocks (SPEC 3.8 rule 9).
+    #[test]
+    fn checkpoint_ties_go_by_rotation() {
+        let c = |seq, cur, first| Candidate {
+            seq,
+            cur,
+            first,
+            pages: 1,
+        };
+        assert_eq!(cand_cmp(&c(9, 0, 0), &c(8, 3, 0)), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 1, 0), &c(8, 0, 5)), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 0, 0), &c(8, 3, 0)), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 2, 4), &c(8, 2, 1)), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 2, 1), &c(8, 3, 0)), Ordering::Less);
+    }
+}

@@ -760,3 +760,33 @@ fn newest(a: Option<u32>, b: u32) -> u32 {
         _ => b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::backpointer::{Backpointer, PageKind};
+
+    fn at(seq: u32, relocated: bool) -> Order {
+        let mut bp = Backpointer::single(PageKind::Data, 1, 0, 0);
+        bp.seq = seq;
+        bp.relocated = relocated;
+        Order::of(&bp)
+    }
+
+    /// A cold copy stamped with watermark `w` took effect after every data-head page
+    /// numbered below `w` and before the one numbered `w` (SPEC 3.8 rule 5).
+    #[test]
+    fn copies_sort_before_the_original_with_their_watermark() {
+        assert_eq!(at(10, true).cmp(&at(10, false)), Ordering::Less);
+        assert_eq!(at(10, true).cmp(&at(9, false)), Ordering::Greater);
+        assert_eq!(at(11, false).cmp(&at(10, true)), Ordering::Greater);
+        assert_eq!(at(1, false).cmp(&at(u32::MAX, false)), Ordering::Greater);
+    }
+
+    #[test]
+    fn newest_is_serial() {
+        assert_eq!(newest(None, 4), 4);
+        assert_eq!(newest(Some(9), 4), 9);
+        assert_eq!(newest(Some(u32::MAX), 2), 2);
+    }
+}
