@@ -4,60 +4,15 @@
 //! small writes still in the staging log, renamed and removed files, after a clean
 //! unmount or a power cut).
 
+mod common;
+
+use common::{append_fsync, bytes, kill, pages_of};
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::FaultPlan;
-use nand_hal::PageAddr;
-use oftl::format::backpointer::{Backpointer, PageKind};
+use oftl::format::backpointer::PageKind;
 use stagefs_cli::fsck;
 use stagefs_cli::image::{self, Sim};
-use stagefs_cli::volume::{self, Vol};
-use stagefs_core::OpenOptions;
-
-fn kill(sim: &mut Sim, page: u32) {
-    for st in 0..4 {
-        sim.inject_flips(PageAddr(page), st, 40);
-    }
-}
-
-/// Pages whose tag (spare area, else the in-band copy) names one of `kinds`.
-fn pages_of(sim: &Sim, kinds: &[PageKind]) -> Vec<u32> {
-    let g = TINY.geometry;
-    let caps = TINY.capabilities;
-    let (mut d, mut o) = (
-        vec![0u8; g.page_size() as usize],
-        vec![0u8; g.oob_size() as usize],
-    );
-    (0..g.pages())
-        .filter(|&p| {
-            sim.peek(PageAddr(p), &mut d, &mut o);
-            let mut t = [0u8; 16];
-            caps.oob.gather_protected(&o, &mut t);
-            let bp = match Backpointer::parse(&t) {
-                Ok(Some(bp)) => Some(bp),
-                _ => Backpointer::parse(&d[496..512]).ok().flatten(),
-            };
-            bp.is_some_and(|bp| kinds.contains(&bp.kind))
-        })
-        .collect()
-}
-
-fn append_fsync(v: &mut Vol<'_>, path: &str, data: &[u8]) {
-    let f = v
-        .open(
-            path,
-            OpenOptions::new().write(true).append(true).create(true),
-        )
-        .unwrap();
-    v.write(f, data).unwrap();
-    v.fsync(f).unwrap();
-    v.close(f).unwrap();
-}
-
-fn bytes(seed: u32, n: usize) -> Vec<u8> {
-    (0..n as u32)
-        .map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(0x9E37)) as u8)
-        .collect()
-}
+use stagefs_cli::volume;
 
 /// A volume with inline files, paged files, files with staged appends, a renamed file
 /// over an existing one and removed files, in two directories; `clean` unmounts it,
