@@ -497,16 +497,18 @@ impl<
                 self.rebuild_doubt(id, page);
             }
             let Some(&(_, meta_page, newest_rec)) = records.last() else {
-                // Pages without a metadata page: a live object always has one, so
-                // these are an object deleted long ago (its tombstone collected),
-                // unless its metadata page is one that did not read. Then its data
-                // pages come back under a new metadata page (attributes unknown: all
-                // 0xFF), named, for the layer above to judge.
-                if !sc.unreadable.is_empty() && found.iter().all(|f| f.bp.kind == PageKind::Data) {
+                // Pages without a readable metadata record: a live object always has
+                // one, so these are an object deleted long ago (its tombstone
+                // collected), unless its metadata page is one that did not read. Then
+                // its data pages come back under a new metadata page (with the
+                // caller's attributes), named, for the layer above to judge.
+                let meta_lost = unread.is_some() || !sc.unreadable.is_empty();
+                let has_data = found.iter().any(|f| f.bp.kind == PageKind::Data);
+                if meta_lost && has_data {
                     self.salvaged.left_out(id);
                     let mut size = 0u64;
                     let mut map: BTreeMap<u32, u32> = BTreeMap::new();
-                    for f in found.iter() {
+                    for f in found.iter().filter(|f| f.bp.kind == PageKind::Data) {
                         map.insert(f.bp.lpn, f.page);
                         size = size.max(f.bp.lpn as u64 * payload + f.bp.len as u64);
                     }
@@ -522,7 +524,7 @@ impl<
                         },
                         map,
                     });
-                } else if !sc.unreadable.is_empty() {
+                } else if meta_lost {
                     self.salvaged.left_out(id);
                 }
                 continue;
