@@ -156,9 +156,11 @@ impl SalvageReport {
 
     /// Whether the tables were rebuilt from a full scan
     /// ([`crate::Oftl::mount_rebuild_in_place`]). Then [`Self::rolled_back`] names the
-    /// objects whose state is in doubt (a metadata page that did not read; pages left
-    /// with no metadata page, which are dropped) and [`Self::unreadable_pages`] the
-    /// pages that did not read anywhere on the device.
+    /// objects whose state is in doubt (a newest metadata page that did not read, an
+    /// object brought back from its data pages under a new metadata page, a page
+    /// missing below an object's size, a stream with a gap),
+    /// [`Self::unreadable_pages`] lists pages that did not read anywhere on the device,
+    /// and [`Self::more`] says a page was lost whose owner cannot be named.
     pub fn rebuilt(&self) -> bool {
         self.rebuilt
     }
