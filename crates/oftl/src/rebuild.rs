@@ -110,8 +110,6 @@ struct Scanned {
     logs: BTreeMap<u32, Vec<LogPage>>,
     /// Newest number seen per head (any kind that head writes).
     newest: [Option<u32>; HEADS],
-    /// Blocks with anything programmed.
-    used: Vec<bool>,
     /// Pages that did not read (neither a backpointer nor whole log groups).
     unreadable: Vec<u32>,
     /// A page that did not read is not a torn tail: whatever it held is lost, and its
@@ -319,10 +317,7 @@ impl<
         let geo = self.dev.geo;
         let ppb = self.dev.ppb();
         let pu = self.dev.pu();
-        let mut sc = Scanned {
-            used: alloc::vec![false; geo.blocks() as usize],
-            ..Scanned::default()
-        };
+        let mut sc = Scanned::default();
         let fixed: [u32; 2 + CKPT_BLOCKS] = {
             let sb = &self.dev.sb;
             let mut f = [0; 2 + CKPT_BLOCKS];
@@ -354,7 +349,6 @@ impl<
                     Scan::Bp(bp) => Some(bp),
                     Scan::Garbage => None,
                 };
-                sc.used[b as usize] = true;
                 if reserved {
                     // Checkpoint and marker numbers: the new checkpoint goes above them.
                     if let Some(bp) = bp {
@@ -678,7 +672,7 @@ impl<
     ) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
-        let mut holds = alloc::vec![false; sc.used.len()];
+        let mut holds = alloc::vec![false; self.dev.geo.blocks() as usize];
         // A block with a lost page (one that did not read, outside an index block) is
         // kept from reuse until the checkpoint commits (then it is free): a cut before
         // that leaves the next rebuild the same evidence, so it names the same objects.
