@@ -105,8 +105,8 @@ fn run<P: SpacePolicy + Default>(name: &str, idle: bool) {
     let erases: Vec<u32> = fs
         .blocks()
         .iter()
-        .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
-        .map(|b| b.erases)
+        .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
+        .map(|b| b.erases())
         .collect();
     println!(
         "{name}: WA {:.3} (programs per user page), {} pages copied by GC, {} checkpoints, \

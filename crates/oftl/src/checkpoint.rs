@@ -17,6 +17,7 @@
 
 use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 
+use crate::blocks::Settled;
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
 use crate::format::checkpoint::{BlockState, BstEntry, CkptHeader, HeadRecord, HEADS, NONE};
@@ -87,8 +88,8 @@ impl<
             self.mark_checkpoint_used()?;
         }
         for b in 0..self.dev.geo.blocks() {
-            let bi = self.dev.blocks[b as usize];
-            if bi.state == BlockState::Bad && bi.retire {
+            let bi = self.dev.table.get(b);
+            if bi.state() == BlockState::Bad && bi.retire() {
                 self.dev.retire_now(b)?;
             }
         }
@@ -175,7 +176,7 @@ impl<
             let cur = self.dev.sb.ckpt_blocks[self.ckpt.cur];
             let usable = room
                 && self.ckpt.frontier_known
-                && self.dev.blocks[cur as usize].state != BlockState::Bad
+                && self.dev.table.get(cur).state() != BlockState::Bad
                 && self.page_erased(self.ckpt_page(self.ckpt.next_page))?
                 && self.failed_pages_read_used()?;
             if !usable {
@@ -216,23 +217,16 @@ impl<
             let _ = unused.push(b);
         }
         for b in 0..self.dev.geo.blocks() {
-            let bi = &mut self.dev.blocks[b as usize];
             if carried.contains(&b) || unused.contains(&b) {
                 continue;
             }
-            match bi.state {
-                BlockState::Window | BlockState::Full if bi.valid == 0 => {
-                    if self.gc_victim.is_some_and(|(v, _, _)| v == b) {
-                        // Nothing left to collect in it; it is free from now on.
-                        self.gc_victim = None;
-                    }
-                    bi.state = if bi.retire {
-                        BlockState::Bad
-                    } else {
-                        BlockState::Free
-                    };
+            match self.dev.table.settle(b) {
+                Settled::Freed | Settled::Retired
+                    if self.gc_victim.is_some_and(|(v, _, _)| v == b) =>
+                {
+                    // Nothing left to collect in it; it is free from now on.
+                    self.gc_victim = None;
                 }
-                BlockState::Window => bi.state = BlockState::Full,
                 _ => {}
             }
         }
@@ -247,45 +241,32 @@ impl<
         self.dev.window.clear();
         self.dev.window_next = 0;
         for b in unused {
-            if self.dev.window.len() < want && !self.dev.blocks[b as usize].retire {
+            if self.dev.window.len() < want && !self.dev.table.get(b).retire() {
                 let _ = self.dev.window.push(b);
             } else {
-                self.dev.blocks[b as usize].state = BlockState::Free;
+                self.dev.table.leave_window(b);
             }
         }
-        let n = self.dev.geo.blocks() as usize;
         // Leave as many free blocks as the window is long, plus the extra, for a
         // recovery after a crash in this window (see `recovery_extra_blocks`): carried
         // blocks go back first if the reserve is short (recovery, for one, grows its
         // window from the free blocks).
         let extra = self.recovery_extra_blocks() as usize;
-        let mut free = self.dev.blocks[..n]
-            .iter()
-            .filter(|b| b.state == BlockState::Free && !b.retire)
-            .count();
+        let mut free = self.dev.table.count(|b| b.takeable()) as usize;
         while free < self.dev.window.len() + extra {
             let Some(b) = self.dev.window.pop() else {
                 break;
             };
-            self.dev.blocks[b as usize].state = BlockState::Free;
+            self.dev.table.leave_window(b);
             free += 1;
         }
         while self.dev.window.len() < want && free > self.dev.window.len() + 1 + extra {
             free -= 1;
-            match self.dev.policy.pick_free(&self.dev.blocks[..n]) {
-                Some(b)
-                    if self
-                        .dev
-                        .blocks
-                        .get(b as usize)
-                        .is_some_and(|x| x.state == BlockState::Free) =>
-                {
-                    if self.dev.may_join_window(b) {
-                        self.dev.blocks[b as usize].state = BlockState::Window;
-                        let _ = self.dev.window.push(b);
-                    }
-                }
-                _ => break,
+            let Some(b) = self.dev.table.pick_free(&mut self.dev.policy) else {
+                break;
+            };
+            if self.dev.may_join_window(b) && self.dev.table.join_window(b) {
+                let _ = self.dev.window.push(b);
             }
         }
     }
@@ -390,12 +371,12 @@ impl<
             let b = self.dev.window[i];
             self.put(&mut sink, &b.to_le_bytes())?;
         }
-        for b in 0..n_blocks as usize {
-            let bi = self.dev.blocks[b];
+        for b in 0..n_blocks {
+            let bi = self.dev.table.get(b);
             let e = BstEntry {
-                state: bi.state,
-                valid: bi.valid,
-                erases: bi.erases,
+                state: bi.state(),
+                valid: bi.valid(),
+                erases: bi.erases(),
             };
             self.put(&mut sink, &e.pack().to_le_bytes())?;
         }
@@ -421,18 +402,17 @@ impl<
                 continue;
             }
             let b = self.dev.sb.ckpt_blocks[i];
-            if self.dev.blocks[b as usize].state == BlockState::Bad {
+            if self.dev.table.get(b).state() == BlockState::Bad {
                 continue;
             }
             // Retired by an earlier (failed) mount after the checkpoint we loaded.
             if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-                self.dev.blocks[b as usize].state = BlockState::Bad;
+                self.dev.table.found_bad(b);
                 continue;
             }
             match self.dev.flash.erase(BlockAddr(b)) {
                 Ok(()) => {
-                    let bi = &mut self.dev.blocks[b as usize];
-                    bi.erases = bi.erases.saturating_add(1);
+                    self.dev.table.erased(b);
                     self.ckpt.cur = i;
                     self.ckpt.next_page = 0;
                     self.ckpt.switch = false;

@@ -92,11 +92,10 @@ impl<
                 }
             }
             let more = self.gc_victim.is_some() || {
-                let n = self.dev.geo.blocks() as usize;
                 let ppb = self.dev.ppb();
-                self.dev
-                    .policy
-                    .pick_victim_for(&self.dev.blocks[..n], ppb, Urgency::Background)
+                let d = &mut self.dev;
+                d.table
+                    .pick_victim(&mut d.policy, ppb, Urgency::Background, None)
                     .is_some()
             };
             Ok(GcProgress { copied, more })
@@ -126,45 +125,28 @@ impl<
     /// Starts on the policy's victim, if it names a collectable block.
     fn pick_gc_victim(&mut self, urgency: Urgency) -> bool {
         let ppb = self.dev.ppb();
-        let n = self.dev.geo.blocks() as usize;
         // A block left alone because a referenced page did not read is hidden from the
         // policy (shown as full of valid pages) until the next checkpoint.
-        let stuck = self
-            .gc_stuck
-            .map(|b| (b, self.dev.blocks[b as usize].valid));
-        if let Some((b, _)) = stuck {
-            self.dev.blocks[b as usize].valid = ppb as u16;
-        }
-        let pick = self
-            .dev
-            .policy
-            .pick_victim_for(&self.dev.blocks[..n], ppb, urgency);
-        if let Some((b, v)) = stuck {
-            self.dev.blocks[b as usize].valid = v;
-        }
-        match pick.filter(|&v| Some(v) != self.gc_stuck) {
-            Some(v)
-                if self
-                    .dev
-                    .blocks
-                    .get(v as usize)
-                    .is_some_and(|b| b.state == BlockState::Full && b.valid > 0) =>
-            {
-                let bi = &self.dev.blocks[v as usize];
-                debug!(
-                    "oftl: gc victim block {} ({} valid pages, scrub {}, retire {}, {:?})",
-                    v, bi.valid, bi.scrub, bi.retire, urgency
-                );
-                self.gc_victim = Some((v, 0, self.dev.blocks[v as usize].erases));
-                self.gc_unreadable = false;
-                self.gc_head = match self.dev.policy.relocation(&self.dev.blocks[..n], v, ppb) {
-                    Relocation::Cold => COLD_HEAD,
-                    Relocation::Data => DATA_HEAD,
-                };
-                true
-            }
-            _ => false,
-        }
+        let d = &mut self.dev;
+        let Some(v) = d.table.pick_victim(&mut d.policy, ppb, urgency, self.gc_stuck) else {
+            return false;
+        };
+        let bi = d.table.get(v);
+        debug!(
+            "oftl: gc victim block {} ({} valid pages, scrub {}, retire {}, {:?})",
+            v,
+            bi.valid(),
+            bi.scrub(),
+            bi.retire(),
+            urgency
+        );
+        self.gc_victim = Some((v, 0, bi.erases()));
+        self.gc_unreadable = false;
+        self.gc_head = match d.policy.relocation(d.table.all(), v, ppb) {
+            Relocation::Cold => COLD_HEAD,
+            Relocation::Data => DATA_HEAD,
+        };
+        true
     }
 
     /// Pages GC may copy now through the victim's head while the data head keeps its
@@ -194,9 +176,7 @@ impl<
     /// Whether a block waits to be moved because it is failing (retire) or reads at
     /// the scrub threshold.
     pub(crate) fn urgent_victim(&self) -> bool {
-        self.blocks()
-            .iter()
-            .any(|b| b.state == BlockState::Full && b.valid > 0 && (b.retire || b.scrub))
+        self.blocks().iter().any(|b| b.urgent())
     }
 
     /// Moves up to `budget` valid pages of the current victim; returns pages copied.
@@ -204,8 +184,8 @@ impl<
         let Some((b, mut next, erases)) = self.gc_victim else {
             return Ok(0);
         };
-        let bi = self.dev.blocks[b as usize];
-        if bi.state != BlockState::Full || bi.erases != erases {
+        let bi = self.dev.table.get(b);
+        if bi.state() != BlockState::Full || bi.erases() != erases {
             // A checkpoint since the last step freed the victim (its remaining pages
             // were overwritten meanwhile): it may be a head's block by now, or even
             // full again with other pages (resuming it half-way would skip those and
@@ -216,7 +196,7 @@ impl<
         let ppb = self.dev.ppb();
         let mut copied = 0;
         while next < ppb && copied < budget {
-            if self.dev.blocks[b as usize].valid == 0 {
+            if self.dev.table.get(b).valid() == 0 {
                 break;
             }
             if self.index_room() < self.index_need(1, 1) {
@@ -256,23 +236,17 @@ impl<
                 Reloc::Unreadable => self.gc_unreadable = true,
             }
         }
-        if next >= ppb || self.dev.blocks[b as usize].valid == 0 {
+        if next >= ppb || self.dev.table.get(b).valid() == 0 {
             self.gc_victim = None;
             let unreadable = core::mem::take(&mut self.gc_unreadable);
-            let bi = &mut self.dev.blocks[b as usize];
-            bi.scrub = false;
-            if bi.valid != 0 && unreadable {
-                // Pages still referenced and pages that did not read: they may be the
-                // same. The block keeps its data (a later collection, once they read,
-                // moves them); collection leaves it alone until the next checkpoint.
+            // Pages the counts call valid but no backpointer claims: the counts were
+            // wrong (the content is unreachable anyway) and are corrected; with pages
+            // that did not read they may be the same, so the block keeps its data (a
+            // later collection, once they read, moves them) and collection leaves it
+            // alone until the next checkpoint.
+            if self.dev.table.collected(b, unreadable) != 0 {
                 warn!("oftl: gc leaves block {}: pages in it did not read", b);
                 self.gc_stuck = Some(b);
-            } else if bi.valid != 0 {
-                // Pages the counts call valid but no backpointer claims: the counts
-                // were wrong (the content is unreachable anyway). Correct them.
-                let v = bi.valid as u64;
-                bi.valid = 0;
-                self.dev.valid_total = self.dev.valid_total.saturating_sub(v);
             }
         } else {
             self.gc_victim = Some((b, next, erases));

@@ -21,7 +21,7 @@ use crate::errors::Fault;
 use crate::format::backpointer::{
     payload_crc, Backpointer, Placement, BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN,
 };
-use crate::format::checkpoint::{BlockState, NONE};
+use crate::format::checkpoint::NONE;
 use crate::gc::COLD_HEAD;
 use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
@@ -196,8 +196,8 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             }
         }
         if rep.needs_scrub() {
-            let b = self.geo.block_of(PageAddr(page)).0 as usize;
-            self.blocks[b].scrub = true;
+            let b = self.geo.block_of(PageAddr(page)).0;
+            self.table.needs_scrub(b);
         }
         Ok(rep)
     }
@@ -327,13 +327,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         // A block retired after the last checkpoint (by an interrupted recovery, for
         // one) still looks free there: check the marker before touching it.
         if self.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-            self.blocks[b as usize].state = BlockState::Bad;
+            self.table.found_bad(b);
             return Ok(());
         }
         match self.flash.erase(BlockAddr(b)) {
             Ok(()) => {
-                let bi = &mut self.blocks[b as usize];
-                bi.erases = bi.erases.saturating_add(1);
+                self.table.erased(b);
                 self.heads[head].block = b;
                 self.heads[head].next_page = 0;
                 Ok(())
@@ -349,41 +348,21 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Takes the policy's free block out of the free pool (into the window state, so
     /// nothing collects it while a head fills it) without adding it to the window list.
     pub fn take_free(&mut self) -> Option<u32> {
-        let blocks = self.geo.blocks() as usize;
-        match self.policy.pick_free(&self.blocks[..blocks]) {
-            Some(b)
-                if self
-                    .blocks
-                    .get(b as usize)
-                    .is_some_and(|x| x.state == BlockState::Free && !x.retire) =>
-            {
-                self.blocks[b as usize].state = BlockState::Window;
-                Some(b)
-            }
-            _ => None,
-        }
+        let b = self.table.pick_free(&mut self.policy)?;
+        self.table.join_window(b).then_some(b)
     }
 
     /// Adds up to `n` least-worn free blocks to the window list.
     pub fn grow_window(&mut self, n: usize) {
-        let blocks = self.geo.blocks() as usize;
         for _ in 0..n {
             if self.window.is_full() {
                 break;
             }
-            match self.policy.pick_free(&self.blocks[..blocks]) {
-                Some(b)
-                    if self
-                        .blocks
-                        .get(b as usize)
-                        .is_some_and(|x| x.state == BlockState::Free) =>
-                {
-                    if self.may_join_window(b) {
-                        self.blocks[b as usize].state = BlockState::Window;
-                        let _ = self.window.push(b);
-                    }
-                }
-                _ => break,
+            let Some(b) = self.table.pick_free(&mut self.policy) else {
+                break;
+            };
+            if self.may_join_window(b) && self.table.join_window(b) {
+                let _ = self.window.push(b);
             }
         }
     }
@@ -394,15 +373,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// block found bad only when a head reaches it would shrink room already promised.
     /// A marker that does not read is checked again when the block is started.
     pub fn may_join_window(&mut self, b: u32) -> bool {
-        if self.blocks[b as usize].erases > 0 {
+        if self.table.get(b).erases() > 0 {
             return true;
         }
         match self.flash.is_bad(BlockAddr(b)) {
             Ok(true) => {
-                let bi = &mut self.blocks[b as usize];
-                self.valid_total = self.valid_total.saturating_sub(bi.valid as u64);
-                bi.valid = 0;
-                bi.state = BlockState::Bad;
+                self.table.found_bad(b);
                 false
             }
             Ok(false) | Err(_) => true,
@@ -410,8 +386,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     }
 
     pub fn retire_now(&mut self, b: u32) -> Result<(), FaultOf<F>> {
-        self.blocks[b as usize].state = BlockState::Bad;
-        self.blocks[b as usize].retire = false;
+        self.table.retired(b);
         self.stats.retired_blocks += 1;
         self.flash.mark_bad(BlockAddr(b)).map_err(Fault::Flash)
     }
@@ -465,7 +440,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     // collected first). Each failure costs one page of the window, not
                     // the rest of the block, so the reserve an operation keeps (a
                     // block) covers a failing block's every page.
-                    self.blocks[h.block as usize].retire = true;
+                    self.table.program_failed(h.block);
                 }
                 Err(e) => return Err(Fault::Flash(e)),
             }
@@ -509,20 +484,16 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     }
 
     pub fn mark_valid(&mut self, page: u32) {
-        let b = self.block_of(page);
-        self.blocks[b].valid = self.blocks[b].valid.saturating_add(1);
-        self.valid_total += 1;
+        let b = self.block_of(page) as u32;
+        self.table.page_programmed(b);
     }
 
     pub fn mark_invalid(&mut self, page: u32) {
         if page == NONE {
             return;
         }
-        let b = self.block_of(page);
-        // Counts come from flash (checkpoint, replay): a damaged image can make them
-        // disagree; saturate rather than trust them.
-        self.blocks[b].valid = self.blocks[b].valid.saturating_sub(1);
-        self.valid_total = self.valid_total.saturating_sub(1);
+        let b = self.block_of(page) as u32;
+        self.table.page_invalidated(b);
     }
 }
 

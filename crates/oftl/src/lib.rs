@@ -151,6 +151,7 @@ pub mod errors;
 pub mod format;
 pub mod policy;
 
+mod blocks;
 mod cache;
 mod checkpoint;
 mod gc;
@@ -177,7 +178,8 @@ pub use gc::GcProgress;
 pub use log::LogRecord;
 pub use objtab::ObjectIds;
 pub use para::ParaGc;
-pub use policy::{BlockInfo, Greedy, Relocation, SpacePolicy, Urgency};
+pub use blocks::BlockInfo;
+pub use policy::{Greedy, Relocation, SpacePolicy, Urgency};
 pub use recovery::SalvageReport;
 pub use txn::TxOp;
 
@@ -372,8 +374,7 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     pub placement: Placement,
     pub payload: u32,
     pub oob_span: usize,
-    pub blocks: [BlockInfo; BLOCKS],
-    pub valid_total: u64,
+    pub table: blocks::BlockTable<BLOCKS>,
     pub heads: [Head; HEADS],
     pub window: heapless::Vec<u32, MAX_WINDOW>,
     pub window_next: usize,
@@ -566,8 +567,7 @@ impl<
                 placement: Placement::Oob,
                 payload: 0,
                 oob_span: 0,
-                blocks: [BlockInfo::FREE; BLOCKS],
-                valid_total: 0,
+                table: blocks::BlockTable::new(),
                 heads: [Head::NONE; HEADS],
                 window: heapless::Vec::new(),
                 window_next: 0,
@@ -617,8 +617,7 @@ impl<
         d.placement = placement;
         d.payload = placement.payload(geo.page_size());
         d.oob_span = caps.oob.span();
-        d.blocks.fill(BlockInfo::FREE);
-        d.valid_total = 0;
+        d.table.reset(geo.blocks());
         d.heads = [Head::NONE; HEADS];
         d.window.clear();
         d.window_next = 0;
@@ -670,7 +669,7 @@ impl<
 
     /// The block table (coarse state, valid pages, erase count).
     pub fn blocks(&self) -> &[BlockInfo] {
-        &self.dev.blocks[..(self.dev.geo.blocks() as usize).min(BLOCKS)]
+        self.dev.table.all()
     }
 
     /// Object payload bytes per page.
@@ -680,7 +679,7 @@ impl<
 
     /// Pages currently valid (data, metadata and index).
     pub fn used_pages(&self) -> u64 {
-        self.dev.valid_total
+        self.dev.table.valid_total()
     }
 
     pub(crate) fn entries_per_index(&self) -> usize {

@@ -482,8 +482,8 @@ impl<
                 // The page is done (the head has moved past it, or it was the open
                 // page) and its block retired once its data has moved, as in
                 // `Dev::program`.
-                let b = self.dev.block_of(page);
-                self.dev.blocks[b].retire = true;
+                let b = self.dev.block_of(page) as u32;
+                self.dev.table.program_failed(b);
                 Ok(Attempt::Failed)
             }
             Err(e) => Err(Fault::Flash(e)),

@@ -137,7 +137,7 @@ impl<
                 .is_bad(BlockAddr(b))
                 .map_err(FormatError::Flash)?
             {
-                self.dev.blocks[b as usize].state = BlockState::Bad;
+                self.dev.table.found_bad(b);
             }
         }
         let search = SB_SEARCH.min(geo.blocks());
@@ -156,16 +156,14 @@ impl<
         self.dev.sb = sb;
         let mut good = 0u32;
         for b in 0..geo.blocks() {
-            let bi = &mut self.dev.blocks[b as usize];
-            if bi.state == BlockState::Bad {
+            if self.dev.table.get(b).state() == BlockState::Bad {
                 continue;
             }
-            bi.state = if fixed.contains(&b) {
-                BlockState::Reserved
+            if fixed.contains(&b) {
+                self.dev.table.reserved(b);
             } else {
                 good += 1;
-                BlockState::Free
-            };
+            }
         }
         if good < 3 * w + 4 {
             return Err(FormatError::NotEnoughGoodBlocks);
@@ -200,13 +198,13 @@ impl<
     /// erase fails bad on the way.
     fn pick_erased(&mut self, to: u32, taken: &[u32]) -> Result<Option<u32>, F::Error> {
         for b in 0..to {
-            if self.dev.blocks[b as usize].state == BlockState::Bad || taken.contains(&b) {
+            if self.dev.table.get(b).state() == BlockState::Bad || taken.contains(&b) {
                 continue;
             }
             match self.dev.flash.erase(BlockAddr(b)) {
                 Ok(()) => return Ok(Some(b)),
                 Err(e) if e.kind() == ErrorKind::EraseFailed => {
-                    self.dev.blocks[b as usize].state = BlockState::Bad;
+                    self.dev.table.found_bad(b);
                     self.dev.flash.mark_bad(BlockAddr(b))?;
                 }
                 Err(e) => return Err(e),
@@ -329,7 +327,7 @@ impl<
                 .is_bad(BlockAddr(b))
                 .map_err(MountError::Flash)?
             {
-                self.dev.blocks[b as usize].state = BlockState::Bad;
+                self.dev.table.found_bad(b);
             }
         }
         if clean {
@@ -392,7 +390,7 @@ impl<
         let mut retired = false;
         for i in self.dev.window_next..self.dev.window.len() {
             let b = self.dev.window[i];
-            if self.dev.blocks[b as usize].erases > 0 {
+            if self.dev.table.get(b).erases() > 0 {
                 continue;
             }
             if self
@@ -401,17 +399,17 @@ impl<
                 .is_bad(BlockAddr(b))
                 .map_err(MountError::Flash)?
             {
-                self.dev.blocks[b as usize].state = BlockState::Bad;
+                self.dev.table.found_bad(b);
                 retired = true;
             }
         }
         if !retired {
             return Ok(());
         }
-        let blocks = &self.dev.blocks;
+        let table = &self.dev.table;
         self.dev
             .window
-            .retain(|&b| blocks[b as usize].state != BlockState::Bad);
+            .retain(|&b| table.get(b).state() != BlockState::Bad);
         if self.salvage && !self.repair {
             return Ok(());
         }
@@ -635,18 +633,12 @@ impl<
             }
             self.dev.window.push(b).map_err(|_| Fault::Corrupted)?;
         }
-        self.dev.valid_total = 0;
-        for b in 0..geo.blocks() as usize {
+        self.dev.table.begin_load();
+        for b in 0..geo.blocks() {
             let mut r = [0u8; 4];
             self.take(&mut src, &mut r)?;
             let e = BstEntry::unpack(u32::from_le_bytes(r), geo.pages_per_block())?;
-            let bi = &mut self.dev.blocks[b];
-            bi.state = e.state;
-            bi.valid = e.valid;
-            bi.erases = e.erases;
-            bi.retire = false;
-            bi.scrub = false;
-            self.dev.valid_total += e.valid as u64;
+            self.dev.table.loaded(b, e.state, e.valid, e.erases);
         }
         let expect = src.digest.clone().finalize();
         let mut r = [0u8; 4];
@@ -656,20 +648,20 @@ impl<
         }
         // Every block the window or a head names must be in the window state.
         for &b in self.dev.window.iter() {
-            if self.dev.blocks[b as usize].state != BlockState::Window {
+            if self.dev.table.get(b).state() != BlockState::Window {
                 return Err(Fault::Corrupted);
             }
         }
         for h in self.dev.heads {
             if h.block != crate::format::checkpoint::NONE
-                && self.dev.blocks[h.block as usize].state != BlockState::Window
+                && self.dev.table.get(h.block).state() != BlockState::Window
             {
                 return Err(Fault::Corrupted);
             }
         }
         for cb in self.dev.sb.ckpt_blocks {
             if !matches!(
-                self.dev.blocks[cb as usize].state,
+                self.dev.table.get(cb).state(),
                 BlockState::Reserved | BlockState::Bad
             ) {
                 return Err(Fault::Corrupted);

@@ -90,7 +90,7 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> ParaGc<BLOCKS, V, W> {
 }
 
 fn holds_data(b: &BlockInfo) -> bool {
-    matches!(b.state, BlockState::Full | BlockState::Window)
+    matches!(b.state(), BlockState::Full | BlockState::Window)
 }
 
 impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc<BLOCKS, V, W> {
@@ -103,24 +103,18 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
             blocks
                 .iter()
                 .enumerate()
-                .filter(|(_, b)| b.state == BlockState::Full && b.valid > 0)
+                .filter(|(_, b)| b.state() == BlockState::Full && b.valid() > 0)
         };
-        if let Some((i, _)) = full().find(|(_, b)| b.retire || b.scrub) {
-            return Some(i as u32);
-        }
         // Short of space, background collection is urgent too (as `paragc`'s
         // `gc_urgency` escalates): fewer than two windows' worth of free or wholly
         // invalid blocks left.
         let window = blocks
             .iter()
-            .filter(|b| b.state == BlockState::Window)
+            .filter(|b| b.state() == BlockState::Window)
             .count();
         let spare = blocks
             .iter()
-            .filter(|b| {
-                (b.state == BlockState::Free && !b.retire)
-                    || (b.state == BlockState::Full && b.valid == 0)
-            })
+            .filter(|b| b.takeable() || (b.state() == BlockState::Full && b.valid() == 0))
             .count();
         let urgency = if spare <= 2 * window + 2 {
             Urgency::Foreground
@@ -136,12 +130,12 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
         if let Some(spread) = spread {
             let max = blocks
                 .iter()
-                .filter(|b| holds_data(b) || b.state == BlockState::Free)
-                .map(|b| b.erases)
+                .filter(|b| holds_data(b) || b.state() == BlockState::Free)
+                .map(|b| b.erases())
                 .max();
-            let young = full().min_by_key(|(_, b)| b.erases);
+            let young = full().min_by_key(|(_, b)| b.erases());
             if let (Some(max), Some((i, b))) = (max, young) {
-                if max - b.erases > spread {
+                if max - b.erases() > spread {
                     return Some(i as u32);
                 }
             }
@@ -152,13 +146,13 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
         };
         let written = ppb.min(u16::MAX as u32) as u16;
         full()
-            .filter(|(_, b)| (b.valid as u32) < ppb)
+            .filter(|(_, b)| (b.valid() as u32) < ppb)
             .map(|(i, b)| {
                 let c = Candidate {
                     written,
-                    valid: b.valid,
+                    valid: b.valid(),
                     age: self.age(i),
-                    erase_count: b.erases,
+                    erase_count: b.erases(),
                     class: Class::Warm,
                 };
                 (i, self.victim.score(&c, mode))
@@ -178,11 +172,11 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
     fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32> {
         let mut best: Option<(usize, u32)> = None;
         for (i, b) in blocks.iter().enumerate() {
-            if b.state != BlockState::Free || b.retire {
+            if !b.takeable() {
                 continue;
             }
-            if best.is_none_or(|(_, e)| self.wear.prefer(Class::Warm, b.erases, e)) {
-                best = Some((i, b.erases));
+            if best.is_none_or(|(_, e)| self.wear.prefer(Class::Warm, b.erases(), e)) {
+                best = Some((i, b.erases()));
             }
         }
         let (i, _) = best?;
@@ -200,13 +194,7 @@ mod tests {
     use paragc::{DynamicOnly, Greedy as PGreedy};
 
     fn b(state: BlockState, valid: u16, erases: u32) -> BlockInfo {
-        BlockInfo {
-            state,
-            valid,
-            erases,
-            retire: false,
-            scrub: false,
-        }
+        BlockInfo::new(state, valid, erases)
     }
 
     #[test]
@@ -217,20 +205,17 @@ mod tests {
         // Blocks 0 and 1 enter the window first (old), then 2..4.
         for _ in 0..5 {
             let f = p.pick_free(&t).unwrap();
-            t[f as usize].state = BlockState::Full;
+            t[f as usize] = b(BlockState::Full, 0, 0);
         }
-        t[0].valid = 10; // old, fuller
-        t[1].valid = 16; // full: never a victim
-        t[2].valid = 12;
-        t[3].valid = 6; // young, emptiest
-        t[4].valid = 16;
+        t[0] = b(BlockState::Full, 10, 0); // old, fuller
+        t[1] = b(BlockState::Full, 16, 0); // full: never a victim
+        t[2] = b(BlockState::Full, 12, 0);
+        t[3] = b(BlockState::Full, 6, 0); // young, emptiest
+        t[4] = b(BlockState::Full, 16, 0);
         assert_eq!(p.pick_victim_for(&t, 16, Urgency::Foreground), Some(3));
         // Cost-benefit: block 0 is 4 allocations old with 6 invalid pages,
         // block 3 is 1 allocation old with 10: (6·5)/(26) > (10·2)/(22).
         assert_eq!(p.pick_victim_for(&t, 16, Urgency::Background), Some(0));
-        // Retire and scrub flags come first.
-        t[4].scrub = true;
-        assert_eq!(p.pick_victim_for(&t, 16, Urgency::Foreground), Some(4));
         // Nothing collectable.
         let none = [b(BlockState::Full, 16, 0), b(BlockState::Free, 0, 0)];
         assert_eq!(p.pick_victim_for(&none, 16, Urgency::Background), None);
@@ -259,12 +244,11 @@ mod tests {
         // Short of spare blocks, background collection is greedy too.
         let mut short = t;
         for i in [0, 6, 7, 9] {
-            short[i].state = BlockState::Full;
-            short[i].valid = 16;
+            short[i] = b(BlockState::Full, 16, short[i].erases());
         }
         assert_eq!(p.pick_victim_for(&short, 16, Urgency::Background), Some(4));
         for x in t.iter_mut() {
-            x.erases = x.erases.max(5);
+            *x = b(x.state(), x.valid(), x.erases().max(5));
         }
         assert_eq!(
             p.pick_victim_for(&t, 16, Urgency::Background),
@@ -272,10 +256,9 @@ mod tests {
             "within the spread: by score"
         );
         for i in [0, 1, 6, 7, 9] {
-            t[i].state = BlockState::Bad;
+            t[i] = b(BlockState::Bad, 0, t[i].erases());
         }
-        t[1].state = BlockState::Free;
-        t[1].retire = true;
+        t[1] = b(BlockState::Free, 0, 3).with_retire(true);
         assert_eq!(
             p.pick_free(&t),
             None,

@@ -8,35 +8,15 @@
 //!
 //! Invariants a policy must keep: a victim is a [`BlockState::Full`] block; a free
 //! choice is a [`BlockState::Free`] block. Anything else returned is ignored.
+//!
+//! Rules that are not the policy's to choose are applied before it is asked, in one
+//! place (the store's block table): a block whose program failed (waiting to be
+//! retired) or whose reads reached the ECC scrub threshold is collected before any
+//! victim a policy would pick, and a block waiting to be retired is never a free
+//! choice.
 
+pub use crate::blocks::BlockInfo;
 use crate::format::checkpoint::BlockState;
-
-/// What the OFTL knows about one block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct BlockInfo {
-    /// Coarse state.
-    pub state: BlockState,
-    /// Valid pages (exact in RAM).
-    pub valid: u16,
-    /// Erase count.
-    pub erases: u32,
-    /// A program failed in this block: move its data and retire it.
-    pub retire: bool,
-    /// A read reached the ECC scrub threshold: move its data.
-    pub scrub: bool,
-}
-
-impl BlockInfo {
-    /// A free block with no history.
-    pub const FREE: BlockInfo = BlockInfo {
-        state: BlockState::Free,
-        valid: 0,
-        erases: 0,
-        retire: false,
-        scrub: false,
-    };
-}
 
 /// Why the OFTL asks for a victim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +80,7 @@ pub trait SpacePolicy {
     }
 }
 
-/// Greedy victim choice (fewest valid pages; retire/scrub candidates first), least-worn
+/// Greedy victim choice (fewest valid pages), least-worn
 /// free block first, and static wear leveling: when the erase-count spread exceeds
 /// `wear_gap`, the least-worn full block is collected so its cold data moves. Moved
 /// pages go to the cold head (the trait's default [`SpacePolicy::relocation`]).
@@ -128,24 +108,21 @@ impl SpacePolicy for Greedy {
             blocks
                 .iter()
                 .enumerate()
-                .filter(|(_, b)| b.state == BlockState::Full && b.valid > 0)
+                .filter(|(_, b)| b.state() == BlockState::Full && b.valid() > 0)
         };
-        if let Some((i, _)) = full().find(|(_, b)| b.retire || b.scrub) {
-            return Some(i as u32);
-        }
         let max_erase = blocks
             .iter()
-            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
-            .map(|b| b.erases)
+            .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
+            .map(|b| b.erases())
             .max()?;
-        if let Some((i, b)) = full().min_by_key(|(_, b)| b.erases) {
-            if max_erase - b.erases > self.wear_gap {
+        if let Some((i, b)) = full().min_by_key(|(_, b)| b.erases()) {
+            if max_erase - b.erases() > self.wear_gap {
                 return Some(i as u32);
             }
         }
         full()
-            .filter(|(_, b)| (b.valid as u32) < ppb)
-            .min_by_key(|(_, b)| (b.valid, b.erases))
+            .filter(|(_, b)| (b.valid() as u32) < ppb)
+            .min_by_key(|(_, b)| (b.valid(), b.erases()))
             .map(|(i, _)| i as u32)
     }
 
@@ -153,8 +130,8 @@ impl SpacePolicy for Greedy {
         blocks
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.state == BlockState::Free && !b.retire)
-            .min_by_key(|(_, b)| b.erases)
+            .filter(|(_, b)| b.takeable())
+            .min_by_key(|(_, b)| b.erases())
             .map(|(i, _)| i as u32)
     }
 }
@@ -164,13 +141,7 @@ mod tests {
     use super::*;
 
     fn b(state: BlockState, valid: u16, erases: u32) -> BlockInfo {
-        BlockInfo {
-            state,
-            valid,
-            erases,
-            retire: false,
-            scrub: false,
-        }
+        BlockInfo::new(state, valid, erases)
     }
 
     #[test]
@@ -186,10 +157,9 @@ mod tests {
         ];
         assert_eq!(g.pick_victim(&t, 16), Some(1));
         assert_eq!(g.pick_free(&t), Some(3));
-        t[0].scrub = true;
-        assert_eq!(g.pick_victim(&t, 16), Some(0));
-        t[0].scrub = false;
-        t[1].erases = 5000;
+        t[3] = t[3].with_retire(true);
+        assert_eq!(g.pick_free(&t), Some(2), "never a block waiting to be retired");
+        t[1] = b(BlockState::Full, 3, 5000);
         assert_eq!(g.pick_victim(&t, 16), Some(5), "static wear leveling");
         let none = [b(BlockState::Full, 16, 0), b(BlockState::Bad, 0, 0)];
         assert_eq!(g.pick_victim(&none, 16), None);

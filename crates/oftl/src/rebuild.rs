@@ -49,7 +49,7 @@ use nand_hal::{BlockAddr, NandFlash};
 
 use crate::errors::{Fault, MountError};
 use crate::format::backpointer::{Backpointer, PageKind};
-use crate::format::checkpoint::{BlockState, HEADS, NONE};
+use crate::format::checkpoint::{HEADS, NONE};
 use crate::format::checkpoint::{CkptHeader, HEADER_LEN};
 use crate::format::logsector::sector_at;
 use crate::format::meta::MetaRecord;
@@ -328,7 +328,7 @@ impl<
         let mut ckpt_newest: Option<u32> = None;
         for b in 0..geo.blocks() {
             if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-                self.dev.blocks[b as usize].state = BlockState::Bad;
+                self.dev.table.found_bad(b);
                 continue;
             }
             let reserved = fixed.contains(&b);
@@ -339,7 +339,7 @@ impl<
             let mut index_only = true;
             let mut used_index = false;
             if reserved {
-                self.dev.blocks[b as usize].state = BlockState::Reserved;
+                self.dev.table.reserved(b);
             }
             for i in 0..ppb {
                 let page = geo.page(BlockAddr(b), i).0;
@@ -687,19 +687,11 @@ impl<
                 holds[self.dev.block_of(p)] = true;
             }
         }
-        for (b, bi) in self.dev.blocks.iter_mut().enumerate().take(holds.len()) {
-            if matches!(bi.state, BlockState::Bad | BlockState::Reserved) {
-                continue;
-            }
-            // Erase counts are not on the pages: they start again.
-            bi.state = if holds[b] {
-                BlockState::Full
-            } else {
-                BlockState::Free
-            };
-            bi.valid = 0;
+        // Erase counts are not on the pages: they start again.
+        for (b, &h) in holds.iter().enumerate() {
+            self.dev.table.rebuilt(b as u32, h);
         }
-        self.dev.valid_total = 0;
+        self.dev.table.begin_load();
         // Past every number seen, and past any an unreadable page or an interrupted
         // earlier attempt may carry (as recovery skips them).
         let skip = (MAX_WINDOW as u32 + self.recovery_extra_blocks() + 1) * ppb;

@@ -397,16 +397,13 @@ impl<
         // A window block whose erase failed after the checkpoint was marked bad at once.
         for &(b, _) in walk.iter() {
             if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-                if self.salvage && self.dev.blocks[b as usize].state != BlockState::Bad {
+                if self.salvage && self.dev.table.get(b).state() != BlockState::Bad {
                     // Its erase failed (then it holds nothing new), or its marker is
                     // damaged and what it held cannot be read: which objects that
                     // touches cannot be told.
                     self.salvaged.left_out_unnamed();
                 }
-                let bi = &mut self.dev.blocks[b as usize];
-                self.dev.valid_total = self.dev.valid_total.saturating_sub(bi.valid as u64);
-                bi.valid = 0;
-                bi.state = BlockState::Bad;
+                self.dev.table.found_bad(b);
             }
         }
         let fresh: [Track; HEADS] = core::array::from_fn(|h| Track {
@@ -472,7 +469,7 @@ impl<
         };
         let mut walk_end = walk.len();
         'walk: for (wi, &(b, start)) in walk.iter().enumerate() {
-            if self.dev.blocks[b as usize].state == BlockState::Bad {
+            if self.dev.table.get(b).state() == BlockState::Bad {
                 continue;
             }
             let mut started = false;
@@ -790,7 +787,7 @@ impl<
         for (wi, &(b, start)) in walk.iter().enumerate() {
             // Blocks with log pages or cold copies hold nothing else (a block holds the
             // pages of one head between erases).
-            if self.dev.blocks[b as usize].state == BlockState::Bad
+            if self.dev.table.get(b).state() == BlockState::Bad
                 || (sc.cold_blocks | sc.log_blocks) & (1 << wi) != 0
             {
                 continue;
@@ -866,7 +863,7 @@ impl<
         }
         for (wi, &(b, start)) in walk.iter().enumerate() {
             if sc.log_blocks & (1 << wi) == 0
-                || self.dev.blocks[b as usize].state == BlockState::Bad
+                || self.dev.table.get(b).state() == BlockState::Bad
             {
                 continue;
             }
@@ -1084,7 +1081,7 @@ impl<
         while cold.wi < walk.len() {
             let (b, _) = walk[cold.wi];
             let usable = cold.blocks & (1 << cold.wi) != 0
-                && self.dev.blocks[b as usize].state != BlockState::Bad;
+                && self.dev.table.get(b).state() != BlockState::Bad;
             while usable && cold.i < ppb {
                 if (cold.wi, cold.i) >= cold.cut {
                     return Ok(None);

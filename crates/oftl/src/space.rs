@@ -102,7 +102,7 @@ impl<
         // Operations that add no pages (delete, truncate, attributes, rewrites in place)
         // are never refused for capacity: on a full device they are how room is made.
         let index_slack = 2 * (growth / self.entries_per_index() as u64 + ops as u64 + 1);
-        if growth > 0 && self.dev.valid_total + growth + index_slack > self.capacity_pages() {
+        if growth > 0 && self.dev.table.valid_total() + growth + index_slack > self.capacity_pages() {
             return Err(Fault::NoSpace);
         }
         let ppb = self.dev.ppb() as u64;
@@ -215,7 +215,7 @@ impl<
         let usable = self
             .blocks()
             .iter()
-            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
+            .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
             .count() as u64;
         let reserve = 3 * self.dev.sb.window_blocks as u64
             + self.recovery_extra_blocks() as u64
@@ -229,11 +229,7 @@ impl<
     pub(crate) fn reclaimable_blocks(&self) -> u32 {
         self.blocks()
             .iter()
-            .filter(|b| {
-                !b.retire
-                    && (b.state == BlockState::Free
-                        || (b.state == BlockState::Full && b.valid == 0))
-            })
+            .filter(|b| b.takeable() || (!b.retire() && b.state() == BlockState::Full && b.valid() == 0))
             .count() as u32
     }
 
@@ -241,7 +237,7 @@ impl<
     pub(crate) fn free_blocks(&self) -> u32 {
         self.blocks()
             .iter()
-            .filter(|b| b.state == BlockState::Free && !b.retire)
+            .filter(|b| b.takeable())
             .count() as u32
     }
 
@@ -345,7 +341,7 @@ impl<
     /// a collection or a crash recovery might find no room.
     pub fn min_good_blocks(&self) -> u32 {
         let ppb = self.dev.ppb().max(1) as u64;
-        self.dev.valid_total.div_ceil(ppb) as u32 + self.pool_floor(Room::Shrink)
+        self.dev.table.valid_total().div_ceil(ppb) as u32 + self.pool_floor(Room::Shrink)
     }
 
     /// Turns the store read-only if grown bad blocks left too few good blocks (or
@@ -356,7 +352,7 @@ impl<
             .sb
             .ckpt_blocks
             .iter()
-            .filter(|&&b| self.dev.blocks[b as usize].state != BlockState::Bad)
+            .filter(|&&b| self.dev.table.get(b).state() != BlockState::Bad)
             .count();
         if good_ckpt < 2 {
             self.go_read_only(crate::ReadOnlyReason::CheckpointBlocks);
@@ -365,7 +361,7 @@ impl<
         let good = self
             .blocks()
             .iter()
-            .filter(|b| !matches!(b.state, BlockState::Bad | BlockState::Reserved))
+            .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
             .count() as u32;
         if good < self.min_good_blocks() {
             self.go_read_only(crate::ReadOnlyReason::GoodBlocks);

@@ -118,7 +118,7 @@ macro_rules! recover {
                         let win = f
                             .blocks()
                             .iter()
-                            .filter(|b| b.state == oftl::BlockState::Window)
+                            .filter(|b| b.state() == oftl::BlockState::Window)
                             .count();
                         eprintln!(
                             "{}: try {tries}: mounted, {fr} free blocks, {win} window blocks",
@@ -162,7 +162,7 @@ macro_rules! recover {
 fn free_blocks<P: SpacePolicy, const C: usize>(fs: &Fs<'_, P, C>) -> usize {
     fs.blocks()
         .iter()
-        .filter(|b| b.state == oftl::BlockState::Free)
+        .filter(|b| b.state() == oftl::BlockState::Free)
         .count()
 }
 

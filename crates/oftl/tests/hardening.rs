@@ -256,7 +256,7 @@ fn failed_metadata_program_on_a_raw_part_still_mounts() {
         let ppb = fs.flash().geometry().pages_per_block();
         let head = (0..64u32)
             .find(|&b| {
-                fs.blocks()[b as usize].state == BlockState::Window && {
+                fs.blocks()[b as usize].state() == BlockState::Window && {
                     let n = fs.flash().block_state(BlockAddr(b)).next_page as u32;
                     n > 0 && n < ppb
                 }

@@ -1520,8 +1520,8 @@ fn gc_with_unreadable_victim(fails: u32) -> Result<(), String> {
         .blocks()
         .iter()
         .enumerate()
-        .filter(|(_, bi)| bi.state == oftl::BlockState::Full && bi.valid > 0)
-        .min_by_key(|(_, bi)| bi.valid)
+        .filter(|(_, bi)| bi.state() == oftl::BlockState::Full && bi.valid() > 0)
+        .min_by_key(|(_, bi)| bi.valid())
         .map(|(i, _)| i as u32)
         .ok_or("no victim")?;
     // Every read of the victim's pages fails `fails` times, then reads well.
@@ -2176,7 +2176,7 @@ fn crash_recovery_with_failing_free_blocks(k: usize, fill: u32) -> Result<String
             .blocks()
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.state == oftl::BlockState::Free)
+            .filter(|(_, b)| b.state() == oftl::BlockState::Free)
             .map(|(i, _)| i as u32)
             .collect();
     }

@@ -36,7 +36,7 @@ fn superblock_survives_bad_first_blocks() {
     assert_eq!(buf, bytes(1, 9000));
     assert!(fs.blocks()[..2]
         .iter()
-        .all(|b| b.state == oftl::BlockState::Bad));
+        .all(|b| b.state() == oftl::BlockState::Bad));
 }
 
 #[test]
@@ -92,7 +92,7 @@ fn grown_bad_blocks_are_retired_with_data_moved() {
     let bad = fs
         .blocks()
         .iter()
-        .filter(|b| b.state == oftl::BlockState::Bad)
+        .filter(|b| b.state() == oftl::BlockState::Bad)
         .count();
     assert!(bad as u32 >= retired);
     drop(fs);
@@ -114,11 +114,11 @@ fn reads_at_the_scrub_threshold_get_their_blocks_moved() {
     let mut buf = vec![0u8; 200_000];
     fs.read(o, 0, &mut buf).unwrap();
     assert_eq!(buf, bytes(5, 200_000));
-    let flagged = fs.blocks().iter().filter(|b| b.scrub).count();
+    let flagged = fs.blocks().iter().filter(|b| b.scrub()).count();
     assert!(flagged > 0);
     let before = fs.stats().relocated_pages;
     while fs.gc_step(64).unwrap().more {
-        if fs.blocks().iter().all(|b| !b.scrub) {
+        if fs.blocks().iter().all(|b| !b.scrub()) {
             break;
         }
     }

@@ -65,7 +65,7 @@ fn drain<P: SpacePolicy>(fs: &mut Fs<'_, P>, model: &BTreeMap<u32, Obj>, max: u6
     assert_eq!(fs.object_count(), 0, "{ctx}");
     assert_eq!(fs.objects().count(), 0, "{ctx}");
     let used = fs.used_pages();
-    let valid: u64 = fs.blocks().iter().map(|b| b.valid as u64).sum();
+    let valid: u64 = fs.blocks().iter().map(|b| b.valid() as u64).sum();
     assert!(
         used <= max && valid == used,
         "{ctx}: {used} pages ({valid} by blocks) still counted valid with no object left"
@@ -91,7 +91,7 @@ fn used<P: SpacePolicy>(fs: &Fs<'_, P>) -> u64 {
 fn free_blocks<P: SpacePolicy>(fs: &Fs<'_, P>) -> usize {
     fs.blocks()
         .iter()
-        .filter(|b| b.state == oftl::BlockState::Free)
+        .filter(|b| b.state() == oftl::BlockState::Free)
         .count()
 }
 

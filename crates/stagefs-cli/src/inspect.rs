@@ -13,14 +13,14 @@ use crate::image::Sim;
 
 /// One character per block in the map.
 pub fn block_char(b: &BlockInfo, pages_per_block: u32) -> char {
-    match b.state {
+    match b.state() {
         BlockState::Free => '.',
         BlockState::Window => 'w',
         BlockState::Bad => 'B',
         BlockState::Reserved => 'R',
         BlockState::Full => {
             // Valid share in tenths: 0 (nearly all stale) to 9 (full of live pages).
-            let tenth = (b.valid as u32 * 10 / pages_per_block.max(1)).min(9);
+            let tenth = (b.valid() as u32 * 10 / pages_per_block.max(1)).min(9);
             char::from_digit(tenth, 10).unwrap_or('#')
         }
     }
@@ -40,7 +40,7 @@ pub fn summary(profile: &Profile, blocks: &[BlockInfo], stats: &Stats) -> String
         g.page_size(),
         g.oob_size()
     );
-    let count = |st: BlockState| blocks.iter().filter(|b| b.state == st).count();
+    let count = |st: BlockState| blocks.iter().filter(|b| b.state() == st).count();
     let _ = writeln!(
         s,
         "blocks: {} free, {} window, {} full, {} bad, {} reserved",
@@ -50,7 +50,7 @@ pub fn summary(profile: &Profile, blocks: &[BlockInfo], stats: &Stats) -> String
         count(BlockState::Bad),
         count(BlockState::Reserved)
     );
-    let valid: u64 = blocks.iter().map(|b| b.valid as u64).sum();
+    let valid: u64 = blocks.iter().map(|b| b.valid() as u64).sum();
     let _ = writeln!(
         s,
         "valid pages: {valid} of {} ({:.2} MiB live)",
@@ -59,8 +59,8 @@ pub fn summary(profile: &Profile, blocks: &[BlockInfo], stats: &Stats) -> String
     );
     let good: Vec<u32> = blocks
         .iter()
-        .filter(|b| b.state != BlockState::Bad)
-        .map(|b| b.erases)
+        .filter(|b| b.state() != BlockState::Bad)
+        .map(|b| b.erases())
         .collect();
     if let (Some(lo), Some(hi)) = (good.iter().min(), good.iter().max()) {
         let mean = good.iter().map(|&e| e as f64).sum::<f64>() / good.len() as f64;
@@ -69,7 +69,7 @@ pub fn summary(profile: &Profile, blocks: &[BlockInfo], stats: &Stats) -> String
     let bad: Vec<String> = blocks
         .iter()
         .enumerate()
-        .filter(|(_, b)| b.state == BlockState::Bad)
+        .filter(|(_, b)| b.state() == BlockState::Bad)
         .map(|(i, _)| i.to_string())
         .collect();
     let _ = writeln!(

@@ -34,13 +34,13 @@ fn wear_colour(e: u32, lo: u32, hi: u32) -> RGBColor {
 
 /// The colour of a block's state (full blocks shaded by their share of valid pages).
 fn state_colour(b: &BlockInfo, ppb: u32) -> RGBColor {
-    match b.state {
+    match b.state() {
         BlockState::Free => RGBColor(225, 225, 225),
         BlockState::Window => RGBColor(66, 133, 244),
         BlockState::Bad => RGBColor(200, 30, 30),
         BlockState::Reserved => RGBColor(40, 40, 40),
         BlockState::Full => {
-            let share = b.valid as f64 / ppb.max(1) as f64;
+            let share = b.valid() as f64 / ppb.max(1) as f64;
             let g = (230.0 - 150.0 * share) as u8;
             RGBColor((g as f64 * 0.55) as u8, g, (g as f64 * 0.55) as u8)
         }
@@ -65,7 +65,7 @@ fn grid<DB: DrawingBackend>(
             colour(b).filled(),
         ))
         .map_err(backend_error)?;
-        if b.state == BlockState::Bad {
+        if b.state() == BlockState::Bad {
             area.draw(&PathElement::new(vec![(x, y), (x + c, y + c)], WHITE))
                 .map_err(backend_error)?;
         }
@@ -102,8 +102,8 @@ fn block_maps_on<DB: DrawingBackend>(
     let (left, right) = root.split_horizontally(root.dim_in_pixel().0 / 2);
     let good: Vec<u32> = blocks
         .iter()
-        .filter(|b| b.state != BlockState::Bad)
-        .map(|b| b.erases)
+        .filter(|b| b.state() != BlockState::Bad)
+        .map(|b| b.erases())
         .collect();
     let lo = good.iter().copied().min().unwrap_or(0);
     let hi = good.iter().copied().max().unwrap_or(0);
@@ -112,10 +112,10 @@ fn block_maps_on<DB: DrawingBackend>(
         &format!("{part}: erase count per block ({lo} to {hi})"),
         blocks,
         |b| {
-            if b.state == BlockState::Bad {
+            if b.state() == BlockState::Bad {
                 RGBColor(0, 0, 0)
             } else {
-                wear_colour(b.erases, lo, hi)
+                wear_colour(b.erases(), lo, hi)
             }
         },
     )?;
@@ -134,11 +134,7 @@ fn block_maps_on<DB: DrawingBackend>(
             (RGBColor(0, 0, 0), "bad".into()),
         ],
     )?;
-    let full = |v: u16| BlockInfo {
-        state: BlockState::Full,
-        valid: v,
-        ..BlockInfo::FREE
-    };
+    let full = |v: u16| BlockInfo::new(BlockState::Full, v, 0);
     legend(
         &right,
         y,
@@ -146,10 +142,7 @@ fn block_maps_on<DB: DrawingBackend>(
             (state_colour(&BlockInfo::FREE, ppb), "free".into()),
             (
                 state_colour(
-                    &BlockInfo {
-                        state: BlockState::Window,
-                        ..BlockInfo::FREE
-                    },
+                    &BlockInfo::new(BlockState::Window, 0, 0),
                     ppb,
                 ),
                 "window".into(),

@@ -441,7 +441,7 @@ pub fn run(
             .store()
             .blocks()
             .iter()
-            .filter(|b| b.state != oftl::BlockState::Bad)
+            .filter(|b| b.state() != oftl::BlockState::Bad)
             .count() as u32;
         let window_secs = (now - s_time).max(1e-9);
         Plan {

@@ -190,7 +190,7 @@ fn factory_bad_blocks_in_the_recorded_window_are_met_at_mount() {
             .blocks()
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.state == oftl::BlockState::Window)
+            .filter(|(_, b)| b.state() == oftl::BlockState::Window)
             .map(|(i, _)| i as u32)
             .collect()
     };

@@ -606,7 +606,7 @@ impl Mounted {
 
     fn space_now(&self) -> Space {
         let store = self.vol.store();
-        let used: u64 = store.blocks().iter().map(|b| b.valid as u64).sum();
+        let used: u64 = store.blocks().iter().map(|b| b.valid() as u64).sum();
         let total = store.capacity_pages();
         Space {
             unit: store.payload(),

@@ -1,0 +1,606 @@
+//! The block table: what the store knows about every block, 4 bytes each.
+//!
+//! [`BlockTable`] owns every block's coarse state, valid-page count, erase count and
+//! pending retire/scrub flags, and the total of valid pages. Nothing else writes them:
+//! the rest of the store reports what happened through named events (a page was
+//! programmed or invalidated, a block was erased, a program failed, a read reached the
+//! scrub threshold, a checkpoint settled the window, ...), and an event that does not
+//! fit the block's state is refused (it returns `false` and changes nothing).
+//!
+//! Invariants:
+//! - `valid_total` is the sum of the blocks' valid counts, except where counts read
+//!   from a damaged image disagreed and a decrement saturated (see
+//!   [`BlockTable::page_invalidated`]).
+//! - A block with a pending `retire` is never handed out as free: the policy never sees
+//!   it as a free choice ([`BlockTable::join_window`] refuses it).
+//! - Blocks that must be moved (a failed program: retire; a read at the scrub
+//!   threshold: scrub) are collected before any policy is asked for a victim
+//!   ([`BlockTable::pick_victim`]): the one home of that safety rule.
+//!
+//! # Packing
+//!
+//! ```text
+//!  31                     15 14           5   4      3      2     0
+//! +-------------------------+--------------+-------+--------+-------+
+//! | erases (17 bits)        | valid (10)   | scrub | retire | state |
+//! +-------------------------+--------------+-------+--------+-------+
+//! ```
+//!
+//! `valid` holds up to 1,023 (pages per block are at most 512). The erase count
+//! saturates at [`BlockInfo::MAX_ERASES`] (131,071), beyond any SLC part's rated
+//! cycles; the checkpoint's 19-bit field keeps its format (SPEC 3.4), a larger value
+//! found there reads saturated.
+
+use crate::format::checkpoint::BlockState;
+use crate::policy::{SpacePolicy, Urgency};
+
+const STATE_MASK: u32 = 0b111;
+const RETIRE: u32 = 1 << 3;
+const SCRUB: u32 = 1 << 4;
+const VALID_SHIFT: u32 = 5;
+const VALID_MASK: u32 = 0x3FF;
+const ERASE_SHIFT: u32 = 15;
+
+/// What the store knows about one block, packed in 4 bytes (see the `blocks` module).
+///
+/// Policies read it through the accessors; only the store's block table changes it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct BlockInfo(u32);
+
+impl BlockInfo {
+    /// Largest valid-page count an entry holds.
+    pub const MAX_VALID: u16 = VALID_MASK as u16;
+    /// Erase counts saturate here.
+    pub const MAX_ERASES: u32 = (1 << (32 - ERASE_SHIFT)) - 1;
+
+    /// A free block with no history.
+    pub const FREE: BlockInfo = BlockInfo::new(BlockState::Free, 0, 0);
+
+    /// An entry in `state` with `valid` pages and `erases` erases (both saturating),
+    /// no pending retire or scrub: for policies' tests and tools.
+    pub const fn new(state: BlockState, valid: u16, erases: u32) -> Self {
+        let valid = if valid > Self::MAX_VALID {
+            Self::MAX_VALID
+        } else {
+            valid
+        };
+        let erases = if erases > Self::MAX_ERASES {
+            Self::MAX_ERASES
+        } else {
+            erases
+        };
+        BlockInfo((state as u32) | ((valid as u32) << VALID_SHIFT) | (erases << ERASE_SHIFT))
+    }
+
+    /// This entry with the retire flag set to `retire`.
+    pub const fn with_retire(self, retire: bool) -> Self {
+        BlockInfo(if retire { self.0 | RETIRE } else { self.0 & !RETIRE })
+    }
+
+    /// This entry with the scrub flag set to `scrub`.
+    pub const fn with_scrub(self, scrub: bool) -> Self {
+        BlockInfo(if scrub { self.0 | SCRUB } else { self.0 & !SCRUB })
+    }
+
+    /// Coarse state.
+    pub const fn state(self) -> BlockState {
+        match self.0 & STATE_MASK {
+            0 => BlockState::Free,
+            1 => BlockState::Window,
+            2 => BlockState::Full,
+            3 => BlockState::Bad,
+            // 4; 5-7 are never stored (every writer goes through a `BlockState`).
+            _ => BlockState::Reserved,
+        }
+    }
+
+    /// Valid pages (exact in RAM).
+    pub const fn valid(self) -> u16 {
+        ((self.0 >> VALID_SHIFT) & VALID_MASK) as u16
+    }
+
+    /// Erase count (saturating at [`BlockInfo::MAX_ERASES`]).
+    pub const fn erases(self) -> u32 {
+        self.0 >> ERASE_SHIFT
+    }
+
+    /// A program failed in this block: its data moves and it is retired.
+    pub const fn retire(self) -> bool {
+        self.0 & RETIRE != 0
+    }
+
+    /// A read reached the ECC scrub threshold: its data moves.
+    pub const fn scrub(self) -> bool {
+        self.0 & SCRUB != 0
+    }
+
+    /// A block holding valid pages that must move (retire or scrub) before anything
+    /// else is collected.
+    pub const fn urgent(self) -> bool {
+        matches!(self.state(), BlockState::Full) && self.valid() > 0 && (self.retire() || self.scrub())
+    }
+
+    /// Free and not waiting to be retired: a block the window may take.
+    pub const fn takeable(self) -> bool {
+        matches!(self.state(), BlockState::Free) && !self.retire()
+    }
+
+    fn set_state(&mut self, s: BlockState) {
+        self.0 = (self.0 & !STATE_MASK) | s as u32;
+    }
+
+    fn set_valid(&mut self, v: u16) {
+        let v = v.min(Self::MAX_VALID) as u32;
+        self.0 = (self.0 & !(VALID_MASK << VALID_SHIFT)) | (v << VALID_SHIFT);
+    }
+
+    fn set_erases(&mut self, e: u32) {
+        let e = e.min(Self::MAX_ERASES);
+        self.0 = (self.0 & ((1 << ERASE_SHIFT) - 1)) | (e << ERASE_SHIFT);
+    }
+}
+
+impl core::fmt::Debug for BlockInfo {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BlockInfo")
+            .field("state", &self.state())
+            .field("valid", &self.valid())
+            .field("erases", &self.erases())
+            .field("retire", &self.retire())
+            .field("scrub", &self.scrub())
+            .finish()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for BlockInfo {
+    fn format(&self, f: defmt::Formatter) {
+        defmt::write!(
+            f,
+            "BlockInfo {{ state: {}, valid: {}, erases: {}, retire: {}, scrub: {} }}",
+            self.state(),
+            self.valid(),
+            self.erases(),
+            self.retire(),
+            self.scrub()
+        )
+    }
+}
+
+/// What a checkpoint did to one block ([`BlockTable::settle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// Nothing changed.
+    Kept,
+    /// A window block became full.
+    Filled,
+    /// A block with no valid page left became free.
+    Freed,
+    /// A block with no valid page left and a failed program became bad (its marker is
+    /// written after the checkpoint).
+    Retired,
+}
+
+/// Every block's [`BlockInfo`] and the total of valid pages (see the module docs).
+pub(crate) struct BlockTable<const BLOCKS: usize> {
+    info: [BlockInfo; BLOCKS],
+    /// Blocks of the device (the rest of `info` is unused).
+    n: usize,
+    valid_total: u64,
+}
+
+impl<const BLOCKS: usize> BlockTable<BLOCKS> {
+    pub const fn new() -> Self {
+        BlockTable {
+            info: [BlockInfo::FREE; BLOCKS],
+            n: 0,
+            valid_total: 0,
+        }
+    }
+
+    /// Every block free with no history, for a device of `n` blocks.
+    pub fn reset(&mut self, n: u32) {
+        self.n = (n as usize).min(BLOCKS);
+        self.info.fill(BlockInfo::FREE);
+        self.valid_total = 0;
+    }
+
+    /// The device's blocks.
+    pub fn all(&self) -> &[BlockInfo] {
+        &self.info[..self.n]
+    }
+
+    /// Block `b`'s entry (a free, unused entry past the device).
+    pub fn get(&self, b: u32) -> BlockInfo {
+        self.info.get(b as usize).copied().unwrap_or(BlockInfo::FREE)
+    }
+
+    /// Pages valid in every block.
+    pub fn valid_total(&self) -> u64 {
+        self.valid_total
+    }
+
+    fn entry(&mut self, b: u32) -> Option<&mut BlockInfo> {
+        self.info[..self.n].get_mut(b as usize)
+    }
+
+    /// Drops the valid pages of an entry from the total.
+    fn drop_valid(&mut self, b: u32) {
+        if let Some(e) = self.info[..self.n].get_mut(b as usize) {
+            self.valid_total = self.valid_total.saturating_sub(e.valid() as u64);
+            e.set_valid(0);
+        }
+    }
+
+    // ---- events: bad and fixed blocks ----
+
+    /// `b` reads as bad (a factory or grown marker, or a failed erase): whatever it held
+    /// is gone. A pending retire stays (its marker is written at the next checkpoint).
+    pub fn found_bad(&mut self, b: u32) {
+        self.drop_valid(b);
+        if let Some(e) = self.entry(b) {
+            e.set_state(BlockState::Bad);
+        }
+    }
+
+    /// `b`'s bad-block marker was written: retired for good.
+    pub fn retired(&mut self, b: u32) {
+        self.found_bad(b);
+        if let Some(e) = self.entry(b) {
+            *e = e.with_retire(false);
+        }
+    }
+
+    /// `b` holds the superblock or checkpoints.
+    pub fn reserved(&mut self, b: u32) {
+        self.drop_valid(b);
+        if let Some(e) = self.entry(b) {
+            e.set_state(BlockState::Reserved);
+        }
+    }
+
+    // ---- events: loading and rebuilding ----
+
+    /// Starts loading a checkpoint's table (counts from a failed earlier attempt go).
+    pub fn begin_load(&mut self) {
+        self.valid_total = 0;
+    }
+
+    /// Block `b` as a checkpoint recorded it (no pending flags).
+    pub fn loaded(&mut self, b: u32, state: BlockState, valid: u16, erases: u32) {
+        if let Some(e) = self.entry(b) {
+            let new = BlockInfo::new(state, valid, erases);
+            *e = new;
+            self.valid_total += new.valid() as u64;
+        }
+    }
+
+    /// A rebuild from the pages' tags decided `b` (neither bad nor reserved) holds
+    /// pages it keeps (`holds`: full) or none (free); its valid pages are counted again
+    /// as the rebuild maps them. Bad and reserved blocks are refused.
+    pub fn rebuilt(&mut self, b: u32, holds: bool) -> bool {
+        if matches!(self.get(b).state(), BlockState::Bad | BlockState::Reserved) {
+            return false;
+        }
+        self.drop_valid(b);
+        if let Some(e) = self.entry(b) {
+            e.set_state(if holds {
+                BlockState::Full
+            } else {
+                BlockState::Free
+            });
+        }
+        true
+    }
+
+    // ---- events: the window ----
+
+    /// Free block `b` joins the window (or a head takes it directly). Refused unless
+    /// it is free and not waiting to be retired.
+    pub fn join_window(&mut self, b: u32) -> bool {
+        match self.entry(b) {
+            Some(e) if e.takeable() => {
+                e.set_state(BlockState::Window);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A window block no head started goes back to the free pool. Refused unless it
+    /// is in the window state.
+    pub fn leave_window(&mut self, b: u32) -> bool {
+        match self.entry(b) {
+            Some(e) if e.state() == BlockState::Window => {
+                e.set_state(BlockState::Free);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A checkpoint settles `b` (not a head's block, not an unused window block): a
+    /// window block becomes full, a block with no valid page left becomes free, or bad
+    /// if it waits to be retired.
+    pub fn settle(&mut self, b: u32) -> Settled {
+        let Some(e) = self.entry(b) else {
+            return Settled::Kept;
+        };
+        match e.state() {
+            BlockState::Window | BlockState::Full if e.valid() == 0 => {
+                if e.retire() {
+                    e.set_state(BlockState::Bad);
+                    Settled::Retired
+                } else {
+                    e.set_state(BlockState::Free);
+                    Settled::Freed
+                }
+            }
+            BlockState::Window => {
+                e.set_state(BlockState::Full);
+                Settled::Filled
+            }
+            _ => Settled::Kept,
+        }
+    }
+
+    // ---- events: programs, erases, reads ----
+
+    /// `b` was erased.
+    pub fn erased(&mut self, b: u32) {
+        if let Some(e) = self.entry(b) {
+            let n = e.erases().saturating_add(1);
+            e.set_erases(n);
+        }
+    }
+
+    /// A page of block `b` became valid (programmed, or mapped by a replay).
+    pub fn page_programmed(&mut self, b: u32) {
+        if let Some(e) = self.entry(b) {
+            let v = e.valid().saturating_add(1);
+            e.set_valid(v);
+            self.valid_total += 1;
+        }
+    }
+
+    /// A page of block `b` stopped being referenced. Counts come from flash
+    /// (checkpoint, replay): a damaged image can make them disagree, so both
+    /// decrements saturate rather than trust them.
+    pub fn page_invalidated(&mut self, b: u32) {
+        if let Some(e) = self.entry(b) {
+            let v = e.valid().saturating_sub(1);
+            e.set_valid(v);
+            self.valid_total = self.valid_total.saturating_sub(1);
+        }
+    }
+
+    /// A program in `b` failed: its data moves and it is retired.
+    pub fn program_failed(&mut self, b: u32) {
+        if let Some(e) = self.entry(b) {
+            *e = e.with_retire(true);
+        }
+    }
+
+    /// A read in `b` reached the ECC scrub threshold: its data moves.
+    pub fn needs_scrub(&mut self, b: u32) {
+        if let Some(e) = self.entry(b) {
+            *e = e.with_scrub(true);
+        }
+    }
+
+    /// Collection went through all of `b`. Its scrub request is met; valid pages the
+    /// counts still show were claimed by no backpointer (the counts were wrong) and are
+    /// dropped, unless pages of it did not read (`unreadable`: they may be those, so
+    /// the block keeps its count). Returns the valid pages it keeps.
+    pub fn collected(&mut self, b: u32, unreadable: bool) -> u16 {
+        let Some(e) = self.entry(b) else {
+            return 0;
+        };
+        *e = e.with_scrub(false);
+        let v = e.valid();
+        if v != 0 && !unreadable {
+            self.drop_valid(b);
+            return 0;
+        }
+        v
+    }
+
+    // ---- choices ----
+
+    /// The next block to collect: a block that must move (retire or scrub; the lowest
+    /// numbered) before anything the policy would choose; `hidden` (a block collection
+    /// left alone) is shown to the policy as full of valid pages and never returned.
+    /// Only a full block with valid pages is returned.
+    pub fn pick_victim<P: SpacePolicy>(
+        &mut self,
+        policy: &mut P,
+        ppb: u32,
+        urgency: Urgency,
+        hidden: Option<u32>,
+    ) -> Option<u32> {
+        let urgent = self
+            .all()
+            .iter()
+            .enumerate()
+            .find(|(i, b)| b.urgent() && Some(*i as u32) != hidden)
+            .map(|(i, _)| i as u32);
+        let pick = urgent.or_else(|| {
+            let saved = hidden
+                .filter(|&h| (h as usize) < self.n)
+                .map(|h| (h, self.info[h as usize]));
+            if let Some((h, _)) = saved {
+                self.info[h as usize].set_valid(ppb.min(u16::MAX as u32) as u16);
+            }
+            let p = policy.pick_victim_for(self.all(), ppb, urgency);
+            if let Some((h, e)) = saved {
+                self.info[h as usize] = e;
+            }
+            p
+        });
+        pick.filter(|&v| Some(v) != hidden)
+            .filter(|&v| {
+                let b = self.get(v);
+                (v as usize) < self.n && b.state() == BlockState::Full && b.valid() > 0
+            })
+    }
+
+    /// The policy's free block, if it is one the window may take.
+    pub fn pick_free<P: SpacePolicy>(&self, policy: &mut P) -> Option<u32> {
+        policy
+            .pick_free(self.all())
+            .filter(|&b| (b as usize) < self.n && self.get(b).takeable())
+    }
+
+    /// Blocks matching `f`.
+    pub fn count(&self, f: impl Fn(&BlockInfo) -> bool) -> u32 {
+        self.all().iter().filter(|b| f(b)).count() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Greedy;
+
+    fn table() -> BlockTable<8> {
+        let mut t = BlockTable::new();
+        t.reset(6);
+        t
+    }
+
+    #[test]
+    fn packing_round_trips_and_saturates() {
+        let b = BlockInfo::new(BlockState::Full, 512, 99_999)
+            .with_retire(true)
+            .with_scrub(true);
+        assert_eq!(
+            (b.state(), b.valid(), b.erases(), b.retire(), b.scrub()),
+            (BlockState::Full, 512, 99_999, true, true)
+        );
+        let b = b.with_retire(false);
+        assert!(!b.retire() && b.scrub());
+        for s in [
+            BlockState::Free,
+            BlockState::Window,
+            BlockState::Full,
+            BlockState::Bad,
+            BlockState::Reserved,
+        ] {
+            assert_eq!(BlockInfo::new(s, 3, 7).state(), s);
+        }
+        let sat = BlockInfo::new(BlockState::Free, u16::MAX, u32::MAX);
+        assert_eq!(sat.valid(), BlockInfo::MAX_VALID);
+        assert_eq!(sat.erases(), BlockInfo::MAX_ERASES);
+        assert_eq!(BlockInfo::MAX_ERASES, 131_071);
+        assert_eq!(core::mem::size_of::<BlockInfo>(), 4);
+        let mut t = table();
+        t.loaded(0, BlockState::Free, 0, BlockInfo::MAX_ERASES);
+        t.erased(0);
+        assert_eq!(t.get(0).erases(), BlockInfo::MAX_ERASES, "saturates");
+        assert_eq!(t.get(0).state(), BlockState::Free, "the rest is untouched");
+    }
+
+    #[test]
+    fn window_life_cycle() {
+        let mut t = table();
+        assert!(t.join_window(1));
+        assert!(!t.join_window(1), "a window block cannot join again");
+        t.erased(1);
+        t.page_programmed(1);
+        t.page_programmed(1);
+        assert_eq!((t.get(1).valid(), t.valid_total()), (2, 2));
+        assert_eq!(t.settle(1), Settled::Filled);
+        assert_eq!(t.settle(1), Settled::Kept, "full with valid pages stays");
+        assert!(!t.leave_window(1), "a full block is not in the window");
+        t.page_invalidated(1);
+        t.page_invalidated(1);
+        assert_eq!(t.valid_total(), 0);
+        assert_eq!(t.settle(1), Settled::Freed);
+        assert_eq!(t.get(1).erases(), 1);
+        assert!(t.join_window(1) && t.leave_window(1));
+        assert_eq!(t.get(1).state(), BlockState::Free);
+    }
+
+    #[test]
+    fn failed_program_retires_after_the_data_moves() {
+        let mut t = table();
+        assert!(t.join_window(2));
+        t.page_programmed(2);
+        t.program_failed(2);
+        assert_eq!(t.settle(2), Settled::Filled);
+        assert!(t.get(2).urgent());
+        t.page_invalidated(2);
+        assert_eq!(t.settle(2), Settled::Retired);
+        assert_eq!(t.get(2).state(), BlockState::Bad);
+        assert!(t.get(2).retire(), "the marker is still to be written");
+        t.retired(2);
+        assert!(!t.get(2).retire());
+        // A free block waiting to be retired is never taken.
+        t.program_failed(3);
+        assert!(!t.join_window(3));
+        assert!(!t.get(3).takeable());
+    }
+
+    #[test]
+    fn bad_blocks_drop_their_pages() {
+        let mut t = table();
+        t.begin_load();
+        t.loaded(0, BlockState::Full, 5, 1);
+        t.loaded(1, BlockState::Full, 3, 1);
+        assert_eq!(t.valid_total(), 8);
+        t.found_bad(0);
+        assert_eq!((t.get(0).valid(), t.valid_total()), (0, 3));
+        t.reserved(1);
+        assert_eq!(t.valid_total(), 0);
+        assert!(!t.rebuilt(0, true) && !t.rebuilt(1, false));
+        t.begin_load();
+        assert_eq!(t.valid_total(), 0);
+        // Damaged counts saturate instead of wrapping.
+        t.page_invalidated(4);
+        assert_eq!((t.get(4).valid(), t.valid_total()), (0, 0));
+        // Events for blocks past the device change nothing.
+        t.found_bad(7);
+        t.page_programmed(7);
+        assert_eq!((t.get(7), t.valid_total()), (BlockInfo::FREE, 0));
+    }
+
+    #[test]
+    fn collection_and_scrub() {
+        let mut t = table();
+        t.loaded(3, BlockState::Full, 4, 0);
+        t.needs_scrub(3);
+        assert!(t.get(3).urgent());
+        // Two pages moved; the counts still show two no backpointer claimed.
+        t.page_invalidated(3);
+        t.page_invalidated(3);
+        assert_eq!(t.collected(3, true), 2, "unreadable pages keep the count");
+        assert!(!t.get(3).scrub());
+        assert_eq!(t.collected(3, false), 0);
+        assert_eq!(t.valid_total(), 0);
+    }
+
+    #[test]
+    fn urgent_blocks_come_before_the_policy() {
+        let mut t = table();
+        t.loaded(0, BlockState::Full, 1, 0);
+        t.loaded(1, BlockState::Full, 60, 0);
+        t.loaded(2, BlockState::Full, 63, 0);
+        let mut g = Greedy::DEFAULT;
+        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, None), Some(0));
+        t.needs_scrub(2);
+        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, None), Some(2));
+        // A hidden block is neither the urgent pick nor the policy's.
+        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, Some(2)), Some(0));
+        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, Some(0)), Some(2));
+        t.collected(2, false);
+        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Background, Some(0)), Some(1));
+        assert_eq!(t.get(0).valid(), 1, "hiding changes nothing");
+        // A free block waiting to be retired is not a free choice.
+        for b in 3..6 {
+            t.program_failed(b);
+        }
+        assert_eq!(t.pick_free(&mut g), None);
+        t.loaded(5, BlockState::Free, 0, 9);
+        assert_eq!(t.pick_free(&mut g), Some(5));
+    }
+}
