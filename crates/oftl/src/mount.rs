@@ -154,6 +154,7 @@ impl<
             [fixed[2], fixed[3], fixed[4], fixed[5]],
         );
         self.dev.sb = sb;
+        self.erase_leftovers(&fixed).map_err(FormatError::Flash)?;
         let mut good = 0u32;
         for b in 0..geo.blocks() {
             if self.dev.table.get(b).state() == BlockState::Bad {
@@ -191,6 +192,33 @@ impl<
             Fault::Flash(e) => FormatError::Flash(e),
             _ => FormatError::NotEnoughGoodBlocks,
         })?;
+        Ok(())
+    }
+
+    /// Erases every good block but the `fixed` ones (already erased), before the
+    /// superblock makes the part a store: pages another store (or anything else) left
+    /// must never be taken for this store's. A crash recovery walks window blocks no
+    /// head has erased yet, and an old page there with a valid tag would read as written
+    /// after the checkpoint (a lost page, or worse, replayed). A cut before the
+    /// superblock leaves the part unformatted. Blocks whose erase fails are marked bad.
+    ///
+    /// These erases are not counted: a block this store never erased itself still has
+    /// its bad-block marker read before it joins the window (a factory image written
+    /// onto a part with bad blocks of its own, see `Dev::may_join_window`).
+    fn erase_leftovers(&mut self, fixed: &[u32]) -> Result<(), F::Error> {
+        for b in 0..self.dev.geo.blocks() {
+            if fixed.contains(&b) || self.dev.table.get(b).state() == BlockState::Bad {
+                continue;
+            }
+            match self.dev.flash.erase(BlockAddr(b)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::EraseFailed => {
+                    self.dev.table.found_bad(b);
+                    self.dev.flash.mark_bad(BlockAddr(b))?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         Ok(())
     }
 
