@@ -87,11 +87,12 @@ const OBJECT_RUNS: [(u64, u64, CutKind); 4] = [
 ];
 
 /// Runs of the boards' demo over the SPI chip model: (seed, program/erase the cut hits,
-/// cut kind). The operations count from the factory-fresh part, so the format's come first.
+/// cut kind). The operations count from the factory-fresh part, so the format's come
+/// first: one erase per block of the 64-block part, then a few programs.
 const SPI_RUNS: [(u64, u64, CutKind); 3] = [
-    (31, 30, CutKind::Clean),
-    (32, 50, CutKind::Torn(TornMode::MostBits)),
-    (33, 70, CutKind::Torn(TornMode::Random)),
+    (31, 94, CutKind::Clean),
+    (32, 114, CutKind::Torn(TornMode::MostBits)),
+    (33, 134, CutKind::Torn(TornMode::Random)),
 ];
 
 /// File-layer runs: (seed, program/erase the cut hits, cut kind).
@@ -113,6 +114,8 @@ fn main() -> ! {
         objects::Tiny::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
     static mut FULL_STORE: objects::Full =
         objects::Full::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
+    static mut COMPACT_STORE: objects::Compact =
+        objects::Compact::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
     // The file layer over the TINY store configuration, in place too.
     static mut VOLUME: files::Vol = files::Vol::new(objects::Tiny::new_const(
         PART,
@@ -168,43 +171,72 @@ fn main() -> ! {
     let part = PART;
 
     let fs = TINY_STORE;
-    let mut tiny = 0;
+    let (mut tiny, mut tiny_own) = (0, 0);
     for (seed, at_op, kind) in OBJECT_RUNS {
-        let (passed, peak, setup) = object_run(fs, part, seed, at_op, kind, page);
+        let (passed, peak, own, setup) = object_run(fs, part, seed, at_op, kind, page);
         ok &= passed;
         tiny = tiny.max(peak);
+        tiny_own = tiny_own.max(own);
         whole = whole.max(setup);
     }
     hprintln!(
-        "oftl TINY config (Oftl<_, 2048, 64, 4, 2>): store {} B in a static, peak stack {} B: \
-         RAM <= {} B",
+        "oftl TINY config (Oftl<_, 2048, 64, 4, 2>): store {} B in a static, peak stack {} B \
+         ({} B from the call into the workload): RAM <= {} B ({} B with the firmware's own \
+         frames)",
         size_of::<objects::Tiny>(),
         tiny,
+        tiny_own,
+        size_of::<objects::Tiny>() + tiny_own,
         size_of::<objects::Tiny>() + tiny
     );
 
     // The default W25N01GV configuration, over the same part.
     let fs = FULL_STORE;
-    let mut full = 0;
+    let (mut full, mut full_own) = (0, 0);
     for (seed, at_op, kind) in OBJECT_RUNS {
-        let (passed, peak, setup) = object_run(fs, part, seed, at_op, kind, page);
+        let (passed, peak, own, setup) = object_run(fs, part, seed, at_op, kind, page);
         ok &= passed;
         full = full.max(peak);
+        full_own = full_own.max(own);
         whole = whole.max(setup);
     }
     hprintln!(
         "oftl W25N01GV config (W25n01gv<_>, over the TINY part): store {} B in a static, \
-         peak stack {} B: RAM <= {} B",
+         peak stack {} B ({} B from the call into the workload): RAM <= {} B ({} B with the \
+         firmware's own frames)",
         size_of::<objects::Full>(),
         full,
+        full_own,
+        size_of::<objects::Full>() + full_own,
         size_of::<objects::Full>() + full
+    );
+
+    // The compact W25N01GV configuration (64 KiB-RAM MCUs), over the same part.
+    let fs = COMPACT_STORE;
+    let (mut compact, mut compact_own) = (0, 0);
+    for (seed, at_op, kind) in OBJECT_RUNS {
+        let (passed, peak, own, setup) = object_run(fs, part, seed, at_op, kind, page);
+        ok &= passed;
+        compact = compact.max(peak);
+        compact_own = compact_own.max(own);
+        whole = whole.max(setup);
+    }
+    hprintln!(
+        "oftl compact W25N01GV config (W25n01gvCompact<_>, over the TINY part): store {} B in \
+         a static, peak stack {} B ({} B from the call into the workload): RAM <= {} B ({} B \
+         with the firmware's own frames)",
+        size_of::<objects::Compact>(),
+        compact,
+        compact_own,
+        size_of::<objects::Compact>() + compact_own,
+        size_of::<objects::Compact>() + compact
     );
     hprintln!("stack before the oftl phase: peak {} bytes", before);
 
     // The file layer: settings rewritten, 64-byte records appended with fsync, cut,
     // recovered (the staging log replayed) and checked, once per cut kind.
     let vol = VOLUME;
-    let mut files_peak = 0;
+    let (mut files_peak, mut files_own) = (0, 0);
     for (seed, at_op, kind) in FILE_RUNS {
         let plan = FaultPlan::seeded(seed)
             .with_faults(FaultConfig {
@@ -215,8 +247,11 @@ fn main() -> ! {
         part.renew(FaultPlan::seeded(seed));
         whole = whole.max(stack::peak_use().used);
         stack::repaint();
+        let base = stack::depth();
         let outcome = files::run(vol, part, plan);
-        files_peak = files_peak.max(stack::peak_use().used);
+        let peak = stack::peak_use().used;
+        files_peak = files_peak.max(peak);
+        files_own = files_own.max(peak.saturating_sub(base));
         match outcome {
             Ok(o) => hprintln!(
                 "stagefs power cut {}: ok: {} records fsynced, {} recovered, mount after the \
@@ -235,14 +270,17 @@ fn main() -> ! {
     let (vol_size, store_size) = (size_of::<files::Vol>(), size_of::<objects::Tiny>());
     hprintln!(
         "stagefs-core (Fs<_, 2048, 4> over the TINY store): volume {} B in a static (store {} B \
-         + file layer {} B), peak stack {} B: RAM <= {} B; the file layer adds <= {} B over \
-         the store's own figure",
+         + file layer {} B), peak stack {} B ({} B from the call into the workload): RAM <= {} \
+         B ({} B with the firmware's own frames); the file layer adds <= {} B over the store's \
+         own figure",
         vol_size,
         store_size,
         vol_size - store_size,
         files_peak,
+        files_own,
+        vol_size + files_own,
         vol_size + files_peak,
-        vol_size - store_size + files_peak.saturating_sub(tiny)
+        vol_size - store_size + files_own.saturating_sub(tiny_own)
     );
 
     // The top-level examples' logic, on the target.
@@ -283,6 +321,7 @@ fn main() -> ! {
             .max(whole)
             .max(tiny)
             .max(full)
+            .max(compact)
             .max(files_peak)
             .max(spi_peak),
         stack.available
@@ -351,7 +390,9 @@ fn spi_runs(
 /// One `oftl` run (see [`objects::run`]) on a factory-fresh part with a power cut at
 /// program/erase `at_op` of kind `kind`; prints the outcome and returns whether it passed
 /// and the peak stack (painted, from the top) while it ran, not counting the renewal of
-/// the simulated part (a simulator cost), and the peak before the run (with it).
+/// the simulated part (a simulator cost), that peak less the stack in use at the call into
+/// the workload (the store's own and the workload's), and the peak before the run (with
+/// the renewal).
 fn object_run<const B: usize, const C: usize>(
     fs: &mut objects::Store<B, C>,
     part: shared::Part,
@@ -359,7 +400,7 @@ fn object_run<const B: usize, const C: usize>(
     at_op: u64,
     kind: CutKind,
     page: &mut [u8; 2048],
-) -> (bool, usize, usize) {
+) -> (bool, usize, usize, usize) {
     let plan = FaultPlan::seeded(seed)
         .with_faults(FaultConfig {
             unstable_after_cut: true,
@@ -369,6 +410,7 @@ fn object_run<const B: usize, const C: usize>(
     part.renew(FaultPlan::seeded(seed));
     let setup = stack::peak_use().used;
     stack::repaint();
+    let base = stack::depth();
     let outcome = objects::run(fs, part, plan, page);
     let peak = stack::peak_use().used;
     let passed = match outcome {
@@ -389,7 +431,7 @@ fn object_run<const B: usize, const C: usize>(
             false
         }
     };
-    (passed, peak, setup)
+    (passed, peak, peak.saturating_sub(base), setup)
 }
 
 /// The conformance suite, with rule checks and bad-block marking, on a perfect device.

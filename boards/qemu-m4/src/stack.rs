@@ -42,6 +42,15 @@ pub fn repaint() {
     }
 }
 
+/// Stack in use at the caller (bytes from the top to its frame): what the firmware's own
+/// frames take before it calls into the store, subtracted from a phase's peak to give
+/// the store's own stack.
+#[inline(never)]
+pub fn depth() -> usize {
+    let top = ptr::addr_of!(_stack_start) as usize;
+    top - cortex_m::register::msp::read() as usize
+}
+
 /// The deepest stack use since reset (or since the last [`repaint`]).
 pub fn peak_use() -> StackUse {
     let bottom = ptr::addr_of!(_stack_end) as usize;

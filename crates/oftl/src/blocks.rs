@@ -74,12 +74,20 @@ impl BlockInfo {
 
     /// This entry with the retire flag set to `retire`.
     pub const fn with_retire(self, retire: bool) -> Self {
-        BlockInfo(if retire { self.0 | RETIRE } else { self.0 & !RETIRE })
+        BlockInfo(if retire {
+            self.0 | RETIRE
+        } else {
+            self.0 & !RETIRE
+        })
     }
 
     /// This entry with the scrub flag set to `scrub`.
     pub const fn with_scrub(self, scrub: bool) -> Self {
-        BlockInfo(if scrub { self.0 | SCRUB } else { self.0 & !SCRUB })
+        BlockInfo(if scrub {
+            self.0 | SCRUB
+        } else {
+            self.0 & !SCRUB
+        })
     }
 
     /// Coarse state.
@@ -117,7 +125,9 @@ impl BlockInfo {
     /// A block holding valid pages that must move (retire or scrub) before anything
     /// else is collected.
     pub const fn urgent(self) -> bool {
-        matches!(self.state(), BlockState::Full) && self.valid() > 0 && (self.retire() || self.scrub())
+        matches!(self.state(), BlockState::Full)
+            && self.valid() > 0
+            && (self.retire() || self.scrub())
     }
 
     /// Free and not waiting to be retired: a block the window may take.
@@ -212,7 +222,10 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
 
     /// Block `b`'s entry (a free, unused entry past the device).
     pub fn get(&self, b: u32) -> BlockInfo {
-        self.info.get(b as usize).copied().unwrap_or(BlockInfo::FREE)
+        self.info
+            .get(b as usize)
+            .copied()
+            .unwrap_or(BlockInfo::FREE)
     }
 
     /// Pages valid in every block.
@@ -278,6 +291,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     /// A rebuild from the pages' tags decided `b` (neither bad nor reserved) holds
     /// pages it keeps (`holds`: full) or none (free); its valid pages are counted again
     /// as the rebuild maps them. Bad and reserved blocks are refused.
+    #[cfg(feature = "alloc")]
     pub fn rebuilt(&mut self, b: u32, holds: bool) -> bool {
         if matches!(self.get(b).state(), BlockState::Bad | BlockState::Reserved) {
             return false;
@@ -437,11 +451,10 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
             }
             p
         });
-        pick.filter(|&v| Some(v) != hidden)
-            .filter(|&v| {
-                let b = self.get(v);
-                (v as usize) < self.n && b.state() == BlockState::Full && b.valid() > 0
-            })
+        pick.filter(|&v| Some(v) != hidden).filter(|&v| {
+            let b = self.get(v);
+            (v as usize) < self.n && b.state() == BlockState::Full && b.valid() > 0
+        })
     }
 
     /// The policy's free block, if it is one the window may take.
@@ -586,14 +599,29 @@ mod tests {
         t.loaded(1, BlockState::Full, 60, 0);
         t.loaded(2, BlockState::Full, 63, 0);
         let mut g = Greedy::DEFAULT;
-        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, None), Some(0));
+        assert_eq!(
+            t.pick_victim(&mut g, 64, Urgency::Foreground, None),
+            Some(0)
+        );
         t.needs_scrub(2);
-        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, None), Some(2));
+        assert_eq!(
+            t.pick_victim(&mut g, 64, Urgency::Foreground, None),
+            Some(2)
+        );
         // A hidden block is neither the urgent pick nor the policy's.
-        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, Some(2)), Some(0));
-        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Foreground, Some(0)), Some(2));
+        assert_eq!(
+            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(2)),
+            Some(0)
+        );
+        assert_eq!(
+            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(0)),
+            Some(2)
+        );
         t.collected(2, false);
-        assert_eq!(t.pick_victim(&mut g, 64, Urgency::Background, Some(0)), Some(1));
+        assert_eq!(
+            t.pick_victim(&mut g, 64, Urgency::Background, Some(0)),
+            Some(1)
+        );
         assert_eq!(t.get(0).valid(), 1, "hiding changes nothing");
         // A free block waiting to be retired is not a free choice.
         for b in 3..6 {

@@ -55,6 +55,7 @@ impl<
     /// changed and the store turns read-only ([`Fault::ReadOnly`]). Once the block
     /// states are settled for the next window, a failure poisons the handle (RAM is
     /// then ahead of flash).
+    #[inline(never)]
     pub(crate) fn checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
         if self.read_only {
             return Err(Fault::ReadOnly);
@@ -145,6 +146,7 @@ impl<
     /// which recovery reuses; were the skipped one to read well at a later mount (an
     /// unstable torn page), that mount would take it for the newest and find its index
     /// overwritten. Now it can never be taken again.
+    #[inline(never)]
     pub(crate) fn restate_checkpoint(&mut self) -> Result<(), FaultOf<F>> {
         let most = self.largest_checkpoint();
         self.place_checkpoint(most)?;

@@ -128,7 +128,10 @@ impl<
         // A block left alone because a referenced page did not read is hidden from the
         // policy (shown as full of valid pages) until the next checkpoint.
         let d = &mut self.dev;
-        let Some(v) = d.table.pick_victim(&mut d.policy, ppb, urgency, self.gc_stuck) else {
+        let Some(v) = d
+            .table
+            .pick_victim(&mut d.policy, ppb, urgency, self.gc_stuck)
+        else {
             return false;
         };
         let bi = d.table.get(v);

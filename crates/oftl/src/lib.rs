@@ -114,17 +114,23 @@
 //! # RAM
 //!
 //! Everything lives in the [`Oftl`] value, sized by its const parameters: `PAGE`
-//! (page size), `BLOCKS` (block table, 12 B per block), `CACHE` (cached object-table and
-//! index pages, `PAGE` + 24 B each), `WBUF` (write buffers, `PAGE` + 24 B each), plus
+//! (page size), `BLOCKS` (the block table, 4 B per block), `CACHE` (cached object-table
+//! and index pages, `PAGE` + 20 B each), `WBUF` (write buffers, `PAGE` + 24 B each), plus
 //! three page buffers, a window list of [`MAX_WINDOW`] entries and a list of cache
 //! write-backs in flight. The number of objects costs no RAM: their records are in the
-//! on-flash object table ([`format::table`]). For the default W25N01GV configuration
-//! [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2):
-//! `size_of::<W25n01gv<_>>()` = 48,808 bytes (47.7 KiB, of which 24,864 B are the cache
-//! and 4,144 B the write buffers; a test keeps it <= 48 KiB).
-//! Nothing allocates; stack use is a few frames plus cache write-back recursion (bounded
-//! by the number of dirty cached pages): 7,000 B painted peak on a Cortex-M4 including
-//! the firmware's own `main` (see README) when the store lives in a `static`
+//! on-flash object table ([`format::table`]). Measured on a Cortex-M4 (QEMU, see the
+//! README), the store in a `static` plus the peak stack from the call into it (a
+//! workload with a power cut and the recovering mount):
+//!
+//! | configuration | `static` | stack | RAM |
+//! |---|---|---|---|
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,624 B | 4,536 B | 45,160 B |
+//! | [`W25n01gvCompact`] (`CACHE` 6) | 28,216 B | 4,536 B | 32,752 B |
+//!
+//! Of the default's 40,624 B, 24,816 are the cache, 6,144 the three page buffers, 4,144
+//! the write buffers and 4,096 the block table (a test keeps `size_of` <= 40 KiB on the
+//! host). Nothing allocates; stack use is a few frames plus cache write-back recursion
+//! (bounded by the number of dirty cached pages), when the store lives in a `static`
 //! built by [`Oftl::new_const`] and is formatted/mounted in place
 //! ([`Oftl::format_in_place`], [`Oftl::mount_in_place`], [`Oftl::unmount_in_place`]).
 //! The by-value [`Oftl::format`]/[`Oftl::mount`]/[`Oftl::unmount`] move the whole store
@@ -171,6 +177,7 @@ mod write;
 
 use nand_hal::{Capabilities, Geometry, NandFlash};
 
+pub use blocks::BlockInfo;
 pub use errors::{Corrupted, FormatError, Mismatch, MountError, ReadError, WriteError};
 pub use format::checkpoint::{BlockState, ObjKind};
 pub use format::meta::ATTR_LEN;
@@ -178,7 +185,6 @@ pub use gc::GcProgress;
 pub use log::LogRecord;
 pub use objtab::ObjectIds;
 pub use para::ParaGc;
-pub use blocks::BlockInfo;
 pub use policy::{Greedy, Relocation, SpacePolicy, Urgency};
 pub use recovery::SalvageReport;
 pub use txn::TxOp;
@@ -496,8 +502,17 @@ pub struct Oftl<
     pub(crate) window_target: u16,
 }
 
-/// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks).
+/// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks): 12
+/// cached object-table and index pages, 2 write-back buffers (see *RAM* in the crate
+/// docs).
 pub type W25n01gv<F> = Oftl<F, 2048, 1024, 12>;
+
+/// A W25N01GV configuration for MCUs with 64 KiB of RAM: 6 cached pages instead of 12,
+/// the rest as [`W25n01gv`]; about 32 KiB all told on a Cortex-M4 (see *RAM* in the crate
+/// docs). Same format: either opens the other's volumes. Workloads whose object-table
+/// or index pages outnumber the cache run slower (many small files in use at once: the
+/// benchmark's `varmail`).
+pub type W25n01gvCompact<F> = Oftl<F, 2048, 1024, 6>;
 
 impl<
         F: NandFlash,

@@ -158,7 +158,11 @@ mod tests {
         assert_eq!(g.pick_victim(&t, 16), Some(1));
         assert_eq!(g.pick_free(&t), Some(3));
         t[3] = t[3].with_retire(true);
-        assert_eq!(g.pick_free(&t), Some(2), "never a block waiting to be retired");
+        assert_eq!(
+            g.pick_free(&t),
+            Some(2),
+            "never a block waiting to be retired"
+        );
         t[1] = b(BlockState::Full, 3, 5000);
         assert_eq!(g.pick_victim(&t, 16), Some(5), "static wear leveling");
         let none = [b(BlockState::Full, 16, 0), b(BlockState::Bad, 0, 0)];

@@ -49,8 +49,8 @@ use nand_hal::{BlockAddr, NandFlash};
 
 use crate::errors::{Fault, MountError};
 use crate::format::backpointer::{Backpointer, PageKind};
-use crate::format::checkpoint::{HEADS, NONE};
 use crate::format::checkpoint::{CkptHeader, HEADER_LEN};
+use crate::format::checkpoint::{HEADS, NONE};
 use crate::format::logsector::sector_at;
 use crate::format::meta::MetaRecord;
 use crate::format::superblock::{Superblock, CKPT_BLOCKS, SB_LEN, SB_SEARCH};

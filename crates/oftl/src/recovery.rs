@@ -379,6 +379,7 @@ impl<
     }
 
     /// Step 1: the pass over the window's spare areas (see the module docs).
+    #[inline(never)]
     fn scan_window(&mut self) -> Result<Scanned, FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
@@ -739,6 +740,7 @@ impl<
 
     /// Step 2: heads continue past every number seen, in blocks the checkpoint calls
     /// free.
+    #[inline(never)]
     fn open_recovery_window(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
         self.dev.window.clear();
         self.dev.window_next = 0;
@@ -755,6 +757,7 @@ impl<
     }
 
     /// Step 3: pass 2, the replay. Returns the last walk block each head programmed.
+    #[inline(never)]
     fn replay_window(&mut self, sc: &mut Scanned) -> Result<[Option<u32>; HEADS], FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
@@ -862,9 +865,7 @@ impl<
             return Ok(last_block);
         }
         for (wi, &(b, start)) in walk.iter().enumerate() {
-            if sc.log_blocks & (1 << wi) == 0
-                || self.dev.table.get(b).state() == BlockState::Bad
-            {
+            if sc.log_blocks & (1 << wi) == 0 || self.dev.table.get(b).state() == BlockState::Bad {
                 continue;
             }
             for i in start..ppb {
@@ -985,6 +986,7 @@ impl<
 
     /// Step 4: relocates what lives in the blocks that were being programmed: the
     /// suspect pages first, from RAM, then every other valid page of those blocks.
+    #[inline(never)]
     fn relocate_suspects(
         &mut self,
         sc: &Scanned,

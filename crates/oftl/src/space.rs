@@ -102,7 +102,8 @@ impl<
         // Operations that add no pages (delete, truncate, attributes, rewrites in place)
         // are never refused for capacity: on a full device they are how room is made.
         let index_slack = 2 * (growth / self.entries_per_index() as u64 + ops as u64 + 1);
-        if growth > 0 && self.dev.table.valid_total() + growth + index_slack > self.capacity_pages() {
+        if growth > 0 && self.dev.table.valid_total() + growth + index_slack > self.capacity_pages()
+        {
             return Err(Fault::NoSpace);
         }
         let ppb = self.dev.ppb() as u64;
@@ -229,16 +230,15 @@ impl<
     pub(crate) fn reclaimable_blocks(&self) -> u32 {
         self.blocks()
             .iter()
-            .filter(|b| b.takeable() || (!b.retire() && b.state() == BlockState::Full && b.valid() == 0))
+            .filter(|b| {
+                b.takeable() || (!b.retire() && b.state() == BlockState::Full && b.valid() == 0)
+            })
             .count() as u32
     }
 
     /// Blocks that are free now.
     pub(crate) fn free_blocks(&self) -> u32 {
-        self.blocks()
-            .iter()
-            .filter(|b| b.takeable())
-            .count() as u32
+        self.blocks().iter().filter(|b| b.takeable()).count() as u32
     }
 
     /// Ensures `need` window pages for `head`, the index head's room, and a pool at the

@@ -5,19 +5,27 @@ mod common;
 use common::*;
 use nand_hal::sim::{profile, FaultConfig, FaultPlan, SimNand};
 use nand_hal::{BlockAddr, NandFlash, PageAddr};
-use oftl::{MountError, ObjKind, W25n01gv};
+use oftl::{MountError, ObjKind, W25n01gv, W25n01gvCompact};
 
 #[test]
-fn ram_bound_of_default_configuration() {
+fn ram_bound_of_the_w25n01gv_configurations() {
+    // Documented in the crate docs and README: keep them in step. The object table is
+    // on flash, so no per-object RAM; a 4-byte block table entry per block.
+    assert_eq!(core::mem::size_of::<oftl::BlockInfo>(), 4);
     let size = core::mem::size_of::<W25n01gv<&mut Sim>>();
-    // Documented in the crate docs and README: keep them in step. 12 cached table and
-    // index pages (the object table is on flash, so no per-object RAM), 2 write
-    // buffers, three page buffers, the 1024-block table.
+    // 12 cached table and index pages, 2 write buffers, three page buffers, the
+    // 1024-block table.
     assert!(
-        size <= 48 * 1024,
+        size <= 40 * 1024,
         "W25N01GV configuration uses {size} bytes"
     );
-    println!("size_of::<W25n01gv<_>>() = {size}");
+    let compact = core::mem::size_of::<W25n01gvCompact<&mut Sim>>();
+    // The same with 6 cached pages.
+    assert!(
+        compact <= 28 * 1024 && size - compact >= 6 * 2048,
+        "compact W25N01GV configuration uses {compact} bytes"
+    );
+    println!("size_of::<W25n01gv<_>>() = {size}, size_of::<W25n01gvCompact<_>>() = {compact}");
 }
 
 #[test]

@@ -141,10 +141,7 @@ fn block_maps_on<DB: DrawingBackend>(
         &[
             (state_colour(&BlockInfo::FREE, ppb), "free".into()),
             (
-                state_colour(
-                    &BlockInfo::new(BlockState::Window, 0, 0),
-                    ppb,
-                ),
+                state_colour(&BlockInfo::new(BlockState::Window, 0, 0), ppb),
                 "window".into(),
             ),
             (state_colour(&full(0), ppb), "full, stale".into()),
