@@ -565,6 +565,7 @@ mod tests {
         assert_eq!((t.get(0).valid(), t.valid_total()), (0, 3));
         t.reserved(1);
         assert_eq!(t.valid_total(), 0);
+        #[cfg(feature = "alloc")]
         assert!(!t.rebuilt(0, true) && !t.rebuilt(1, false));
         t.begin_load();
         assert_eq!(t.valid_total(), 0);

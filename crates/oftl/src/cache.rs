@@ -565,3 +565,121 @@ impl<
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+
+    use super::Key;
+    use crate::{Config, ObjKind, Oftl};
+
+    type Sim = SimNand<HeapStorage>;
+    type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+
+    fn cfg() -> Config {
+        Config {
+            window_blocks: 8,
+            format_id: 1,
+            ..Default::default()
+        }
+    }
+
+    fn reads(fs: &Fs) -> u64 {
+        fs.flash().counters().reads
+    }
+
+    #[test]
+    fn a_table_page_is_read_once_then_served_from_its_slot() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let ids: Vec<u32> = (0..3)
+            .map(|_| fs.create(ObjKind::Object).unwrap())
+            .collect();
+        fs.unmount().unwrap();
+        let mut fs = Fs::mount(&mut sim).unwrap();
+        assert!(fs.cache.iter().all(|s| !s.used), "a mount caches nothing");
+        let r0 = reads(&fs);
+        assert_eq!(fs.obj(ids[0]).unwrap().id, ids[0]);
+        let loaded = reads(&fs) - r0;
+        assert!(
+            loaded >= 1,
+            "the table page (and its index pages) were read"
+        );
+        let r1 = reads(&fs);
+        for &id in &ids {
+            assert_eq!(fs.obj(id).unwrap().id, id);
+        }
+        assert_eq!(reads(&fs), r1, "records of one table page: no read");
+        let s = fs.find_slot(Key::table_page(0)).expect("cached");
+        assert!(!fs.cache[s].dirty, "a lookup dirties nothing");
+    }
+
+    #[test]
+    fn evicted_dirty_pages_are_written_back_and_found_again() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(2));
+        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        // Records over five table pages (64 per page): with the table's index pages,
+        // more than the 4 slots hold.
+        let per = fs.records_per_page();
+        let mut ids = Vec::new();
+        for _ in 0..4 * per + 10 {
+            ids.push(fs.create(ObjKind::Object).unwrap());
+        }
+        // Changes to records on every table page in turn keep more pages dirty than
+        // the slots hold: some are written back before the next checkpoint.
+        let evictions = fs.stats().index_evictions;
+        for round in 0..3u8 {
+            for &id in ids.iter().step_by(per as usize) {
+                fs.set_attrs(id, &[round; crate::ATTR_LEN]).unwrap();
+            }
+        }
+        assert!(
+            fs.stats().index_evictions > evictions,
+            "the cache overflowed"
+        );
+        assert!(fs.cache.iter().filter(|s| s.used).count() <= 4);
+        assert!(fs.inflight.is_empty(), "no write-back left half done");
+        for &id in ids.iter().step_by(37) {
+            assert_eq!(fs.obj(id).unwrap().id, id);
+        }
+        // A clean eviction programs nothing.
+        fs.sync().unwrap();
+        assert!(
+            fs.cache.iter().all(|s| !s.used || !s.dirty),
+            "sync wrote every page back"
+        );
+        let programs = fs.flash().counters().programs;
+        let evictions = fs.stats().index_evictions;
+        for &id in ids.iter().step_by(11) {
+            assert_eq!(fs.obj(id).unwrap().id, id);
+        }
+        assert_eq!(fs.flash().counters().programs, programs);
+        assert_eq!(fs.stats().index_evictions, evictions);
+        // Every record survives a remount.
+        fs.unmount().unwrap();
+        let mut fs = Fs::mount(&mut sim).unwrap();
+        for &id in &ids {
+            assert_eq!(fs.obj(id).unwrap().id, id);
+        }
+        for &id in ids.iter().step_by(per as usize) {
+            assert_eq!(fs.attrs(id).unwrap().user, [2; crate::ATTR_LEN]);
+        }
+    }
+
+    #[test]
+    fn flush_order_puts_every_parent_after_its_children() {
+        let leaf = Key::index(5, 0);
+        let root = Key::index(5, crate::format::index::ROOT_LPN);
+        let table = Key::table_page(0);
+        let table_leaf = Key::index(crate::format::table::TABLE_OBJ, 0);
+        let table_root = Key::index(
+            crate::format::table::TABLE_OBJ,
+            crate::format::index::ROOT_LPN,
+        );
+        let ranks: Vec<u8> = [leaf, root, table, table_leaf, table_root]
+            .iter()
+            .map(Key::rank)
+            .collect();
+        assert_eq!(ranks, [0, 1, 2, 3, 4]);
+    }
+}

@@ -777,7 +777,70 @@ fn lpage_near(stored: u32, reference: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::lpage_near;
+    use super::{lpage_near, LogTail};
+
+    #[test]
+    fn an_append_continues_the_open_page_only_where_it_ends() {
+        let (spp, nop) = (4, 4);
+        let mut t = LogTail::CLOSED;
+        assert_eq!(
+            t.continuation(7, 0, 1, spp, nop, Some(100)),
+            None,
+            "nothing open"
+        );
+        // Logical page 2 of stream 7 at page 100, slots 0..1 programmed: LSN 9 next.
+        t.opened(7, 2, 100, 1);
+        assert_eq!(
+            t.continuation(7, 9, 2, spp, nop, Some(100)),
+            Some((2, 1, 100))
+        );
+        assert_eq!(
+            t.continuation(8, 9, 1, spp, nop, Some(100)),
+            None,
+            "another stream"
+        );
+        assert_eq!(
+            t.continuation(7, 10, 1, spp, nop, Some(100)),
+            None,
+            "not its end"
+        );
+        assert_eq!(
+            t.continuation(7, 9, 4, spp, nop, Some(100)),
+            None,
+            "does not fit"
+        );
+        assert_eq!(
+            t.continuation(7, 9, 1, spp, nop, Some(101)),
+            None,
+            "the head programmed another page since"
+        );
+        t.extended(3);
+        assert_eq!(
+            t.continuation(7, 11, 1, spp, nop, Some(100)),
+            Some((2, 3, 100))
+        );
+        assert_eq!(
+            t.continuation(7, 11, 1, spp, 2, Some(100)),
+            None,
+            "NOP reached"
+        );
+        t.moved(99);
+        assert!(t.continuation(7, 11, 1, spp, nop, Some(100)).is_some());
+        t.moved(100);
+        assert_eq!(
+            t.continuation(7, 11, 1, spp, nop, Some(100)),
+            None,
+            "copied away"
+        );
+        t.opened(7, 3, 140, 4);
+        assert_eq!(
+            t.continuation(7, 16, 1, spp, nop, Some(140)),
+            None,
+            "the page is full"
+        );
+        t.close();
+        assert_eq!(t.continuation(7, 16, 0, spp, nop, Some(140)), None);
+    }
 
     #[test]
     fn logical_pages_past_the_24_bit_field() {

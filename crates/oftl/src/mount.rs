@@ -465,7 +465,7 @@ impl<
     ///   checkpoint without a marker is safe: its window was never programmed.
     /// - The loaded checkpoint counts as clean only if it is the newest, was written
     ///   by unmount, has no marker, and no unreadable page sits above it.
-    fn load_newest_checkpoint(&mut self) -> Result<bool, MountError<F::Error>> {
+    pub(crate) fn load_newest_checkpoint(&mut self) -> Result<bool, MountError<F::Error>> {
         let ppb = self.dev.ppb();
         let mut cands: heapless::Vec<Candidate, 8> = heapless::Vec::new();
         // Newest marker: (seq, page).

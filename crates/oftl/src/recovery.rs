@@ -1163,3 +1163,139 @@ impl<
 fn slots(mask: u32) -> impl Iterator<Item = u32> {
     (0..32).filter(move |s| mask & (1 << s) != 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use nand_hal::sim::{profile, CutKind, FaultPlan, HeapStorage, SimNand};
+
+    use super::*;
+    use crate::{Config, ObjKind};
+
+    type Sim = SimNand<HeapStorage>;
+    type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+
+    #[test]
+    fn track_tells_new_repeated_skipped_and_missing_numbers() {
+        let mut t = Track {
+            start: 10,
+            expected: 10,
+            span: 1,
+        };
+        assert_eq!(t.step(9), Step::Skip, "before the checkpoint");
+        assert_eq!(t.step(10), Step::New);
+        assert_eq!(t.step(10), Step::Repeat, "a failed program's retry");
+        assert_eq!(t.step(11), Step::New);
+        assert_eq!(t.step(14), Step::Gap { missing: 12 });
+        assert_eq!(t.step(15), Step::New, "counting goes on after the gap");
+        assert_eq!(t.step(12), Step::Skip, "older than the recent span");
+        // Across the wrap of the 32-bit numbers.
+        let mut w = Track {
+            start: u32::MAX,
+            expected: u32::MAX,
+            span: 4,
+        };
+        assert_eq!(w.step(u32::MAX), Step::New);
+        assert_eq!(w.step(0), Step::New);
+        assert_eq!(w.step(u32::MAX), Step::Repeat);
+        assert_eq!(w.step(u32::MAX - 1), Step::Skip);
+    }
+
+    #[test]
+    fn bound_replays_up_to_the_last_commit() {
+        let bp = |seq, commit| Backpointer {
+            kind: PageKind::Data,
+            owner: 1,
+            lpn: 0,
+            len: 2048,
+            seq,
+            commit,
+            relocated: false,
+            tx_delta: 0,
+        };
+        let mut b = Bound::default();
+        assert!(!b.replays(1), "nothing committed: nothing replays");
+        b.accept(100, bp(1, false));
+        b.accept(101, bp(2, true));
+        b.accept(102, bp(3, false));
+        assert_eq!((b.last_commit, b.prev_commit), (Some(2), None));
+        assert!(b.replays(1) && b.replays(2) && !b.replays(3));
+        b.accept(103, bp(4, true));
+        assert_eq!((b.last_commit, b.prev_commit), (Some(4), Some(2)));
+        // A retry of the commit page does not move the previous commit.
+        b.accept(104, bp(4, true));
+        assert_eq!((b.last_commit, b.prev_commit), (Some(4), Some(2)));
+        assert_eq!(b.last_acc.map(|(p, _)| p), Some(104));
+    }
+
+    #[test]
+    fn cold_copies_and_heads_by_kind() {
+        let mut bp = Backpointer {
+            kind: PageKind::Meta,
+            owner: 1,
+            lpn: 0,
+            len: 2048,
+            seq: 50,
+            commit: true,
+            relocated: true,
+            tx_delta: 0,
+        };
+        assert!(is_cold_copy(&bp, 50) && !is_cold_copy(&bp, 51));
+        bp.relocated = false;
+        assert!(!is_cold_copy(&bp, 0));
+        assert_eq!(head_of(PageKind::Data), Some(DATA_HEAD));
+        assert_eq!(head_of(PageKind::Log), Some(LOG_HEAD));
+        assert_eq!(head_of(PageKind::Index), None);
+        assert_eq!(head_of(PageKind::Table), None);
+    }
+
+    /// Step 1 alone, on a store cut in the middle of a three-page write that followed
+    /// five committed ones: the scan bounds the data head's replay at the fifth commit.
+    #[test]
+    fn the_scan_bounds_the_replay_at_the_last_commit() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(3));
+        let cfg = Config {
+            window_blocks: 8,
+            format_id: 1,
+            ..Default::default()
+        };
+        let mut fs = Fs::format(&mut sim, cfg).unwrap();
+        let o = fs.create(ObjKind::Object).unwrap();
+        fs.sync().unwrap();
+        let start = fs.dev.heads[DATA_HEAD].next_seq;
+        for i in 0..5u64 {
+            fs.write(o, i * 2048, &[i as u8; 2048]).unwrap();
+            fs.flush(o).unwrap();
+        }
+        // The third page of the next write would carry the commit: cut before it.
+        fs.flash_mut()
+            .arm(FaultPlan::seeded(3).with_cut(3, CutKind::Clean));
+        assert!(fs.write(o, 5 * 2048, &[9; 3 * 2048]).is_err());
+        drop(fs);
+        sim.power_on();
+        sim.disarm();
+        let mut fs = Fs::new(&mut sim);
+        let sb = fs.checked_superblock().unwrap();
+        fs.reset_state(sb);
+        fs.poisoned = false;
+        assert!(
+            !fs.load_newest_checkpoint().unwrap(),
+            "not a clean checkpoint"
+        );
+        let sc = fs.scan_window().unwrap();
+        let b = sc.bound[DATA_HEAD];
+        assert_eq!(
+            b.last_commit,
+            Some(start.wrapping_add(4)),
+            "the fifth write's page"
+        );
+        let (_, last) = b.last_acc.unwrap();
+        assert_eq!(
+            last.seq,
+            start.wrapping_add(6),
+            "two pages of the cut write seen"
+        );
+        assert!(!b.replays(last.seq));
+        assert_eq!(sc.next_seq[DATA_HEAD], start.wrapping_add(7));
+        assert!(sc.loss.iter().all(Option::is_none), "no media loss");
+    }
+}

@@ -421,3 +421,139 @@ impl<
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+
+    use crate::format::index::UNMAPPED;
+    use crate::io::Scan;
+    use crate::{Config, ObjKind, Oftl};
+
+    type Sim = SimNand<HeapStorage>;
+    type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+
+    fn store(sim: &mut Sim) -> Fs<'_> {
+        let cfg = Config {
+            window_blocks: 8,
+            format_id: 1,
+            ..Default::default()
+        };
+        Fs::format(sim, cfg).unwrap()
+    }
+
+    fn programs(fs: &Fs) -> u64 {
+        fs.flash().counters().programs
+    }
+
+    /// The backpointer of `obj`'s committed logical page `lpn`.
+    fn committed(fs: &mut Fs, obj: u32, lpn: u32) -> crate::format::backpointer::Backpointer {
+        let page = fs.index_get(obj, lpn).unwrap();
+        assert_ne!(page, UNMAPPED, "page {lpn} of {obj} is committed");
+        match fs.dev.scan_read(page).unwrap() {
+            Scan::Bp(bp) => bp,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_write_inside_a_page_is_buffered_and_read_from_ram() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
+        let mut fs = store(&mut sim);
+        let o = fs.create(ObjKind::Object).unwrap();
+        let before = programs(&fs);
+        fs.write(o, 100, &[7; 64]).unwrap();
+        assert_eq!(programs(&fs), before, "nothing programmed");
+        let s = fs.wbuf_find(o, 0).expect("buffered");
+        assert!(fs.wbuf[s].dirty);
+        assert_eq!(fs.wbuf[s].end, 164, "the size the write implies");
+        assert_eq!(
+            &fs.wbuf[s].data[..100],
+            &[0; 100][..],
+            "zeros before the write"
+        );
+        assert_eq!(fs.index_get(o, 0).unwrap(), UNMAPPED, "nothing committed");
+        let reads = fs.flash().counters().reads;
+        let mut b = [0u8; 64];
+        assert_eq!(fs.read(o, 100, &mut b).unwrap(), 64);
+        assert_eq!(b, [7; 64]);
+        assert_eq!(fs.size(o).unwrap(), 164);
+        assert_eq!(fs.flash().counters().reads, reads, "served from the buffer");
+    }
+
+    #[test]
+    fn flush_programs_the_objects_dirty_pages_as_one_transaction() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(2));
+        let mut fs = store(&mut sim);
+        let o = fs.create(ObjKind::Object).unwrap();
+        fs.write(o, 0, &[1; 64]).unwrap();
+        fs.write(o, 2048, &[2; 64]).unwrap();
+        let before = programs(&fs);
+        fs.flush(o).unwrap();
+        assert_eq!(programs(&fs) - before, 2, "one program per dirty page");
+        let (first, last) = (committed(&mut fs, o, 0), committed(&mut fs, o, 1));
+        assert!(
+            !first.commit && last.commit,
+            "the commit flag on the last page only"
+        );
+        assert_eq!(last.seq, first.seq + 1, "consecutive in the data head");
+        assert_eq!(last.tx_delta, 1, "the last page points back to the first");
+        for w in fs.wbuf.iter() {
+            assert!(w.used && !w.dirty, "both stay as clean copies");
+        }
+        let before = programs(&fs);
+        fs.flush(o).unwrap();
+        assert_eq!(programs(&fs), before, "nothing dirty: nothing programmed");
+    }
+
+    #[test]
+    fn a_needed_buffer_evicts_the_least_recently_used_objects_pages_only() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(3));
+        let mut fs = store(&mut sim);
+        let a = fs.create(ObjKind::Object).unwrap();
+        let b = fs.create(ObjKind::Object).unwrap();
+        fs.write(a, 0, &[1; 64]).unwrap();
+        fs.write(b, 0, &[2; 64]).unwrap();
+        let before = programs(&fs);
+        // A third page needs a buffer: `a`'s page 0, least recently used, goes.
+        fs.write(a, 4096, &[3; 64]).unwrap();
+        assert_eq!(programs(&fs) - before, 1);
+        assert!(committed(&mut fs, a, 0).commit);
+        assert_eq!(
+            fs.index_get(b, 0).unwrap(),
+            UNMAPPED,
+            "b is still only in RAM"
+        );
+        assert!(fs.wbuf_find(b, 0).is_some_and(|s| fs.wbuf[s].dirty));
+        assert!(fs.wbuf_find(a, 2).is_some_and(|s| fs.wbuf[s].dirty));
+        assert!(fs.wbuf_find(a, 0).is_none());
+        let mut x = [0u8; 64];
+        fs.read(a, 0, &mut x).unwrap();
+        assert_eq!(x, [1; 64]);
+    }
+
+    #[test]
+    fn a_whole_page_read_keeps_a_clean_copy_and_never_evicts_a_dirty_one() {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(4));
+        let mut fs = store(&mut sim);
+        let a = fs.create(ObjKind::Object).unwrap();
+        let c = fs.create(ObjKind::Object).unwrap();
+        let data: Vec<u8> = (0..3 * 2048).map(|i| (i % 251) as u8).collect();
+        fs.write(a, 0, &data).unwrap(); // spans pages: committed at once
+        fs.write(c, 0, &[9; 10]).unwrap();
+        let mut page = vec![0u8; 2048];
+        for lpn in 0..3u32 {
+            let before = programs(&fs);
+            fs.read(a, lpn as u64 * 2048, &mut page).unwrap();
+            assert_eq!(page, data[lpn as usize * 2048..][..2048]);
+            assert_eq!(programs(&fs), before, "a read programs nothing");
+            assert!(fs.wbuf_find(c, 0).is_some_and(|s| fs.wbuf[s].dirty));
+            let s = fs.wbuf_find(a, lpn).expect("the page read is kept");
+            assert!(!fs.wbuf[s].dirty);
+        }
+        // Served from the clean copy the second time.
+        let reads = fs.flash().counters().reads;
+        fs.read(a, 2 * 2048, &mut page).unwrap();
+        assert_eq!(fs.flash().counters().reads, reads);
+    }
+}

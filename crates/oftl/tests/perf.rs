@@ -1,6 +1,8 @@
-//! Performance targets on the simulated W25N01GV, from the simulator's clock and
-//! counters (deterministic): sequential writing >= 5 MB/s with write amplification
-//! <= 1.05, clean mount < 10 ms whatever the fill, crash mount bounded by the window.
+//! Performance on the simulated W25N01GV, from the simulator's clock and counters: each
+//! seeded workload's exact counts (programs, bytes programmed, erases, simulated time)
+//! are pinned, so any change to them is seen and has to be explained; the targets they
+//! meet (sequential writing >= 5 MB/s with write amplification <= 1.05, clean mount
+//! < 10 ms whatever the fill, crash mount bounded by the window) are checked beside them.
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, ObjKind, W25n01gv};
@@ -24,10 +26,25 @@ fn linear_write_throughput_and_amplification() {
     let d = fs.flash().counters() - before;
     let mbps = total as f64 / (d.time_ns as f64 / 1e9) / 1e6;
     let wa = d.bytes_programmed as f64 / total as f64;
+    assert_eq!(
+        (d.programs, d.bytes_programmed, d.erases, d.time_ns),
+        GOLDEN_LINEAR,
+        "{mbps:.2} MB/s, WA {wa:.4}"
+    );
     assert!(mbps >= 5.0, "{mbps:.2} MB/s");
     assert!(wa <= 1.05, "write amplification {wa:.4}");
     assert_eq!(d.misuse, 0);
 }
+
+/// Programs, bytes programmed, erases, simulated ns: 8 MiB in 16 KiB writes then `sync`
+/// (6.25 MB/s, WA 1.011).
+const GOLDEN_LINEAR: (u64, u64, u64, u64) = (4_148, 8_487_424, 65, 1_341_537_636);
+/// Clean mount ns at 8 and 32 MiB, crash mount ns, pages the crash mount scanned.
+const GOLDEN_MOUNTS: ([u64; 2], u64, u32) = ([1_704_152, 1_838_382], 34_876_520, 191);
+/// Programs, bytes programmed, erases, simulated ns: 4 MiB in 64 B appends, `sync`.
+const GOLDEN_SMALL_APPENDS: (u64, u64, u64, u64) = (2_078, 4_251_136, 33, 673_029_646);
+/// Programs, bytes programmed, erases, simulated ns: 20,000 appends of 64 B each flushed.
+const GOLDEN_APPEND_FLUSH: (u64, u64, u64, u64) = (20_181, 41_299_968, 315, 6_523_371_517);
 
 #[test]
 fn mount_times_do_not_grow_with_fill() {
@@ -58,6 +75,14 @@ fn mount_times_do_not_grow_with_fill() {
     let fs = W25n01gv::mount(&mut sim).unwrap();
     let crash = fs.flash().now_ns() - t0;
     let window_pages = 16 * 64 + 2 * 64;
+    assert_eq!(
+        (
+            [clean[0], clean[1]],
+            crash,
+            fs.stats().recovery_scanned_pages
+        ),
+        GOLDEN_MOUNTS
+    );
     assert!(
         fs.stats().recovery_scanned_pages <= window_pages,
         "{:?}",
@@ -86,6 +111,11 @@ fn small_appends_are_buffered_into_whole_pages() {
     let d = fs.flash().counters() - before;
     let mbps = total as f64 / (d.time_ns as f64 / 1e9) / 1e6;
     let wa = d.bytes_programmed as f64 / total as f64;
+    assert_eq!(
+        (d.programs, d.bytes_programmed, d.erases, d.time_ns),
+        GOLDEN_SMALL_APPENDS,
+        "{mbps:.2} MB/s, WA {wa:.4}"
+    );
     assert!(mbps >= 5.0, "{mbps:.2} MB/s");
     assert!(wa <= 1.05, "write amplification {wa:.4}");
     assert_eq!(d.misuse, 0);
@@ -105,6 +135,10 @@ fn small_append_and_flush_costs_one_program() {
     let d = fs.flash().counters() - before;
     // One program per flush, plus checkpoints (about 8 pages per 1,000 programs).
     let per_flush = d.programs as f64 / n as f64;
+    assert_eq!(
+        (d.programs, d.bytes_programmed, d.erases, d.time_ns),
+        GOLDEN_APPEND_FLUSH
+    );
     assert!(per_flush <= 1.02, "{per_flush:.4} programs per flush");
     assert_eq!(d.misuse, 0);
 }
