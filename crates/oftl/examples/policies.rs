@@ -20,7 +20,7 @@ use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{
     BlockInfo, BlockState, Config, Greedy, ObjKind, Oftl, ParaGc, Relocation, SpacePolicy, Urgency,
 };
-use paragc::{DynamicOnly, Greedy as PGreedy, GreedyCostBenefit};
+use paragc::{DynamicOnly, GreedyCostBenefit, GreedyVictim as PGreedy};
 
 type Sim = SimNand<HeapStorage>;
 

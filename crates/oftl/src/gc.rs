@@ -95,7 +95,7 @@ impl<
                 let ppb = self.dev.ppb();
                 let d = &mut self.dev;
                 d.table
-                    .pick_victim(&mut d.policy, ppb, Urgency::Background, None)
+                    .pick_victim(&mut d.policy, ppb, Urgency::Background, self.gc_stuck)
                     .is_some()
             };
             Ok(GcProgress { copied, more })

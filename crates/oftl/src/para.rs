@@ -191,7 +191,7 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paragc::{DynamicOnly, Greedy as PGreedy};
+    use paragc::{DynamicOnly, GreedyVictim as PGreedy};
 
     fn b(state: BlockState, valid: u16, erases: u32) -> BlockInfo {
         BlockInfo::new(state, valid, erases)

@@ -8,7 +8,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use nand_hal::Geometry;
 use paragc::sched::{Costs, OpKind, Order, Scheduler, Space};
 use paragc::{
-    BlockManager, Class, Classifier, Config, GcMode, Hint, HotnessTracker, UpdatePromotion,
+    BlockManager, Class, Classifier, GcMode, Hint, HotnessTracker, ManagerConfig, UpdatePromotion,
 };
 
 const ONE_DIE: Geometry = Geometry::new(2048, 64, 64, 1024, 1, 1, 1);
@@ -16,7 +16,7 @@ const EIGHT_DIES: Geometry = Geometry::new(2048, 64, 64, 256, 1, 2, 4);
 
 /// A manager with every block of the device written and a spread of valid counts.
 fn aged(g: Geometry) -> Box<BlockManager<2048, 8>> {
-    let mut m = Box::new(BlockManager::<2048, 8>::new(g, Config::DEFAULT).unwrap());
+    let mut m = Box::new(BlockManager::<2048, 8>::new(g, ManagerConfig::DEFAULT).unwrap());
     let mut x = 1u32;
     'fill: loop {
         for u in 0..m.units() {
@@ -50,7 +50,7 @@ fn manager(c: &mut Criterion) {
                 criterion::BatchSize::LargeInput,
             )
         });
-        let fresh = Box::new(BlockManager::<2048, 8>::new(g, Config::DEFAULT).unwrap());
+        let fresh = Box::new(BlockManager::<2048, 8>::new(g, ManagerConfig::DEFAULT).unwrap());
         c.bench_function(&format!("allocate/64-pages-incl-open/{name}"), |b| {
             b.iter_batched(
                 || fresh.clone(),

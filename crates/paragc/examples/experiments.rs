@@ -20,7 +20,7 @@ use common::*;
 use nand_hal::sim::profile::{Profile, MT29F_2CH_4LUN, TINY, W25N01GV, W25N_4CH_2DIE};
 use paragc::sched::{Eager, Formula2, LeastBusy, Order, RoundRobin};
 use paragc::{
-    DynamicOnly, Greedy, GreedyCostBenefit, HintOnly, HotnessTracker, Leveling, NoLeveling,
+    DynamicOnly, GreedyCostBenefit, GreedyVictim, HintOnly, HotnessTracker, Leveling, NoLeveling,
     WearPolicy,
 };
 
@@ -53,7 +53,13 @@ const WORKLOADS: [Workload; 4] = [
 ];
 
 fn gc_row(p: Profile, w: Workload, util: u32) {
-    let mut b = Store::new(p, StoreConfig::baseline(util), HintOnly, Greedy, NoLeveling);
+    let mut b = Store::new(
+        p,
+        StoreConfig::baseline(util),
+        HintOnly,
+        GreedyVictim,
+        NoLeveling,
+    );
     let rb = run(&mut b, w, 20, 40).expect("baseline run");
     let mut s = Store::new(
         p,

@@ -1,6 +1,6 @@
 //! Per-block bookkeeping: the summary every policy decides on.
 //!
-//! A [`BlockInfo`] is 16 bytes: erase count, age stamp, pages written, pages still
+//! A [`ManagedBlock`] is 16 bytes: erase count, age stamp, pages written, pages still
 //! valid, state and class. The [`crate::BlockManager`] keeps one per block in a fixed
 //! array, updated only through its `notice_*` events and allocations.
 
@@ -17,7 +17,7 @@ use crate::class::Class;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum BlockState {
+pub enum BlockPhase {
     /// Erased and not in use.
     Free,
     /// An allocation head: some pages written, more to come.
@@ -33,22 +33,22 @@ pub enum BlockState {
 /// The policy-relevant summary of one erase block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct BlockInfo {
+pub struct ManagedBlock {
     pub(crate) erase_count: u32,
     pub(crate) stamp: u32,
     pub(crate) written: u16,
     pub(crate) valid: u16,
-    pub(crate) state: BlockState,
+    pub(crate) state: BlockPhase,
     pub(crate) class: Class,
 }
 
-impl BlockInfo {
-    pub(crate) const FRESH: BlockInfo = BlockInfo {
+impl ManagedBlock {
+    pub(crate) const FRESH: ManagedBlock = ManagedBlock {
         erase_count: 0,
         stamp: 0,
         written: 0,
         valid: 0,
-        state: BlockState::Free,
+        state: BlockPhase::Free,
         class: Class::Warm,
     };
 
@@ -73,10 +73,10 @@ impl BlockInfo {
         self.written - self.valid
     }
     /// Life-cycle state.
-    pub const fn state(&self) -> BlockState {
+    pub const fn state(&self) -> BlockPhase {
         self.state
     }
-    /// The class of the data in the block (meaningless while [`BlockState::Free`]).
+    /// The class of the data in the block (meaningless while [`BlockPhase::Free`]).
     pub const fn class(&self) -> Class {
         self.class
     }
@@ -88,6 +88,6 @@ mod tests {
 
     #[test]
     fn block_info_is_16_bytes() {
-        assert_eq!(core::mem::size_of::<BlockInfo>(), 16);
+        assert_eq!(core::mem::size_of::<ManagedBlock>(), 16);
     }
 }

@@ -11,13 +11,13 @@ pub mod sched;
 pub mod victim;
 pub mod wear;
 
-pub use block::{BlockInfo, BlockState};
+pub use block::{BlockPhase, ManagedBlock};
 pub use class::{Class, Hint, CLASSES};
 pub use hotness::{Classifier, HintOnly, HotnessTracker, UpdatePromotion};
 pub use manager::{
-    AllocError, Allocation, BlockManager, Config, ConfigError, EventError, Reason, Restored,
-    Urgency, Victim,
+    AllocError, Allocation, BlockManager, ConfigError, EventError, GcUrgency, ManagerConfig,
+    Reason, Restored, Victim,
 };
 pub use sched::{Costs, Dispatch, EraseGate, Formula2, LeastBusy, Order, Scheduler};
-pub use victim::{Candidate, CostBenefit, GcMode, Greedy, GreedyCostBenefit, VictimPolicy};
+pub use victim::{Candidate, CostBenefit, GcMode, GreedyCostBenefit, GreedyVictim, VictimPolicy};
 pub use wear::{DynamicOnly, Leveling, NoLeveling, WearPolicy};

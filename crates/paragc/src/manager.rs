@@ -7,7 +7,7 @@
 //! I/O. The caller (an FTL) tells it what happened through `notice_*` events and asks
 //! it for decisions. After every call:
 //!
-//! - each block is in exactly one [`BlockState`]; `free_blocks(u)` equals the number of
+//! - each block is in exactly one [`BlockPhase`]; `free_blocks(u)` equals the number of
 //!   `Free` blocks of unit `u`;
 //! - each (unit, class) has at most one `Open` block (its head), and every `Open`
 //!   block is a head;
@@ -36,7 +36,7 @@
 
 use nand_hal::{BlockAddr, Geometry, PageAddr};
 
-use crate::block::{BlockInfo, BlockState};
+use crate::block::{BlockPhase, ManagedBlock};
 use crate::class::{Class, CLASSES};
 use crate::victim::{Candidate, GcMode, GreedyCostBenefit, VictimPolicy};
 use crate::wear::{Leveling, WearPolicy};
@@ -44,7 +44,7 @@ use crate::wear::{Leveling, WearPolicy};
 /// Free-space thresholds, per parallel unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Config {
+pub struct ManagerConfig {
     /// Free blocks per unit kept back for collection. User allocations that would
     /// take the unit to this many free blocks fail with [`AllocError::NeedsGc`];
     /// [`BlockManager::allocate_for_gc`] may use them. At least 1: collecting one victim
@@ -56,17 +56,17 @@ pub struct Config {
     pub background_blocks: u32,
 }
 
-impl Config {
+impl ManagerConfig {
     /// Two reserve blocks, background collection from eight free blocks.
-    pub const DEFAULT: Config = Config {
+    pub const DEFAULT: ManagerConfig = ManagerConfig {
         reserve_blocks: 2,
         background_blocks: 8,
     };
 }
 
-impl Default for Config {
+impl Default for ManagerConfig {
     fn default() -> Self {
-        Config::DEFAULT
+        ManagerConfig::DEFAULT
     }
 }
 
@@ -143,7 +143,7 @@ pub enum EventError {
     NoSuchBlock,
     /// The block is in a state where this event cannot happen (for example a page
     /// invalidated in a free block, or a bad block erased).
-    WrongState(BlockState),
+    WrongState(BlockPhase),
     /// More pages invalidated than were valid.
     NoValidPages,
     /// A restored block claims more valid than written pages, or more pages than a
@@ -182,7 +182,7 @@ pub struct Allocation {
 /// How badly a unit needs collection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Urgency {
+pub enum GcUrgency {
     /// Enough free blocks.
     None,
     /// Collect when idle ([`GcMode::Background`]).
@@ -266,11 +266,11 @@ pub enum Restored {
 ///
 /// ```
 /// use nand_hal::{BlockAddr, Geometry};
-/// use paragc::{BlockManager, Class, Config, GcMode, Urgency};
+/// use paragc::{BlockManager, Class, ManagerConfig, GcMode, GcUrgency};
 ///
 /// // 2 dies x 8 blocks x 4 pages.
 /// let geo = Geometry::new(2048, 64, 4, 8, 1, 2, 1);
-/// let mut m: BlockManager<16, 2> = BlockManager::new(geo, Config::DEFAULT).unwrap();
+/// let mut m: BlockManager<16, 2> = BlockManager::new(geo, ManagerConfig::DEFAULT).unwrap();
 ///
 /// // Hot and cold data never share a block.
 /// let hot = m.allocate(0, Class::Hot).unwrap();
@@ -290,7 +290,7 @@ pub enum Restored {
 /// // ... the caller erases it ...
 /// m.notice_block_erased(v.block).unwrap();
 /// assert_eq!(m.block(v.block).unwrap().erase_count(), 1);
-/// assert_eq!(m.gc_urgency(0), Urgency::Background);
+/// assert_eq!(m.gc_urgency(0), GcUrgency::Background);
 /// ```
 #[derive(Clone, Debug)]
 pub struct BlockManager<
@@ -300,8 +300,8 @@ pub struct BlockManager<
     W = Leveling,
 > {
     geometry: Geometry,
-    config: Config,
-    blocks: [BlockInfo; BLOCKS],
+    config: ManagerConfig,
+    blocks: [ManagedBlock; BLOCKS],
     heads: [[u32; CLASSES]; UNITS],
     free: [u32; UNITS],
     stripe: [u8; CLASSES],
@@ -318,7 +318,7 @@ impl<const BLOCKS: usize, const UNITS: usize> BlockManager<BLOCKS, UNITS> {
     /// A manager for `geometry` with the default policies, every block free with erase
     /// count 0. Report bad blocks and known erase counts (or restore a mounted state)
     /// before allocating.
-    pub fn new(geometry: Geometry, config: Config) -> Result<Self, ConfigError> {
+    pub fn new(geometry: Geometry, config: ManagerConfig) -> Result<Self, ConfigError> {
         Self::with_policies(geometry, config, GreedyCostBenefit, Leveling)
     }
 }
@@ -329,7 +329,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
     /// A manager with explicit victim and wear policies.
     pub fn with_policies(
         geometry: Geometry,
-        config: Config,
+        config: ManagerConfig,
         victim: V,
         wear: W,
     ) -> Result<Self, ConfigError> {
@@ -358,7 +358,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         Ok(BlockManager {
             geometry,
             config,
-            blocks: [BlockInfo::FRESH; BLOCKS],
+            blocks: [ManagedBlock::FRESH; BLOCKS],
             heads: [[NO_HEAD; CLASSES]; UNITS],
             free,
             stripe: [0; CLASSES],
@@ -377,7 +377,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         &self.geometry
     }
     /// The thresholds.
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> &ManagerConfig {
         &self.config
     }
     /// Parallel units (dies) of the device.
@@ -389,7 +389,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         self.geometry.die_of(block).index as u32
     }
     /// The summary of `block`.
-    pub fn block(&self, block: BlockAddr) -> Option<&BlockInfo> {
+    pub fn block(&self, block: BlockAddr) -> Option<&ManagedBlock> {
         if self.geometry.contains_block(block) {
             self.blocks.get(block.0 as usize)
         } else {
@@ -424,7 +424,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         let mut min = u32::MAX;
         let mut max = 0;
         for b in self.device_blocks() {
-            if b.state != BlockState::Bad {
+            if b.state != BlockPhase::Bad {
                 min = min.min(b.erase_count);
                 max = max.max(b.erase_count);
             }
@@ -445,14 +445,14 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
     }
 
     /// How much `unit` needs collection. O(1).
-    pub fn gc_urgency(&self, unit: u32) -> Urgency {
+    pub fn gc_urgency(&self, unit: u32) -> GcUrgency {
         let free = self.free_blocks(unit);
         if free <= self.config.reserve_blocks {
-            Urgency::Foreground
+            GcUrgency::Foreground
         } else if free <= self.config.background_blocks {
-            Urgency::Background
+            GcUrgency::Background
         } else {
-            Urgency::None
+            GcUrgency::None
         }
     }
 
@@ -514,7 +514,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
             }
             head = self.pick_free(unit, class).ok_or(AllocError::NoFreeBlock)?;
             let b = &mut self.blocks[head as usize];
-            b.state = BlockState::Open;
+            b.state = BlockPhase::Open;
             b.class = class;
             b.written = 0;
             b.valid = 0;
@@ -530,7 +530,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         b.valid += 1;
         b.stamp = clock;
         if b.written >= ppb {
-            b.state = BlockState::Full;
+            b.state = BlockPhase::Full;
             self.heads[unit as usize][class.index()] = NO_HEAD;
         }
         Ok(Allocation {
@@ -546,7 +546,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         let mut best: Option<(u32, u32)> = None;
         for b in first..first + self.geometry.blocks_per_die() {
             let info = &self.blocks[b as usize];
-            if info.state != BlockState::Free {
+            if info.state != BlockPhase::Free {
                 continue;
             }
             match best {
@@ -563,14 +563,14 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
     pub fn close_head(&mut self, unit: u32, class: Class) -> Option<BlockAddr> {
         let b = self.head(unit, class)?;
         self.heads[unit as usize][class.index()] = NO_HEAD;
-        self.blocks[b.0 as usize].state = BlockState::Full;
+        self.blocks[b.0 as usize].state = BlockPhase::Full;
         Some(b)
     }
 
     // ---------------------------------------------------------------------------------
     // Events
 
-    fn info_mut(&mut self, block: BlockAddr) -> Result<&mut BlockInfo, EventError> {
+    fn info_mut(&mut self, block: BlockAddr) -> Result<&mut ManagedBlock, EventError> {
         if !self.geometry.contains_block(block) {
             return Err(EventError::NoSuchBlock);
         }
@@ -584,7 +584,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
     pub fn notice_page_invalidated(&mut self, block: BlockAddr) -> Result<(), EventError> {
         let b = self.info_mut(block)?;
         match b.state {
-            BlockState::Open | BlockState::Full | BlockState::Collecting => {}
+            BlockPhase::Open | BlockPhase::Full | BlockPhase::Collecting => {}
             s => return Err(EventError::WrongState(s)),
         }
         if b.valid == 0 {
@@ -600,16 +600,16 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         let unit = self.unit_of_checked(block)?;
         let b = self.blocks[block.0 as usize];
         match b.state {
-            BlockState::Bad => return Err(EventError::WrongState(BlockState::Bad)),
-            BlockState::Open => self.heads[unit as usize][b.class.index()] = NO_HEAD,
+            BlockPhase::Bad => return Err(EventError::WrongState(BlockPhase::Bad)),
+            BlockPhase::Open => self.heads[unit as usize][b.class.index()] = NO_HEAD,
             _ => {}
         }
-        if b.state != BlockState::Free {
+        if b.state != BlockPhase::Free {
             self.free[unit as usize] += 1;
         }
         let b = &mut self.blocks[block.0 as usize];
         b.erase_count = b.erase_count.saturating_add(1);
-        b.state = BlockState::Free;
+        b.state = BlockPhase::Free;
         b.written = 0;
         b.valid = 0;
         self.max_erase = self.max_erase.max(b.erase_count);
@@ -622,12 +622,12 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         let unit = self.unit_of_checked(block)?;
         let b = self.blocks[block.0 as usize];
         match b.state {
-            BlockState::Free => self.free[unit as usize] -= 1,
-            BlockState::Open => self.heads[unit as usize][b.class.index()] = NO_HEAD,
+            BlockPhase::Free => self.free[unit as usize] -= 1,
+            BlockPhase::Open => self.heads[unit as usize][b.class.index()] = NO_HEAD,
             _ => {}
         }
         let b = &mut self.blocks[block.0 as usize];
-        b.state = BlockState::Bad;
+        b.state = BlockPhase::Bad;
         b.valid = 0;
         Ok(())
     }
@@ -648,13 +648,13 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         let unit = self.unit_of_checked(block)? as usize;
         let ppb = self.geometry.pages_per_block() as u16;
         let old = self.blocks[block.0 as usize];
-        if old.state == BlockState::Open {
+        if old.state == BlockPhase::Open {
             self.heads[unit][old.class.index()] = NO_HEAD;
         }
-        if old.state == BlockState::Free {
+        if old.state == BlockPhase::Free {
             self.free[unit] -= 1;
         }
-        let mut info = BlockInfo::FRESH;
+        let mut info = ManagedBlock::FRESH;
         match what {
             Restored::Free { erase_count } => {
                 info.erase_count = erase_count;
@@ -662,7 +662,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
             }
             Restored::Bad => {
                 info.erase_count = old.erase_count;
-                info.state = BlockState::Bad;
+                info.state = BlockPhase::Bad;
             }
             Restored::Used {
                 erase_count,
@@ -671,7 +671,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
                 valid,
             } => {
                 if valid > written || written > ppb || written == 0 {
-                    if old.state == BlockState::Free {
+                    if old.state == BlockPhase::Free {
                         self.free[unit] += 1;
                     }
                     return Err(EventError::BadCounts);
@@ -683,9 +683,9 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
                 info.stamp = self.clock;
                 info.state = if written < ppb && self.heads[unit][class.index()] == NO_HEAD {
                     self.heads[unit][class.index()] = block.0;
-                    BlockState::Open
+                    BlockPhase::Open
                 } else {
-                    BlockState::Full
+                    BlockPhase::Full
                 };
             }
         }
@@ -706,7 +706,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
     // Victims
 
     /// Chooses the block of `unit` to collect in `mode` and marks it
-    /// [`BlockState::Collecting`], or `None` if no full block has an invalid page.
+    /// [`BlockPhase::Collecting`], or `None` if no full block has an invalid page.
     /// Scans the unit's blocks once (O(P) policy scores).
     pub fn choose_victim(&mut self, unit: u32, mode: GcMode) -> Option<Victim> {
         let block = self.peek_victim(unit, mode)?;
@@ -722,7 +722,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         let mut best = (0u64, 0u32);
         for b in first..first + self.geometry.blocks_per_die() {
             let info = &self.blocks[b as usize];
-            if info.state != BlockState::Full {
+            if info.state != BlockPhase::Full {
                 continue;
             }
             let c = Candidate {
@@ -753,11 +753,11 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         let mut best: Option<(u32, u32)> = None;
         let mut max = 0;
         for (i, b) in self.device_blocks().iter().enumerate() {
-            if b.state == BlockState::Bad {
+            if b.state == BlockPhase::Bad {
                 continue;
             }
             max = max.max(b.erase_count);
-            if b.state == BlockState::Full && best.is_none_or(|(_, e)| b.erase_count < e) {
+            if b.state == BlockPhase::Full && best.is_none_or(|(_, e)| b.erase_count < e) {
                 best = Some((i as u32, b.erase_count));
             }
         }
@@ -771,7 +771,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
     fn claim(&mut self, block: BlockAddr, reason: Reason) -> Victim {
         let unit = self.unit_of(block);
         let b = &mut self.blocks[block.0 as usize];
-        b.state = BlockState::Collecting;
+        b.state = BlockPhase::Collecting;
         Victim {
             block,
             unit,
@@ -782,7 +782,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
         }
     }
 
-    fn device_blocks(&self) -> &[BlockInfo] {
+    fn device_blocks(&self) -> &[ManagedBlock] {
         &self.blocks[..self.geometry.blocks() as usize]
     }
 }
@@ -790,7 +790,7 @@ impl<const BLOCKS: usize, const UNITS: usize, V: VictimPolicy, W: WearPolicy>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::victim::Greedy;
+    use crate::victim::GreedyVictim;
     use crate::wear::NoLeveling;
 
     /// 2 dies x 16 blocks x 4 pages.
@@ -798,7 +798,7 @@ mod tests {
     type M = BlockManager<32, 2>;
 
     fn mgr() -> M {
-        M::new(GEO, Config::DEFAULT).unwrap()
+        M::new(GEO, ManagerConfig::DEFAULT).unwrap()
     }
 
     fn check_invariants<V: VictimPolicy, W: WearPolicy>(m: &BlockManager<32, 2, V, W>) {
@@ -807,20 +807,20 @@ mod tests {
             let blocks = first..first + GEO.blocks_per_die();
             let free = blocks
                 .clone()
-                .filter(|&b| m.blocks[b as usize].state == BlockState::Free)
+                .filter(|&b| m.blocks[b as usize].state == BlockPhase::Free)
                 .count() as u32;
             assert_eq!(free, m.free_blocks(u));
             for c in Class::ALL {
                 if let Some(h) = m.head(u, c) {
                     let b = m.blocks[h.0 as usize];
-                    assert_eq!((b.state, b.class), (BlockState::Open, c));
+                    assert_eq!((b.state, b.class), (BlockPhase::Open, c));
                     assert!(blocks.contains(&h.0));
                 }
             }
             for b in blocks {
                 let i = m.blocks[b as usize];
                 assert!(i.valid <= i.written && i.written as u32 <= GEO.pages_per_block());
-                if i.state == BlockState::Open {
+                if i.state == BlockPhase::Open {
                     assert_eq!(m.head(u, i.class), Some(BlockAddr(b)));
                 }
             }
@@ -830,29 +830,29 @@ mod tests {
     #[test]
     fn rejects_geometries_and_thresholds_it_cannot_hold() {
         assert_eq!(
-            BlockManager::<16, 2>::new(GEO, Config::DEFAULT).err(),
+            BlockManager::<16, 2>::new(GEO, ManagerConfig::DEFAULT).err(),
             Some(ConfigError::TooManyBlocks {
                 device: 32,
                 capacity: 16
             })
         );
         assert_eq!(
-            BlockManager::<32, 1>::new(GEO, Config::DEFAULT).err(),
+            BlockManager::<32, 1>::new(GEO, ManagerConfig::DEFAULT).err(),
             Some(ConfigError::TooManyUnits {
                 device: 2,
                 capacity: 1
             })
         );
         for bad in [
-            Config {
+            ManagerConfig {
                 reserve_blocks: 0,
                 background_blocks: 4,
             },
-            Config {
+            ManagerConfig {
                 reserve_blocks: 3,
                 background_blocks: 2,
             },
-            Config {
+            ManagerConfig {
                 reserve_blocks: 11,
                 background_blocks: 12,
             },
@@ -876,7 +876,7 @@ mod tests {
             last = Some(a.block);
         }
         let b = last.unwrap();
-        assert_eq!(m.block(b).unwrap().state(), BlockState::Full);
+        assert_eq!(m.block(b).unwrap().state(), BlockPhase::Full);
         assert_eq!(m.head(1, Class::Log), None);
         let meta = m.allocate(1, Class::Meta).unwrap();
         assert_ne!(meta.block, b);
@@ -902,7 +902,7 @@ mod tests {
             m.allocate(0, Class::Warm).unwrap();
         }
         assert_eq!(m.free_blocks(0), 2);
-        assert_eq!(m.gc_urgency(0), Urgency::Foreground);
+        assert_eq!(m.gc_urgency(0), GcUrgency::Foreground);
         assert!(!m.can_allocate(0, Class::Warm));
         assert_eq!(m.allocate(0, Class::Warm), Err(AllocError::NeedsGc));
         assert_eq!(m.allocate(2, Class::Warm), Err(AllocError::NoSuchUnit));
@@ -924,7 +924,7 @@ mod tests {
         for _ in 0..200 {
             let x = m.allocate(0, Class::Hot).unwrap();
             m.notice_page_invalidated(x.block).unwrap();
-            if m.block(x.block).unwrap().state() == BlockState::Full {
+            if m.block(x.block).unwrap().state() == BlockPhase::Full {
                 let v = m.choose_victim(0, GcMode::Foreground).unwrap();
                 assert_eq!(v.valid, 0);
                 m.notice_block_erased(v.block).unwrap();
@@ -943,7 +943,7 @@ mod tests {
             (v.block, v.valid, v.reason, v.relocation_class()),
             (a[0].block, 2, Reason::Gc(GcMode::Background), Class::Cold)
         );
-        assert_eq!(m.block(v.block).unwrap().state(), BlockState::Collecting);
+        assert_eq!(m.block(v.block).unwrap().state(), BlockPhase::Collecting);
         // A claimed block is not offered twice.
         assert_eq!(m.peek_victim(0, GcMode::Background), Some(b[0].block));
         check_invariants(&m);
@@ -954,7 +954,7 @@ mod tests {
         let mut m = mgr();
         assert_eq!(
             m.notice_page_invalidated(BlockAddr(3)),
-            Err(EventError::WrongState(BlockState::Free))
+            Err(EventError::WrongState(BlockPhase::Free))
         );
         assert_eq!(
             m.notice_page_invalidated(BlockAddr(99)),
@@ -973,17 +973,17 @@ mod tests {
         m.notice_block_bad(BlockAddr(5)).unwrap();
         assert_eq!(
             m.notice_block_erased(BlockAddr(5)),
-            Err(EventError::WrongState(BlockState::Bad))
+            Err(EventError::WrongState(BlockPhase::Bad))
         );
         check_invariants(&m);
     }
 
     #[test]
     fn bad_blocks_are_never_allocated_and_heads_survive_retirement() {
-        let mut m = BlockManager::<32, 2, Greedy, NoLeveling>::with_policies(
+        let mut m = BlockManager::<32, 2, GreedyVictim, NoLeveling>::with_policies(
             GEO,
-            Config::DEFAULT,
-            Greedy,
+            ManagerConfig::DEFAULT,
+            GreedyVictim,
             NoLeveling,
         )
         .unwrap();
@@ -1069,7 +1069,7 @@ mod tests {
             Err(EventError::BadCounts)
         );
         assert_eq!(m.head(0, Class::Meta), Some(BlockAddr(2)));
-        assert_eq!(m.block(BlockAddr(3)).unwrap().state(), BlockState::Full);
+        assert_eq!(m.block(BlockAddr(3)).unwrap().state(), BlockPhase::Full);
         assert_eq!(m.free_blocks(0), 13);
         assert_eq!(m.max_erase_count(), 9);
         let next = m.allocate(0, Class::Meta).unwrap();

@@ -5,7 +5,7 @@
 //! costs one pass over the unit's blocks, `blocks_per_die` calls of
 //! [`VictimPolicy::score`], and no memory.
 //!
-//! - [`Greedy`]: most invalid pages first. Best when space is needed *now*: it frees the
+//! - [`GreedyVictim`]: most invalid pages first. Best when space is needed *now*: it frees the
 //!   most pages per page moved.
 //! - [`CostBenefit`]: the LFS/F2FS rule `(1 - u) * age / (1 + u)`, `u` the valid share.
 //!   It lets young blocks (whose pages are still dying) wait and collects old, cold,
@@ -68,9 +68,9 @@ impl<T: VictimPolicy + ?Sized> VictimPolicy for &T {
 /// Most invalid pages first; among equals, the least-worn block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Greedy;
+pub struct GreedyVictim;
 
-impl Greedy {
+impl GreedyVictim {
     /// The greedy score (independent of the mode).
     pub const fn of(c: &Candidate) -> u64 {
         let invalid = c.invalid() as u64;
@@ -81,9 +81,9 @@ impl Greedy {
     }
 }
 
-impl VictimPolicy for Greedy {
+impl VictimPolicy for GreedyVictim {
     fn score(&self, candidate: &Candidate, _mode: GcMode) -> u64 {
-        Greedy::of(candidate)
+        GreedyVictim::of(candidate)
     }
 }
 
@@ -113,7 +113,7 @@ impl VictimPolicy for CostBenefit {
     }
 }
 
-/// Greedy in the foreground, cost-benefit in the background (the default).
+/// GreedyVictim in the foreground, cost-benefit in the background (the default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct GreedyCostBenefit;
@@ -121,7 +121,7 @@ pub struct GreedyCostBenefit;
 impl VictimPolicy for GreedyCostBenefit {
     fn score(&self, candidate: &Candidate, mode: GcMode) -> u64 {
         match mode {
-            GcMode::Foreground => Greedy::of(candidate),
+            GcMode::Foreground => GreedyVictim::of(candidate),
             GcMode::Background => CostBenefit::of(candidate),
         }
     }
@@ -143,9 +143,9 @@ mod tests {
 
     #[test]
     fn greedy_prefers_fewer_valid_then_less_wear() {
-        assert!(Greedy::of(&cand(10, 0, 0)) > Greedy::of(&cand(11, 1000, 0)));
-        assert!(Greedy::of(&cand(10, 0, 3)) > Greedy::of(&cand(10, 0, 4)));
-        assert_eq!(Greedy::of(&cand(64, 0, 0)), 0);
+        assert!(GreedyVictim::of(&cand(10, 0, 0)) > GreedyVictim::of(&cand(11, 1000, 0)));
+        assert!(GreedyVictim::of(&cand(10, 0, 3)) > GreedyVictim::of(&cand(10, 0, 4)));
+        assert_eq!(GreedyVictim::of(&cand(64, 0, 0)), 0);
     }
 
     #[test]
@@ -165,7 +165,10 @@ mod tests {
     fn default_switches_on_mode() {
         let young = cand(16, 100, 0);
         let p = GreedyCostBenefit;
-        assert_eq!(p.score(&young, GcMode::Foreground), Greedy::of(&young));
+        assert_eq!(
+            p.score(&young, GcMode::Foreground),
+            GreedyVictim::of(&young)
+        );
         assert_eq!(p.score(&young, GcMode::Background), CostBenefit::of(&young));
     }
 }

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use nand_hal::sim::profile::W25N01GV;
-use paragc::{Greedy, GreedyCostBenefit, HintOnly, HotnessTracker, Leveling, NoLeveling};
+use paragc::{GreedyCostBenefit, GreedyVictim, HintOnly, HotnessTracker, Leveling, NoLeveling};
 
 /// One die of 256 blocks x 64 pages (16 384 pages).
 fn profile() -> nand_hal::sim::profile::Profile {
@@ -52,12 +52,12 @@ fn paragc_store(util: u32) -> Store<HotnessTracker<16384>, GreedyCostBenefit, Le
     )
 }
 
-fn baseline_store(util: u32) -> Store<HintOnly, Greedy, NoLeveling> {
+fn baseline_store(util: u32) -> Store<HintOnly, GreedyVictim, NoLeveling> {
     Store::new(
         profile(),
         StoreConfig::baseline(util),
         HintOnly,
-        Greedy,
+        GreedyVictim,
         NoLeveling,
     )
 }

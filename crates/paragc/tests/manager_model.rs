@@ -5,8 +5,8 @@
 
 use nand_hal::{BlockAddr, Geometry};
 use paragc::{
-    AllocError, BlockManager, BlockState, Class, Config, GcMode, GreedyCostBenefit, Leveling,
-    Reason,
+    AllocError, BlockManager, BlockPhase, Class, GcMode, GreedyCostBenefit, Leveling,
+    ManagerConfig, Reason,
 };
 use proptest::prelude::*;
 
@@ -66,7 +66,7 @@ fn check(m: &M, model: &[Model; 24]) {
             let info = m.block(BlockAddr(b)).unwrap();
             let mm = model[b as usize];
             assert_eq!(info.erase_count(), mm.erases, "block {b}");
-            assert_eq!(info.state() == BlockState::Bad, mm.bad, "block {b}");
+            assert_eq!(info.state() == BlockPhase::Bad, mm.bad, "block {b}");
             if !mm.bad {
                 assert_eq!(
                     (info.written(), info.valid()),
@@ -75,11 +75,11 @@ fn check(m: &M, model: &[Model; 24]) {
                 );
             }
             assert!(info.valid() <= info.written() && info.written() <= 4);
-            if info.state() == BlockState::Free {
+            if info.state() == BlockPhase::Free {
                 free += 1;
                 assert_eq!(info.written(), 0);
             }
-            if info.state() == BlockState::Open {
+            if info.state() == BlockPhase::Open {
                 assert_eq!(m.head(u, info.class()), Some(BlockAddr(b)));
             }
         }
@@ -87,7 +87,7 @@ fn check(m: &M, model: &[Model; 24]) {
         for c in Class::ALL {
             if let Some(h) = m.head(u, c) {
                 let i = m.block(h).unwrap();
-                assert_eq!((i.state(), i.class()), (BlockState::Open, c));
+                assert_eq!((i.state(), i.class()), (BlockPhase::Open, c));
             }
         }
     }
@@ -123,7 +123,7 @@ proptest! {
 
     #[test]
     fn manager_matches_model(ops in proptest::collection::vec(op(), 1..300)) {
-        let mut m: M = BlockManager::with_policies(GEO, Config { reserve_blocks: 1, background_blocks: 3 }, GreedyCostBenefit, Leveling).unwrap();
+        let mut m: M = BlockManager::with_policies(GEO, ManagerConfig { reserve_blocks: 1, background_blocks: 3 }, GreedyCostBenefit, Leveling).unwrap();
         let mut model = [Model::default(); 24];
         for op in ops {
             match op {

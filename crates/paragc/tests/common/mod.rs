@@ -14,8 +14,8 @@ use nand_hal::sim::profile::Profile;
 use nand_hal::sim::{Counters, FaultPlan, HeapStorage, SimNand, WearStats};
 use nand_hal::{BlockAddr, NandFlash, PageAddr};
 use paragc::{
-    AllocError, BlockManager, Class, Classifier, Config, GcMode, Hint, Reason, Urgency, Victim,
-    VictimPolicy, WearPolicy,
+    AllocError, BlockManager, Class, Classifier, GcMode, GcUrgency, Hint, ManagerConfig, Reason,
+    Victim, VictimPolicy, WearPolicy,
 };
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -84,7 +84,7 @@ pub struct StoreConfig {
     pub background_every: u32,
     /// Check static wear leveling after every this many erases (0: never).
     pub static_every: u32,
-    pub manager: Config,
+    pub manager: ManagerConfig,
 }
 
 impl StoreConfig {
@@ -94,7 +94,7 @@ impl StoreConfig {
             single_stream: false,
             background_every: 256,
             static_every: 16,
-            manager: Config::DEFAULT,
+            manager: ManagerConfig::DEFAULT,
         }
     }
     pub const fn baseline(utilisation_permille: u32) -> Self {
@@ -103,7 +103,7 @@ impl StoreConfig {
             single_stream: true,
             background_every: 0,
             static_every: 0,
-            manager: Config::DEFAULT,
+            manager: ManagerConfig::DEFAULT,
         }
     }
 }
@@ -283,7 +283,7 @@ impl<C: Classifier, V: VictimPolicy, W: WearPolicy> Store<C, V, W> {
     pub fn background_step(&mut self) -> Result<(), StoreError> {
         let units = self.mgr.units();
         let worst = (0..units)
-            .filter(|&u| self.mgr.gc_urgency(u) >= Urgency::Background)
+            .filter(|&u| self.mgr.gc_urgency(u) >= GcUrgency::Background)
             .filter(|&u| self.mgr.peek_victim(u, GcMode::Background).is_some())
             .min_by_key(|&u| self.mgr.free_blocks(u));
         if let Some(u) = worst {

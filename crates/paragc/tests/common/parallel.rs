@@ -8,7 +8,9 @@ use nand_hal::sim::profile::Profile;
 use nand_hal::sim::{FaultPlan, SimNand, TimingMode};
 use nand_hal::{BlockAddr, NandFlash, PageAddr, PipelinedNand};
 use paragc::sched::{Costs, Dispatch, EraseGate, OpKind, Order, Scheduler, Space};
-use paragc::{BlockManager, Class, Classifier, Config, GcMode, Hint, UpdatePromotion, Urgency};
+use paragc::{
+    BlockManager, Class, Classifier, GcMode, GcUrgency, Hint, ManagerConfig, UpdatePromotion,
+};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -76,7 +78,7 @@ pub fn run_parallel<D: Dispatch, E: EraseGate>(
     if setup.random_timing {
         sim.set_timing_mode(TimingMode::Random);
     }
-    let cfg = Config {
+    let cfg = ManagerConfig {
         reserve_blocks: 3,
         background_blocks: 6,
     };
@@ -228,10 +230,10 @@ pub fn run_parallel<D: Dispatch, E: EraseGate>(
         // Garbage collection: one victim per unit at a time, as queued moves.
         for u in 0..units {
             let urg = mgr.gc_urgency(u);
-            if urg == Urgency::None || unit[u as usize].victim.is_some() {
+            if urg == GcUrgency::None || unit[u as usize].victim.is_some() {
                 continue;
             }
-            let mode = if urg == Urgency::Foreground {
+            let mode = if urg == GcUrgency::Foreground {
                 GcMode::Foreground
             } else {
                 GcMode::Background
@@ -266,7 +268,7 @@ pub fn run_parallel<D: Dispatch, E: EraseGate>(
             let now = sim.now_ns();
             let space = Space {
                 free_permille: mgr.free_blocks(u) * 1000 / g.blocks_per_die(),
-                urgent: mgr.gc_urgency(u) == Urgency::Foreground,
+                urgent: mgr.gc_urgency(u) == GcUrgency::Foreground,
             };
             let Some(iss) = sched.next(u, now, space) else {
                 continue;
