@@ -18,6 +18,7 @@ use std::io::{self, Read, Write};
 use nand_hal::sim::profile::Profile;
 use nand_hal::sim::{FaultPlan, HeapStorage, SimNand};
 use nand_hal::{NandFlash, PageAddr};
+use oftl::format::superblock::{Superblock, SB_LEN, SB_SEARCH};
 
 /// The simulated part an image is loaded into.
 pub type Sim = SimNand<HeapStorage>;
@@ -85,15 +86,29 @@ pub enum Placement {
     Shifted,
 }
 
-/// The blocks of `image` that hold data (any page not all `0xFF`).
+/// The blocks of `image` the store needs good on the part it is programmed onto: those
+/// that hold data (any page not all `0xFF`) and the checkpoint blocks its superblock
+/// names (erased in a fresh image, but the store writes its next checkpoints there and
+/// turns read-only with fewer than two good ones).
 pub fn used_blocks(profile: &Profile, image: &[u8]) -> Vec<u32> {
     let bb = record_len(profile) * profile.geometry.pages_per_block() as usize;
-    image
+    let mut used: Vec<u32> = image
         .chunks(bb)
         .enumerate()
         .filter(|(_, b)| b.iter().any(|&x| x != 0xFF))
         .map(|(i, _)| i as u32)
-        .collect()
+        .collect();
+    let sb = image
+        .chunks(bb)
+        .take(SB_SEARCH as usize)
+        .filter(|b| b.len() >= SB_LEN)
+        .find_map(|b| Superblock::parse(&b[..SB_LEN]).ok().flatten());
+    if let Some(sb) = sb {
+        used.extend(sb.ckpt_blocks);
+        used.sort_unstable();
+        used.dedup();
+    }
+    used
 }
 
 /// `blocks` as ranges for people: `0-2, 6-40`.
@@ -139,8 +154,9 @@ pub fn program(part: &mut Sim, image: &[u8], placement: Placement) -> Result<(),
     let ps = g.page_size() as usize;
     let mut oob = vec![0xFFu8; profile.capabilities.oob.span()];
     let mut target = 0u32;
+    let required = used_blocks(&profile, image);
     for (i, block) in image.chunks(bb).enumerate() {
-        let used = block.iter().any(|&x| x != 0xFF);
+        let used = required.contains(&(i as u32));
         let to = match placement {
             Placement::InPlace => {
                 let b = i as u32;
@@ -149,7 +165,7 @@ pub fn program(part: &mut Sim, image: &[u8], placement: Placement) -> Result<(),
                     .map_err(|e| format!("{e:?}"))?;
                 if bad && used {
                     return Err(format!(
-                        "image block {b} holds data but block {b} is bad on this part: make this part its own image (stagefs mkfs --bad-blocks ...)"
+                        "image block {b} holds data or a checkpoint block but block {b} is bad on this part: make this part its own image (stagefs mkfs --bad-blocks ...)"
                     ));
                 }
                 if bad {

@@ -332,7 +332,7 @@ fn mkfs(profile: &Profile, from: Option<&Path>, bad: &[u32], image: &Path) -> Re
     image::save(&sim, &mut bytes).map_err(|e| e.to_string())?;
     let used = image::used_blocks(profile, &bytes);
     out!(
-        "{}: {} image, {files} files, {} bytes; data in blocks {}",
+        "{}: {} image, {files} files, {} bytes; data and checkpoint blocks {}",
         image.display(),
         profile.name,
         image::image_len(profile),

@@ -45,7 +45,7 @@ fn factory_image(d: &std::path::Path, bad: &str) -> Vec<u8> {
     let o = stagefs(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(out.contains("data in blocks"), "{out}");
+    assert!(out.contains("data and checkpoint blocks"), "{out}");
     std::fs::read(img).unwrap()
 }
 
@@ -116,6 +116,39 @@ fn a_generic_image_works_on_parts_whose_bad_blocks_it_does_not_use() {
     for b in bad {
         assert!(part.is_bad(BlockAddr(b)).unwrap());
     }
+}
+
+/// Found by an independent review: a fresh image's spare checkpoint blocks are erased,
+/// so they looked free; a part where they were bad took the image and the store went
+/// read-only at its first write. They count as used now.
+#[test]
+fn spare_checkpoint_blocks_count_as_used() {
+    let d = scratch("ckpt");
+    let img = factory_image(&d, "");
+    let used = image::used_blocks(&TINY, &img);
+    let bb = image::record_len(&TINY) * TINY.geometry.pages_per_block() as usize;
+    let erased: Vec<u32> = used
+        .iter()
+        .copied()
+        .filter(|&b| img[b as usize * bb..][..bb].iter().all(|&x| x == 0xFF))
+        .collect();
+    assert!(
+        erased.len() >= 2,
+        "erased checkpoint blocks are listed: {used:?}"
+    );
+    let mut part = part_with_bad(&erased);
+    let e = image::program(&mut part, &img, Placement::InPlace).unwrap_err();
+    assert!(e.contains("--bad-blocks"), "{e}");
+    // Its own image avoids them, and takes writes.
+    let bad: Vec<String> = erased.iter().map(u32::to_string).collect();
+    let own = factory_image(&scratch("ckpt2"), &bad.join(","));
+    let mut part = part_with_bad(&erased);
+    image::program(&mut part, &own, Placement::InPlace).unwrap();
+    check_tree(&mut part);
+    let mut v = volume::over(&mut part);
+    v.mount().unwrap();
+    volume::write_file(&mut v, "/new", b"written").unwrap();
+    v.unmount().unwrap();
 }
 
 #[test]
