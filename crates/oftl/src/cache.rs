@@ -1,4 +1,6 @@
-//! The page cache of object-table and index pages, and the index operations on it.
+//! The page cache of object-table and index pages ([`PageCache`]): its own type, whose
+//! operations that read or write flash take the device; the index operations on it are
+//! in `mapping.rs`.
 //!
 //! Each object has a two-level index (see [`crate::format::index`]): a root page whose
 //! entries are leaf pages, and leaves whose entries are data pages. Object records live
@@ -28,7 +30,7 @@ use crate::format::index::{self, ROOT_LPN, UNMAPPED};
 use crate::format::table::{self, ObjRecord, REC_LEN, TABLE_OBJ};
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
-use crate::{Oftl, INDEX_HEAD};
+use crate::{Dev, Oftl, INDEX_HEAD};
 
 /// A cached page's identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,17 +94,131 @@ enum Addr {
 /// pages, and a cache of at least 4 pages always converges well within it.
 const LOAD_TRIES: usize = 256;
 
-impl<
-        F: NandFlash,
-        P: SpacePolicy,
-        const PAGE: usize,
-        const BLOCKS: usize,
-        const CACHE: usize,
-        const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
-{
-    fn key_of(&self, s: usize) -> Key {
-        let sl = &self.cache[s];
+/// The page sizes the cache works with, from the device's payload.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    payload: usize,
+    /// Index entries per page.
+    epp: u32,
+    /// Object records per table page.
+    rpp: u32,
+    /// Pages of the device (addresses must be below).
+    pages: u32,
+    /// Largest object size the index can map.
+    max_size: u64,
+}
+
+impl Shape {
+    fn of<F: NandFlash, P, const BLOCKS: usize>(dev: &Dev<F, P, BLOCKS>) -> Self {
+        let payload = dev.payload as usize;
+        let epp = (payload / 4) as u32;
+        let e = epp as u64;
+        Shape {
+            payload,
+            epp,
+            rpp: table::records_per_page(dev.payload),
+            pages: dev.geo.pages(),
+            max_size: (e * e).min(crate::format::backpointer::MAX_U24 as u64) * payload as u64,
+        }
+    }
+
+    /// The parent of `k` (`None`: the table root, whose address the cache keeps).
+    fn parent(&self, k: Key) -> Option<Key> {
+        if k.table {
+            Some(Key::index(TABLE_OBJ, k.idx / self.epp))
+        } else if k.idx != ROOT_LPN {
+            Some(Key::index(k.obj, ROOT_LPN))
+        } else if k.obj == TABLE_OBJ {
+            None
+        } else {
+            Some(Key::table_page(k.obj / self.rpp))
+        }
+    }
+}
+
+/// One cached page.
+struct Slot<const PAGE: usize> {
+    used: bool,
+    dirty: bool,
+    /// The page's [`Key`], field by field (packs tighter).
+    table: bool,
+    obj: u32,
+    idx: u32,
+    /// Where the page was read from or last written ([`NONE`]: never written).
+    addr: u32,
+    lru: u32,
+    data: [u8; PAGE],
+}
+
+impl<const PAGE: usize> Slot<PAGE> {
+    const EMPTY: Self = Slot {
+        used: false,
+        dirty: false,
+        table: false,
+        obj: 0,
+        idx: 0,
+        addr: NONE,
+        lru: 0,
+        data: [0xFF; PAGE],
+    };
+}
+
+/// The cache of object-table and index pages: `CACHE` slots in one LRU pool, the
+/// writes in flight whose parents are being updated, and the table root's address
+/// (see the module docs). Operations that read or write flash take the device.
+pub(crate) struct PageCache<const PAGE: usize, const CACHE: usize> {
+    slots: [Slot<PAGE>; CACHE],
+    /// Cache pages written whose parents are being updated.
+    inflight: heapless::Vec<InFlight, MAX_INFLIGHT>,
+    tick: u32,
+    /// Root index page of the object table ([`format::table`](crate::format::table)),
+    /// or [`NONE`].
+    table_root: u32,
+}
+
+impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
+    pub const fn new() -> Self {
+        PageCache {
+            slots: [Slot::<PAGE>::EMPTY; CACHE],
+            inflight: heapless::Vec::new(),
+            tick: 0,
+            table_root: NONE,
+        }
+    }
+
+    /// Empty, for a store whose object table's root is `table_root`.
+    pub fn reset(&mut self, table_root: u32) {
+        for s in self.slots.iter_mut() {
+            s.used = false;
+            s.dirty = false;
+            s.table = false;
+            s.obj = 0;
+            s.idx = 0;
+            s.addr = NONE;
+            s.lru = 0;
+            s.data.fill(0xFF);
+        }
+        self.inflight.clear();
+        self.tick = 0;
+        self.table_root = table_root;
+    }
+
+    /// Forgets every page (a checkpoint was loaded: flash is authoritative).
+    pub fn forget_all(&mut self, table_root: u32) {
+        for s in self.slots.iter_mut() {
+            s.used = false;
+            s.dirty = false;
+        }
+        self.table_root = table_root;
+    }
+
+    pub fn table_root(&self) -> u32 {
+        self.table_root
+    }
+
+    /// The key of the page in slot `s`.
+    pub fn key(&self, s: usize) -> Key {
+        let sl = &self.slots[s];
         Key {
             table: sl.table,
             obj: sl.obj,
@@ -111,46 +227,94 @@ impl<
     }
 
     fn find_slot(&self, k: Key) -> Option<usize> {
-        self.cache
+        self.slots
             .iter()
             .position(|s| s.used && s.table == k.table && s.obj == k.obj && s.idx == k.idx)
     }
 
-    fn touch(&mut self, s: usize) {
-        self.tick = self.tick.wrapping_add(1);
-        self.cache[s].lru = self.tick;
+    /// Whether table page `t` is cached.
+    pub fn holds_table_page(&self, t: u32) -> bool {
+        self.find_slot(Key::table_page(t)).is_some()
     }
 
-    pub(crate) fn records_per_page(&self) -> u32 {
-        table::records_per_page(self.dev.payload)
+    fn touch(&mut self, s: usize) {
+        self.tick = self.tick.wrapping_add(1);
+        self.slots[s].lru = self.tick;
+    }
+
+    /// The page in slot `s`.
+    pub fn data(&self, s: usize) -> &[u8; PAGE] {
+        &self.slots[s].data
+    }
+
+    /// The page in slot `s`, to change: it is written back before it leaves.
+    pub fn data_mut(&mut self, s: usize) -> &mut [u8; PAGE] {
+        self.slots[s].dirty = true;
+        &mut self.slots[s].data
+    }
+
+    /// Where slot `s`'s page lives on flash ([`NONE`]: nowhere yet).
+    pub fn addr(&self, s: usize) -> u32 {
+        self.slots[s].addr
+    }
+
+    /// The page in slot `s` is gone (dropped from its parent): forgotten unwritten.
+    pub fn forget(&mut self, s: usize) {
+        self.slots[s].used = false;
+        self.slots[s].dirty = false;
+    }
+
+    /// Forgets every cached index page of `obj` (its index was dropped).
+    pub fn forget_object(&mut self, obj: u32) {
+        for s in self.slots.iter_mut() {
+            if s.used && !s.table && s.obj == obj {
+                s.used = false;
+                s.dirty = false;
+            }
+        }
+    }
+
+    /// The record of `id` in cached table page slot `s`.
+    pub fn record_in<F: NandFlash, P, const BLOCKS: usize>(
+        &self,
+        dev: &Dev<F, P, BLOCKS>,
+        s: usize,
+        id: u32,
+    ) -> Result<Option<ObjRecord>, FaultOf<F>> {
+        let sh = Shape::of(dev);
+        let at = (id % sh.rpp) as usize * REC_LEN;
+        Ok(ObjRecord::parse(
+            &self.slots[s].data[at..],
+            id,
+            sh.pages,
+            sh.max_size,
+        )?)
     }
 
     /// The address of `k`: a write in flight, else from its cached parent (or the
     /// parent to load first).
-    fn addr_of(&mut self, k: Key) -> Result<Addr, FaultOf<F>> {
+    fn addr_of<F: NandFlash, P, const BLOCKS: usize>(
+        &mut self,
+        dev: &Dev<F, P, BLOCKS>,
+        k: Key,
+    ) -> Result<Addr, FaultOf<F>> {
         if let Some(f) = self.inflight.iter().rev().find(|f| f.key == k) {
             return Ok(Addr::At(f.page));
         }
-        let parent = if k.table {
-            Key::index(TABLE_OBJ, k.idx / self.entries_per_index() as u32)
-        } else if k.idx != ROOT_LPN {
-            Key::index(k.obj, ROOT_LPN)
-        } else if k.obj == TABLE_OBJ {
+        let sh = Shape::of(dev);
+        let Some(parent) = sh.parent(k) else {
             return Ok(Addr::At(self.table_root));
-        } else {
-            Key::table_page(k.obj / self.records_per_page())
         };
         let Some(p) = self.find_slot(parent) else {
             return Ok(Addr::Parent(parent));
         };
         self.touch(p);
-        let epp = self.entries_per_index() as u32;
         Ok(Addr::At(if k.table {
-            index::entry(&self.cache[p].data, (k.idx % epp) as usize)
+            index::entry(&self.slots[p].data, (k.idx % sh.epp) as usize)
         } else if k.idx != ROOT_LPN {
-            index::entry(&self.cache[p].data, k.idx as usize)
+            index::entry(&self.slots[p].data, k.idx as usize)
         } else {
-            let rec = self.record_in(p, k.obj)?.ok_or(Fault::NotFound)?;
+            let rec = self.record_in(dev, p, k.obj)?.ok_or(Fault::NotFound)?;
             if rec.direct {
                 // A direct object has no index pages: its `root` is a data page.
                 return Err(Fault::Corrupted);
@@ -159,82 +323,66 @@ impl<
         }))
     }
 
-    /// The record of `id` in cached table page slot `s`.
-    pub(crate) fn record_in(&self, s: usize, id: u32) -> Result<Option<ObjRecord>, FaultOf<F>> {
-        let at = (id % self.records_per_page()) as usize * REC_LEN;
-        Ok(ObjRecord::parse(
-            &self.cache[s].data[at..],
-            id,
-            self.dev.geo.pages(),
-            self.max_object_size(),
-        )?)
-    }
-
     /// A slot holding page `k`, loading it (and its missing parents) if needed.
     ///
     /// Freeing a slot may write other pages (and load their parents), which can move
     /// the wanted page, evict its parent or cache it meanwhile: the address is read
     /// again once a slot is free, and the lookup repeated.
-    pub(crate) fn slot_for_key(&mut self, k: Key) -> Result<usize, FaultOf<F>> {
+    pub fn slot_for<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+        k: Key,
+    ) -> Result<usize, FaultOf<F>> {
         for _ in 0..LOAD_TRIES {
             if let Some(s) = self.find_slot(k) {
                 self.touch(s);
                 return Ok(s);
             }
-            if let Addr::Parent(p) = self.addr_of(k)? {
-                self.slot_for_key(p)?;
+            if let Addr::Parent(p) = self.addr_of(dev, k)? {
+                self.slot_for(dev, p)?;
                 continue;
             }
-            let s = self.free_slot()?;
+            let s = self.free_slot(dev)?;
             if self.find_slot(k).is_some() {
                 continue;
             }
-            if let Addr::At(addr) = self.addr_of(k)? {
-                self.fill(s, k, addr)?;
+            if let Addr::At(addr) = self.addr_of(dev, k)? {
+                self.fill(dev, s, k, addr)?;
                 return Ok(s);
             }
         }
         Err(Fault::Exhausted)
     }
 
-    /// A slot holding index page `idx` (leaf number or [`ROOT_LPN`]) of `obj`.
-    pub(crate) fn slot_for(&mut self, obj: u32, idx: u32) -> Result<usize, FaultOf<F>> {
-        self.slot_for_key(Key::index(obj, idx))
-    }
-
-    fn fill(&mut self, s: usize, k: Key, addr: u32) -> Result<(), FaultOf<F>> {
+    fn fill<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+        s: usize,
+        k: Key,
+        addr: u32,
+    ) -> Result<(), FaultOf<F>> {
+        let sh = Shape::of(dev);
         if addr == UNMAPPED {
-            self.cache[s].data.fill(0xFF);
+            self.slots[s].data.fill(0xFF);
         } else {
-            let payload = self.dev.payload as usize;
             let (kind, lpn) = if k.table {
                 (PageKind::Table, k.idx)
             } else {
                 (PageKind::Index, k.idx)
             };
-            self.dev.read_payload(
+            dev.read_payload(
                 addr,
                 0,
-                &mut self.cache[s].data[..payload],
+                &mut self.slots[s].data[..sh.payload],
                 Some((kind, k.obj, lpn)),
             )?;
             if k.table {
-                table::validate(
-                    &self.cache[s].data,
-                    k.idx,
-                    self.records_per_page(),
-                    self.dev.geo.pages(),
-                    self.max_object_size(),
-                )?;
+                table::validate(&self.slots[s].data, k.idx, sh.rpp, sh.pages, sh.max_size)?;
             } else {
-                index::validate(
-                    &self.cache[s].data,
-                    self.entries_per_index(),
-                    self.dev.geo.pages(),
-                )?;
+                index::validate(&self.slots[s].data, sh.epp as usize, sh.pages)?;
             }
         }
-        let sl = &mut self.cache[s];
+        let sl = &mut self.slots[s];
         sl.used = true;
         sl.dirty = false;
         sl.table = k.table;
@@ -246,44 +394,47 @@ impl<
     }
 
     /// Frees a slot, writing out the least recently used dirty page if it must.
-    fn free_slot(&mut self) -> Result<usize, FaultOf<F>> {
+    fn free_slot<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+    ) -> Result<usize, FaultOf<F>> {
         loop {
-            if let Some(s) = self.cache.iter().position(|s| !s.used) {
+            if let Some(s) = self.slots.iter().position(|s| !s.used) {
                 return Ok(s);
             }
             let (v, _) = self
-                .cache
+                .slots
                 .iter()
                 .enumerate()
                 .min_by_key(|(_, s)| s.lru)
                 .ok_or(Fault::NoSpace)?;
-            let vk = self.key_of(v);
+            let vk = self.key(v);
             if !vk.table && vk.idx == ROOT_LPN {
                 // Write one of the object's dirty leaves while its root is still cached:
                 // evicting the root first would mean reloading (and rewriting) it when
                 // the leaf goes.
-                if let Some(l) = self.cache.iter().position(|s| {
+                if let Some(l) = self.slots.iter().position(|s| {
                     s.used && s.dirty && !s.table && s.obj == vk.obj && s.idx != ROOT_LPN
                 }) {
                     // One program per freed slot, as for any dirty victim: the root is
                     // cached, so writing the leaf loads nothing, and the leaf's slot
                     // (clean now) is the one freed.
-                    self.dev.stats.index_evictions += 1;
-                    let lk = self.key_of(l);
-                    self.write_slot(l)?;
-                    if self.find_slot(lk) == Some(l) && !self.cache[l].dirty {
-                        self.cache[l].used = false;
+                    dev.stats.index_evictions += 1;
+                    let lk = self.key(l);
+                    self.write_slot(dev, l)?;
+                    if self.find_slot(lk) == Some(l) && !self.slots[l].dirty {
+                        self.slots[l].used = false;
                         return Ok(l);
                     }
                     continue;
                 }
             }
-            if !self.cache[v].dirty {
-                self.cache[v].used = false;
+            if !self.slots[v].dirty {
+                self.slots[v].used = false;
                 return Ok(v);
             }
-            self.dev.stats.index_evictions += 1;
-            self.write_slot(v)?;
+            dev.stats.index_evictions += 1;
+            self.write_slot(dev, v)?;
         }
     }
 
@@ -292,32 +443,34 @@ impl<
     ///
     /// Updating the parent may load pages, and loading may evict this page (clean
     /// now) and load it again before the parent knows the new address: while the
-    /// update is in flight, [`Oftl::addr_of`] answers the new address from `inflight`.
+    /// update is in flight, `addr_of` answers the new address from `inflight`.
     /// If the page is written again meanwhile (a nested write that updates the
     /// parent itself), this older write leaves the parent alone.
-    pub(crate) fn write_slot(&mut self, v: usize) -> Result<(), FaultOf<F>> {
+    pub fn write_slot<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+        v: usize,
+    ) -> Result<(), FaultOf<F>> {
         if self.inflight.is_full() {
             // Checked before programming: a page written whose parent cannot learn its
             // new address would be reloaded stale.
             return Err(Fault::Exhausted);
         }
-        let k = self.key_of(v);
-        let old = self.cache[v].addr;
+        let k = self.key(v);
+        let old = self.slots[v].addr;
         let kind = if k.table {
             PageKind::Table
         } else {
             PageKind::Index
         };
-        let mut bp = Backpointer::single(kind, k.obj, k.idx, self.dev.payload as u16);
+        let mut bp = Backpointer::single(kind, k.obj, k.idx, dev.payload as u16);
         // Table and index pages never close a transaction: recovery ignores them.
         bp.commit = false;
-        let (page, _) = self
-            .dev
-            .program(INDEX_HEAD, &mut self.cache[v].data, bp, false, None)?;
-        self.dev.mark_invalid(old);
-        self.dev.mark_valid(page);
-        self.cache[v].addr = page;
-        self.cache[v].dirty = false;
+        let (page, _) = dev.program(INDEX_HEAD, &mut self.slots[v].data, bp, false, None)?;
+        dev.mark_invalid(old);
+        dev.mark_valid(page);
+        self.slots[v].addr = page;
+        self.slots[v].dirty = false;
         for f in self.inflight.iter_mut().filter(|f| f.key == k) {
             f.superseded = true;
         }
@@ -328,7 +481,7 @@ impl<
                 superseded: false,
             })
             .map_err(|_| Fault::Exhausted)?;
-        let r = self.set_parent_entry(k, page);
+        let r = self.set_parent_entry(dev, k, page);
         if let Some(i) = self
             .inflight
             .iter()
@@ -340,19 +493,18 @@ impl<
     }
 
     /// Points `k`'s parent at `page`, dirtying it, unless a newer write of `k` did.
-    fn set_parent_entry(&mut self, k: Key, page: u32) -> Result<(), FaultOf<F>> {
-        let epp = self.entries_per_index() as u32;
-        let parent = if k.table {
-            Key::index(TABLE_OBJ, k.idx / epp)
-        } else if k.idx != ROOT_LPN {
-            Key::index(k.obj, ROOT_LPN)
-        } else if k.obj == TABLE_OBJ {
+    fn set_parent_entry<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+        k: Key,
+        page: u32,
+    ) -> Result<(), FaultOf<F>> {
+        let sh = Shape::of(dev);
+        let Some(parent) = sh.parent(k) else {
             self.table_root = page;
             return Ok(());
-        } else {
-            Key::table_page(k.obj / self.records_per_page())
         };
-        let p = self.slot_for_key(parent)?;
+        let p = self.slot_for(dev, parent)?;
         let superseded = self
             .inflight
             .iter()
@@ -363,206 +515,73 @@ impl<
             return Ok(());
         }
         if k.table {
-            index::set_entry(&mut self.cache[p].data, (k.idx % epp) as usize, page);
+            index::set_entry(&mut self.slots[p].data, (k.idx % sh.epp) as usize, page);
         } else if k.idx != ROOT_LPN {
-            index::set_entry(&mut self.cache[p].data, k.idx as usize, page);
+            index::set_entry(&mut self.slots[p].data, k.idx as usize, page);
         } else {
-            let mut rec = self.record_in(p, k.obj)?.ok_or(Fault::NotFound)?;
+            let mut rec = self.record_in(dev, p, k.obj)?.ok_or(Fault::NotFound)?;
             rec.root = page;
-            let at = (k.obj % self.records_per_page()) as usize * REC_LEN;
-            self.cache[p].data[at..at + REC_LEN].copy_from_slice(&rec.encode());
+            let at = (k.obj % sh.rpp) as usize * REC_LEN;
+            self.slots[p].data[at..at + REC_LEN].copy_from_slice(&rec.encode());
         }
-        self.cache[p].dirty = true;
+        self.slots[p].dirty = true;
         Ok(())
     }
 
     /// Writes every dirty page, children before parents, so parents pick up their
     /// entries.
-    pub(crate) fn flush_index(&mut self) -> Result<(), FaultOf<F>> {
+    pub fn flush<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+    ) -> Result<(), FaultOf<F>> {
         loop {
             let next = (0..CACHE)
-                .filter(|&s| self.cache[s].used && self.cache[s].dirty)
-                .min_by_key(|&s| self.key_of(s).rank());
+                .filter(|&s| self.slots[s].used && self.slots[s].dirty)
+                .min_by_key(|&s| self.key(s).rank());
             match next {
-                Some(v) => self.write_slot(v)?,
+                Some(v) => self.write_slot(dev, v)?,
                 None => return Ok(()),
             }
         }
     }
+}
 
-    /// The data page of `lpn`, or [`UNMAPPED`].
-    pub(crate) fn index_get(&mut self, obj: u32, lpn: u32) -> Result<u32, FaultOf<F>> {
-        if obj != TABLE_OBJ {
-            let o = self.obj(obj)?;
-            if o.direct {
-                return Ok(if lpn == 0 { o.root } else { UNMAPPED });
-            }
-        }
-        let epp = self.entries_per_index() as u32;
-        let leaf = lpn / epp;
-        if leaf >= epp {
-            return Ok(UNMAPPED);
-        }
-        let s = self.slot_for(obj, leaf)?;
-        Ok(index::entry(&self.cache[s].data, (lpn % epp) as usize))
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    pub(crate) fn records_per_page(&self) -> u32 {
+        table::records_per_page(self.dev.payload)
     }
 
-    /// Maps `lpn` to `page` (or unmaps it with [`UNMAPPED`]); keeps valid counts.
-    pub(crate) fn index_set(&mut self, obj: u32, lpn: u32, page: u32) -> Result<(), FaultOf<F>> {
-        if obj != TABLE_OBJ {
-            let o = self.obj(obj)?;
-            if o.direct && lpn == 0 {
-                if o.root != page {
-                    self.dev.mark_invalid(o.root);
-                    if page != UNMAPPED {
-                        self.dev.mark_valid(page);
-                    }
-                    self.obj_update(obj, |r| r.root = page)?;
-                }
-                return Ok(());
-            }
-            if o.direct {
-                if page == UNMAPPED {
-                    return Ok(());
-                }
-                self.make_indexed(obj, o.root)?;
-            }
-        }
-        let epp = self.entries_per_index() as u32;
-        let leaf = lpn / epp;
-        if leaf >= epp {
-            return Err(Fault::TooLarge);
-        }
-        let s = self.slot_for(obj, leaf)?;
-        let e = (lpn % epp) as usize;
-        let old = index::entry(&self.cache[s].data, e);
-        if old == page {
-            return Ok(());
-        }
-        index::set_entry(&mut self.cache[s].data, e, page);
-        self.cache[s].dirty = true;
-        self.dev.mark_invalid(old);
-        if page != UNMAPPED {
-            self.dev.mark_valid(page);
-        }
-        Ok(())
+    /// The record of `id` in cached table page slot `s`.
+    pub(crate) fn record_in(&self, s: usize, id: u32) -> Result<Option<ObjRecord>, FaultOf<F>> {
+        self.cache.record_in(&self.dev, s, id)
     }
 
-    /// Gives a direct object an index holding its page 0 (`first`, already counted
-    /// valid), before it maps a second page.
-    fn make_indexed(&mut self, obj: u32, first: u32) -> Result<(), FaultOf<F>> {
-        self.obj_update(obj, |r| {
-            r.direct = false;
-            r.root = NONE;
-        })?;
-        if first != UNMAPPED {
-            let s = self.slot_for(obj, 0)?;
-            index::set_entry(&mut self.cache[s].data, 0, first);
-            self.cache[s].dirty = true;
-        }
-        Ok(())
+    /// A slot holding page `k` (see [`PageCache::slot_for`]).
+    pub(crate) fn slot_for_key(&mut self, k: Key) -> Result<usize, FaultOf<F>> {
+        self.cache.slot_for(&mut self.dev, k)
     }
 
-    /// Unmaps object-table page `t` (its slot and valid count are the caller's); a table
-    /// leaf left empty is dropped.
-    pub(crate) fn index_unmap_table_page(&mut self, t: u32) -> Result<(), FaultOf<F>> {
-        let epp = self.entries_per_index() as u32;
-        let l = self.slot_for_key(Key::index(TABLE_OBJ, t / epp))?;
-        let e = (t % epp) as usize;
-        if index::entry(&self.cache[l].data, e) != UNMAPPED {
-            index::set_entry(&mut self.cache[l].data, e, UNMAPPED);
-            self.cache[l].dirty = true;
-        }
-        if (0..epp as usize).all(|i| index::entry(&self.cache[l].data, i) == UNMAPPED) {
-            self.drop_leaf(l)?;
-        }
-        Ok(())
+    /// A slot holding index page `idx` (leaf number or [`ROOT_LPN`]) of `obj`.
+    pub(crate) fn slot_for(&mut self, obj: u32, idx: u32) -> Result<usize, FaultOf<F>> {
+        self.slot_for_key(Key::index(obj, idx))
     }
 
-    /// Unmaps the pages in `from_lpn..to_lpn`; leaves left empty are dropped.
-    pub(crate) fn unmap_from(
-        &mut self,
-        obj: u32,
-        from_lpn: u32,
-        to_lpn: u32,
-    ) -> Result<(), FaultOf<F>> {
-        if obj != TABLE_OBJ {
-            let o = self.obj(obj)?;
-            if o.direct {
-                if from_lpn == 0 && to_lpn > 0 {
-                    self.index_set(obj, 0, UNMAPPED)?;
-                }
-                return Ok(());
-            }
-        }
-        let epp = self.entries_per_index() as u32;
-        let mut lpn = from_lpn;
-        while lpn < to_lpn && lpn / epp < epp {
-            let s = self.slot_for(obj, lpn / epp)?;
-            let leaf_end = ((lpn / epp) + 1) * epp;
-            let mut empty = true;
-            for l in (lpn / epp) * epp..leaf_end {
-                let e = (l % epp) as usize;
-                let old = index::entry(&self.cache[s].data, e);
-                if old == UNMAPPED {
-                    continue;
-                }
-                if l >= from_lpn && l < to_lpn {
-                    index::set_entry(&mut self.cache[s].data, e, UNMAPPED);
-                    self.cache[s].dirty = true;
-                    self.dev.mark_invalid(old);
-                } else {
-                    empty = false;
-                }
-            }
-            if empty && self.cache[s].idx != ROOT_LPN {
-                self.drop_leaf(s)?;
-            }
-            lpn = leaf_end;
-        }
-        Ok(())
+    /// Writes slot `v`'s page back (see [`PageCache::write_slot`]).
+    pub(crate) fn write_slot(&mut self, v: usize) -> Result<(), FaultOf<F>> {
+        self.cache.write_slot(&mut self.dev, v)
     }
 
-    /// Removes an emptied leaf from the cache, the root and the valid counts.
-    fn drop_leaf(&mut self, s: usize) -> Result<(), FaultOf<F>> {
-        let (obj, idx, addr) = (self.cache[s].obj, self.cache[s].idx, self.cache[s].addr);
-        self.cache[s].used = false;
-        self.cache[s].dirty = false;
-        if addr != NONE {
-            self.dev.mark_invalid(addr);
-        }
-        let r = self.slot_for(obj, ROOT_LPN)?;
-        if index::entry(&self.cache[r].data, idx as usize) != UNMAPPED {
-            index::set_entry(&mut self.cache[r].data, idx as usize, UNMAPPED);
-            self.cache[r].dirty = true;
-        }
-        Ok(())
-    }
-
-    /// Removes an object's whole index (its data pages become invalid).
-    pub(crate) fn drop_index(&mut self, obj: u32, pages: u32) -> Result<(), FaultOf<F>> {
-        if self.obj(obj)?.direct {
-            return self.index_set(obj, 0, UNMAPPED);
-        }
-        self.unmap_from(obj, 0, pages)?;
-        let epp = self.entries_per_index();
-        let r = self.slot_for(obj, ROOT_LPN)?;
-        // Leaves past the size should not exist; drop any left over defensively.
-        for i in 0..epp {
-            let e = index::entry(&self.cache[r].data, i);
-            if e != UNMAPPED {
-                self.dev.mark_invalid(e);
-            }
-        }
-        let root_addr = self.cache[r].addr;
-        self.dev.mark_invalid(root_addr);
-        for s in self.cache.iter_mut() {
-            if s.used && !s.table && s.obj == obj {
-                s.used = false;
-                s.dirty = false;
-            }
-        }
-        Ok(())
+    /// Writes every dirty cached page, children before parents.
+    pub(crate) fn flush_index(&mut self) -> Result<(), FaultOf<F>> {
+        self.cache.flush(&mut self.dev)
     }
 }
 
@@ -597,7 +616,10 @@ mod tests {
             .collect();
         fs.unmount().unwrap();
         let mut fs = Fs::mount(&mut sim).unwrap();
-        assert!(fs.cache.iter().all(|s| !s.used), "a mount caches nothing");
+        assert!(
+            fs.cache.slots.iter().all(|s| !s.used),
+            "a mount caches nothing"
+        );
         let r0 = reads(&fs);
         assert_eq!(fs.obj(ids[0]).unwrap().id, ids[0]);
         let loaded = reads(&fs) - r0;
@@ -610,8 +632,8 @@ mod tests {
             assert_eq!(fs.obj(id).unwrap().id, id);
         }
         assert_eq!(reads(&fs), r1, "records of one table page: no read");
-        let s = fs.find_slot(Key::table_page(0)).expect("cached");
-        assert!(!fs.cache[s].dirty, "a lookup dirties nothing");
+        let s = fs.cache.find_slot(Key::table_page(0)).expect("cached");
+        assert!(!fs.cache.slots[s].dirty, "a lookup dirties nothing");
     }
 
     #[test]
@@ -637,15 +659,14 @@ mod tests {
             fs.stats().index_evictions > evictions,
             "the cache overflowed"
         );
-        assert!(fs.cache.iter().filter(|s| s.used).count() <= 4);
-        assert!(fs.inflight.is_empty(), "no write-back left half done");
+        assert!(fs.cache.inflight.is_empty(), "no write-back left half done");
         for &id in ids.iter().step_by(37) {
             assert_eq!(fs.obj(id).unwrap().id, id);
         }
         // A clean eviction programs nothing.
         fs.sync().unwrap();
         assert!(
-            fs.cache.iter().all(|s| !s.used || !s.dirty),
+            fs.cache.slots.iter().all(|s| !s.used || !s.dirty),
             "sync wrote every page back"
         );
         let programs = fs.flash().counters().programs;

@@ -338,7 +338,7 @@ impl<
             n_objects: self.live_objects,
             next_obj_id: self.next_obj_id,
             window_len: self.dev.window.len() as u16,
-            table_root: self.table_root,
+            table_root: self.cache.table_root(),
         };
         let total = hdr.total_len.div_ceil(payload as u32);
         if total > ppb {
@@ -547,7 +547,7 @@ mod tests {
                 (r.block, r.next_page, r.next_seq)
             }),
             window: fs.dev.window[fs.dev.window_next..].to_vec(),
-            table_root: fs.table_root,
+            table_root: fs.cache.table_root(),
             live_objects: fs.live_objects,
             next_obj_id: fs.next_obj_id,
             valid_total: fs.used_pages(),

@@ -262,12 +262,12 @@ impl<
         if bp.owner == TABLE_OBJ {
             return Ok(match bp.kind {
                 PageKind::Table => self.index_get(TABLE_OBJ, bp.lpn)? == page,
-                PageKind::Index if bp.lpn == ROOT_LPN => self.table_root == page,
+                PageKind::Index if bp.lpn == ROOT_LPN => self.cache.table_root() == page,
                 PageKind::Index => {
                     let epp = self.entries_per_index() as u32;
                     bp.lpn < epp && {
                         let r = self.slot_for(TABLE_OBJ, ROOT_LPN)?;
-                        index::entry(&self.cache[r].data, bp.lpn as usize) == page
+                        index::entry(self.cache.data(r), bp.lpn as usize) == page
                     }
                 }
                 _ => false,
@@ -289,7 +289,7 @@ impl<
                     return Ok(false);
                 }
                 let r = self.slot_for(bp.owner, ROOT_LPN)?;
-                index::entry(&self.cache[r].data, bp.lpn as usize) == page
+                index::entry(self.cache.data(r), bp.lpn as usize) == page
             }
             _ => false,
         })
@@ -353,7 +353,7 @@ impl<
                     Key::index(bp.owner, bp.lpn)
                 };
                 let s = self.slot_for_key(key)?;
-                if self.cache[s].addr == page {
+                if self.cache.addr(s) == page {
                     self.write_slot(s)?;
                 }
             }

@@ -163,6 +163,7 @@ mod checkpoint;
 mod gc;
 mod io;
 mod log;
+mod mapping;
 mod mount;
 pub(crate) mod objtab;
 mod para;
@@ -335,42 +336,6 @@ impl Head {
     }
 }
 
-pub(crate) struct Slot<const PAGE: usize> {
-    pub used: bool,
-    pub dirty: bool,
-    /// An object-table page (`idx` = table page number) rather than an index page.
-    pub table: bool,
-    pub obj: u32,
-    pub idx: u32,
-    pub addr: u32,
-    pub lru: u32,
-    pub data: [u8; PAGE],
-}
-
-impl<const PAGE: usize> Slot<PAGE> {
-    pub const EMPTY: Self = Slot {
-        used: false,
-        dirty: false,
-        table: false,
-        obj: 0,
-        idx: 0,
-        addr: NONE,
-        lru: 0,
-        data: [0xFF; PAGE],
-    };
-
-    fn reset(&mut self) {
-        self.used = false;
-        self.dirty = false;
-        self.table = false;
-        self.obj = 0;
-        self.idx = 0;
-        self.addr = NONE;
-        self.lru = 0;
-        self.data.fill(0xFF);
-    }
-}
-
 /// The device half of the state: flash, geometry, block table, heads and window.
 pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     pub flash: F,
@@ -452,15 +417,13 @@ pub struct Oftl<
     P: SpacePolicy = Greedy,
 > {
     pub(crate) dev: Dev<F, P, BLOCKS>,
-    /// Root index page of the object table ([`format::table`]), or [`NONE`].
-    pub(crate) table_root: u32,
     /// Live objects (records in the table).
     pub(crate) live_objects: u32,
-    pub(crate) cache: [Slot<PAGE>; CACHE],
-    /// Cache pages written whose parents are being updated (see `cache.rs`).
-    pub(crate) inflight: heapless::Vec<cache::InFlight, { cache::MAX_INFLIGHT }>,
+    /// Object-table and index pages, and the table root's address.
+    pub(crate) cache: cache::PageCache<PAGE, CACHE>,
     /// Write-back buffers: dirty (or clean, cached) data pages of objects.
     pub(crate) wbuf: [wbuf::WPage<PAGE>; WBUF],
+    /// The write-back buffers' LRU clock.
     pub(crate) tick: u32,
     pub(crate) pbuf: [u8; PAGE],
     pub(crate) rbuf: [u8; PAGE],
@@ -591,10 +554,8 @@ impl<
                 recovering: false,
                 index_pages: 0,
             },
-            table_root: NONE,
             live_objects: 0,
-            cache: [Slot::<PAGE>::EMPTY; CACHE],
-            inflight: heapless::Vec::new(),
+            cache: cache::PageCache::new(),
             wbuf: [wbuf::WPage::<PAGE>::EMPTY; WBUF],
             tick: 0,
             pbuf: [0xFF; PAGE],
@@ -639,12 +600,8 @@ impl<
         d.stats = Stats::default();
         d.recovering = false;
         d.index_pages = 0;
-        self.table_root = NONE;
         self.live_objects = 0;
-        for s in self.cache.iter_mut() {
-            s.reset();
-        }
-        self.inflight.clear();
+        self.cache.reset(NONE);
         for w in self.wbuf.iter_mut() {
             w.reset();
         }

@@ -696,12 +696,8 @@ impl<
             }
         }
         self.next_obj_id = hdr.next_obj_id;
-        self.table_root = hdr.table_root;
         self.live_objects = hdr.n_objects;
-        for s in self.cache.iter_mut() {
-            s.used = false;
-            s.dirty = false;
-        }
+        self.cache.forget_all(hdr.table_root);
         Ok(hdr.clean)
     }
 

@@ -41,9 +41,7 @@ impl<
         let key = Key::table_page(t);
         // A table page that is neither cached nor on flash holds no record: answer
         // without taking a cache slot for it.
-        if !self.cache.iter().any(|s| s.used && s.table && s.idx == t)
-            && self.index_get(TABLE_OBJ, t)? == UNMAPPED
-        {
+        if !self.cache.holds_table_page(t) && self.index_get(TABLE_OBJ, t)? == UNMAPPED {
             return Ok(None);
         }
         let s = self.slot_for_key(key)?;
@@ -58,8 +56,7 @@ impl<
     fn obj_store(&mut self, id: ObjectId, bytes: &[u8; REC_LEN]) -> Result<usize, FaultOf<F>> {
         let s = self.slot_for_key(Key::table_page(id / self.records_per_page()))?;
         let at = (id % self.records_per_page()) as usize * REC_LEN;
-        self.cache[s].data[at..at + REC_LEN].copy_from_slice(bytes);
-        self.cache[s].dirty = true;
+        self.cache.data_mut(s)[at..at + REC_LEN].copy_from_slice(bytes);
         Ok(s)
     }
 
@@ -91,11 +88,10 @@ impl<
         let s = self.obj_store(id, &[0xFF; REC_LEN])?;
         self.live_objects = self.live_objects.saturating_sub(1);
         let used = self.records_per_page() as usize * REC_LEN;
-        if self.cache[s].data[..used].iter().all(|&b| b == 0xFF) {
-            let addr = self.cache[s].addr;
-            let t = self.cache[s].idx;
-            self.cache[s].used = false;
-            self.cache[s].dirty = false;
+        if self.cache.data(s)[..used].iter().all(|&b| b == 0xFF) {
+            let addr = self.cache.addr(s);
+            let t = self.cache.key(s).idx;
+            self.cache.forget(s);
             self.dev.mark_invalid(addr);
             self.index_unmap_table_page(t)?;
         }
@@ -127,7 +123,7 @@ impl<
         let mut id = after.map_or(1, |a| a.saturating_add(1));
         while id < end {
             let t = id / rpp;
-            let cached = self.cache.iter().any(|s| s.used && s.table && s.idx == t);
+            let cached = self.cache.holds_table_page(t);
             if !cached && self.index_get(TABLE_OBJ, t)? == UNMAPPED {
                 id = (t + 1) * rpp;
                 continue;
