@@ -427,11 +427,9 @@ pub struct Oftl<
     pub(crate) tick: u32,
     pub(crate) pbuf: [u8; PAGE],
     pub(crate) rbuf: [u8; PAGE],
-    /// The log head's open page as programmed (appends), or during recovery the last
-    /// log page with accepted sectors, read once.
-    pub(crate) lbuf: [u8; PAGE],
-    /// The log page the next append may continue.
-    pub(crate) log_tail: log::LogTail,
+    /// The log page the next append may continue, and its image as programmed (during
+    /// a recovery: the last log page with accepted sectors, read once).
+    pub(crate) log_tail: log::LogTail<PAGE>,
     pub(crate) ckpt: CkptPos,
     pub(crate) next_obj_id: u32,
     pub(crate) need_marker: bool,
@@ -560,8 +558,7 @@ impl<
             tick: 0,
             pbuf: [0xFF; PAGE],
             rbuf: [0xFF; PAGE],
-            lbuf: [0xFF; PAGE],
-            log_tail: log::LogTail::CLOSED,
+            log_tail: log::LogTail::<PAGE>::CLOSED,
             ckpt: CkptPos::START,
             next_obj_id: 1,
             need_marker: false,
@@ -608,7 +605,6 @@ impl<
         self.tick = 0;
         self.pbuf.fill(0xFF);
         self.rbuf.fill(0xFF);
-        self.lbuf.fill(0xFF);
         self.log_tail.reset();
         self.ckpt = CkptPos::START;
         self.next_obj_id = 1;

@@ -25,7 +25,7 @@
 //! only from their recorded positions) and after any crash: recovery copies the sectors
 //! of the page that was in flight to a fresh page before anything is appended after
 //! them, so the stream never appends after a doubtful tail. Its image as programmed is
-//! kept in `lbuf`, so the retry of a failed partial program needs no read: it copies the
+//! kept by the [`LogTail`] that tracks it, so the retry of a failed partial program needs no read: it copies the
 //! page's sectors and the new records to a fresh page, as one group with the
 //! sequence numbers the failed program had (recovery then sees the failed copy repeated
 //! and drops that page whole, see `recovery`).
@@ -91,20 +91,35 @@ struct OpenPage {
     programs: u8,
 }
 
-/// The log head's open page (see the module docs), changed only through its events.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LogTail {
+/// The log head's open page (see the module docs) and its image, changed only through
+/// its events. During a recovery the image holds the last log page with accepted
+/// sectors instead, as the scan read it (once: it may hold unstable bits from the cut).
+pub(crate) struct LogTail<const PAGE: usize> {
     open: Option<OpenPage>,
-    /// A read-only mount's last log page, as recovery read it (in `lbuf`).
+    /// A read-only mount's last log page, as recovery read it (in `image`).
     pinned: Option<u32>,
+    /// The open page as programmed (or recovery's last log page as read).
+    image: [u8; PAGE],
 }
 
-impl LogTail {
+impl<const PAGE: usize> LogTail<PAGE> {
     /// No open page.
-    pub(crate) const CLOSED: LogTail = LogTail {
+    pub(crate) const CLOSED: Self = LogTail {
         open: None,
         pinned: None,
+        image: [0xFF; PAGE],
     };
+
+    /// The open page as programmed, or what recovery read of its last log page.
+    pub(crate) fn image(&self) -> &[u8; PAGE] {
+        &self.image
+    }
+
+    /// Recovery read its last log page with accepted sectors into `page`: kept as
+    /// read, so every later use sees the same bytes.
+    pub(crate) fn keep_read(&mut self, page: &[u8; PAGE]) {
+        self.image.copy_from_slice(page);
+    }
 
     /// Nothing may be appended to the open page any more (a checkpoint, a crash, the
     /// page copied away).
@@ -112,7 +127,7 @@ impl LogTail {
         self.open = None;
     }
 
-    /// A mount that cannot write keeps `page` as recovery read it, in `lbuf` (the
+    /// A mount that cannot write keeps `page` as recovery read it, in the image (the
     /// store is read-only: nothing else uses it); a new mount drops it.
     pub(crate) fn pin(&mut self, page: u32) {
         self.pinned = Some(page);
@@ -120,12 +135,22 @@ impl LogTail {
 
     /// Drops everything (a new mount or format).
     pub(crate) fn reset(&mut self) {
-        *self = Self::CLOSED;
+        self.open = None;
+        self.pinned = None;
+        self.image.fill(0xFF);
     }
 
     /// `page` of logical page `lpage` of `stream` was programmed from its first slot up
-    /// to `next_slot` (a fresh page, or a copy with the new records).
-    fn opened(&mut self, stream: u32, lpage: u64, page: u32, next_slot: u32) {
+    /// to `next_slot` (a fresh page, or a copy with the new records) from `programmed`.
+    fn opened(
+        &mut self,
+        stream: u32,
+        lpage: u64,
+        page: u32,
+        next_slot: u32,
+        programmed: &[u8; PAGE],
+    ) {
+        self.image.copy_from_slice(programmed);
         self.open = Some(OpenPage {
             stream,
             lpage,
@@ -135,8 +160,15 @@ impl LogTail {
         });
     }
 
-    /// The open page took another partial program, up to `next_slot`.
-    fn extended(&mut self, next_slot: u32) {
+    /// The open page took another partial program of `programmed`'s bytes `range`, up
+    /// to `next_slot`.
+    fn extended(
+        &mut self,
+        next_slot: u32,
+        programmed: &[u8; PAGE],
+        range: core::ops::Range<usize>,
+    ) {
+        self.image[range.clone()].copy_from_slice(&programmed[range]);
         if let Some(o) = self.open.as_mut() {
             o.next_slot = next_slot;
             o.programs = o.programs.saturating_add(1);
@@ -354,8 +386,7 @@ impl<
                 self.draft_records(stream, lpage, slot, records);
                 let (from, to) = (slot as usize * pu, (slot + k) as usize * pu);
                 if let Attempt::Done(_) = self.log_program(slot, slot + k, false, Some(page))? {
-                    self.lbuf[from..to].copy_from_slice(&self.pbuf[from..to]);
-                    self.log_tail.extended(slot + k);
+                    self.log_tail.extended(slot + k, &self.pbuf, from..to);
                     self.obj_update(stream, |o| o.size = lsn + k as u64)?;
                     return Ok(lsn);
                 }
@@ -363,7 +394,7 @@ impl<
                 // the page is done. Copy them with the new records to a fresh page, as
                 // one group (see the module docs).
                 self.log_tail.close();
-                self.pbuf.copy_from_slice(&self.lbuf);
+                self.pbuf.copy_from_slice(self.log_tail.image());
                 self.draft_records(stream, lpage, slot, records);
                 self.program_fresh(stream, lpage, 0, slot + k, true)?;
             }
@@ -391,8 +422,7 @@ impl<
         loop {
             if let Attempt::Done(page) = self.log_program(from, to, copy, None)? {
                 self.index_set(stream, self.log_slot(lpage), page)?;
-                self.lbuf.copy_from_slice(&self.pbuf);
-                self.log_tail.opened(stream, lpage, page, to);
+                self.log_tail.opened(stream, lpage, page, to, &self.pbuf);
                 return Ok(());
             }
         }
@@ -646,7 +676,7 @@ impl<
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
         if self.log_tail.pinned == Some(page) {
-            self.pbuf.copy_from_slice(&self.lbuf);
+            self.pbuf.copy_from_slice(self.log_tail.image());
             return Ok(complete_slots(&self.pbuf, pu, spp));
         }
         let no_ecc = self.dev.caps.ecc.kind == nand_hal::EccKind::None;
@@ -782,14 +812,15 @@ mod tests {
     #[test]
     fn an_append_continues_the_open_page_only_where_it_ends() {
         let (spp, nop) = (4, 4);
-        let mut t = LogTail::CLOSED;
+        let mut t = LogTail::<2048>::CLOSED;
+        let img = [0u8; 2048];
         assert_eq!(
             t.continuation(7, 0, 1, spp, nop, Some(100)),
             None,
             "nothing open"
         );
         // Logical page 2 of stream 7 at page 100, slots 0..1 programmed: LSN 9 next.
-        t.opened(7, 2, 100, 1);
+        t.opened(7, 2, 100, 1, &img);
         assert_eq!(
             t.continuation(7, 9, 2, spp, nop, Some(100)),
             Some((2, 1, 100))
@@ -814,7 +845,7 @@ mod tests {
             None,
             "the head programmed another page since"
         );
-        t.extended(3);
+        t.extended(3, &img, 512..1536);
         assert_eq!(
             t.continuation(7, 11, 1, spp, nop, Some(100)),
             Some((2, 3, 100))
@@ -832,7 +863,7 @@ mod tests {
             None,
             "copied away"
         );
-        t.opened(7, 3, 140, 4);
+        t.opened(7, 3, 140, 4, &img);
         assert_eq!(
             t.continuation(7, 16, 1, spp, nop, Some(140)),
             None,

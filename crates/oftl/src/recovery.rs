@@ -315,7 +315,7 @@ struct Scanned {
     /// The block of the last cold copy, and where the dropped run of copies starts.
     last_cold: Option<u32>,
     cold_cut: (usize, u32),
-    /// The last log page with accepted sectors (its content is in `lbuf`).
+    /// The last log page with accepted sectors (its content is the log tail's image).
     log_suspect: Option<u32>,
     /// The data head's last commit page, read once into `rbuf`.
     suspect: Option<(u32, Backpointer)>,
@@ -583,7 +583,7 @@ impl<
                     }
                     if any {
                         // Read once: the page may hold unstable bits from the cut.
-                        self.lbuf.copy_from_slice(&self.pbuf);
+                        self.log_tail.keep_read(&self.pbuf);
                         log_suspect = Some(page);
                     }
                     if any || loss[LOG_HEAD].is_some() {
@@ -872,7 +872,7 @@ impl<
                 let page = self.dev.geo.page(BlockAddr(b), i).0;
                 let superseded = sc.superseded.contains(&page);
                 let mask = if sc.log_suspect == Some(page) {
-                    self.pbuf.copy_from_slice(&self.lbuf);
+                    self.pbuf.copy_from_slice(self.log_tail.image());
                     complete_slots(&self.pbuf, pu, spp)
                 } else {
                     self.read_log_page(page)?
@@ -999,7 +999,7 @@ impl<
             }
         }
         if let Some(lp) = sc.log_suspect {
-            self.rbuf.copy_from_slice(&self.lbuf);
+            self.rbuf.copy_from_slice(self.log_tail.image());
             self.relocate_log(lp, true)?;
         }
         for (h, lb) in last_block.iter().enumerate() {
