@@ -79,13 +79,17 @@ enum Which {
     StagingOff,
     /// Ablation: the file layer with the bypass off.
     BypassOff,
+    /// The file layer over the compact oftl configuration (`W25n01gvCompact`: 6 cached
+    /// pages, about 32 KiB of RAM on a Cortex-M4).
+    Compact,
 }
 
 impl Which {
-    const ALL: [Which; 5] = [
+    const ALL: [Which; 6] = [
         Which::Littlefs2,
         Which::Oftl,
         Which::Stagefs,
+        Which::Compact,
         Which::StagingOff,
         Which::BypassOff,
     ];
@@ -100,6 +104,11 @@ impl Which {
             Which::Littlefs2 => Box::new(littlefs::Littlefs::new(dev)),
             Which::Oftl => Box::new(oftl::Oftl::new(dev)),
             Which::Stagefs => Box::new(stagefs::Stagefs::new(dev)),
+            Which::Compact => Box::new(stagefs::Stagefs::over(
+                dev,
+                "stagefs, compact (32 KiB)",
+                ::oftl::W25n01gvCompact::new,
+            )),
             Which::StagingOff => Box::new(stagefs::Stagefs::tuned(
                 dev,
                 Tuning {

@@ -1,23 +1,42 @@
 //! The file layer (`stagefs-core`) over oftl in its default W25N01GV configuration
 //! (4 handles), as a benchmark target, with its staging mechanisms on (the default) or
-//! switched off for the ablation rows. Unmount patches every staged record home, so the
-//! final drain is in the figures.
+//! switched off for the ablation rows, or over another oftl configuration (the compact
+//! one). Unmount patches every staged record home, so the final drain is in the figures.
 
 use oftl::{Config, W25n01gv};
-use stagefs_core::{File, Fs, OpenOptions, SeekFrom, Tuning};
+use stagefs_core::{File, Fs, OpenOptions, SeekFrom, Store, Tuning};
 
 use crate::device::Device;
 use crate::oftl::Shared;
 use crate::workload::{Handle, Open, Target};
 
-type Vol = Fs<W25n01gv<Shared>, 2048, 4>;
+/// The bytes of the pages an oftl store holds valid.
+pub trait LiveBytes {
+    /// Valid pages times the payload per page.
+    fn live_bytes(&self) -> u64;
+}
 
-/// stagefs as a benchmark target.
-pub struct Stagefs {
+impl<
+        F: nand_hal::NandFlash,
+        P: oftl::SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > LiveBytes for oftl::Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    fn live_bytes(&self) -> u64 {
+        self.used_pages() * self.payload() as u64
+    }
+}
+
+/// stagefs as a benchmark target, over oftl store `S`.
+pub struct Stagefs<S: Store = W25n01gv<Shared>> {
     dev: Device,
     tuning: Tuning,
     label: &'static str,
-    vol: Option<Box<Vol>>,
+    store: fn(Shared) -> S,
+    vol: Option<Box<Fs<S, 2048, 4>>>,
     files: Vec<Option<File>>,
 }
 
@@ -30,21 +49,33 @@ impl Stagefs {
     /// stagefs over `dev` with `tuning`, reported as `label`.
     pub fn tuned(dev: Device, tuning: Tuning, label: &'static str) -> Self {
         Stagefs {
-            dev,
             tuning,
+            ..Self::over(dev, label, W25n01gv::new)
+        }
+    }
+}
+
+impl<S: Store> Stagefs<S> {
+    /// stagefs over `dev` in its default tuning, on the store `store` builds, reported
+    /// as `label`.
+    pub fn over(dev: Device, label: &'static str, store: fn(Shared) -> S) -> Self {
+        Stagefs {
+            dev,
+            tuning: Tuning::DEFAULT,
             label,
+            store,
             vol: None,
             files: Vec::new(),
         }
     }
 
-    fn volume(&self) -> Box<Vol> {
-        let mut v = Box::new(Fs::new(W25n01gv::new(Shared::new(self.dev.clone()))));
+    fn volume(&self) -> Box<Fs<S, 2048, 4>> {
+        let mut v = Box::new(Fs::new((self.store)(Shared::new(self.dev.clone()))));
         v.set_tuning(self.tuning);
         v
     }
 
-    fn vol(&mut self) -> Result<&mut Vol, String> {
+    fn vol(&mut self) -> Result<&mut Fs<S, 2048, 4>, String> {
         self.vol.as_deref_mut().ok_or_else(|| "not mounted".into())
     }
 
@@ -61,7 +92,10 @@ fn err<E: core::fmt::Debug>(e: E) -> String {
     format!("stagefs error {e:?}")
 }
 
-impl Target for Stagefs {
+impl<S: Store + LiveBytes> Target for Stagefs<S>
+where
+    S::FlashError: core::fmt::Debug,
+{
     fn name(&self) -> String {
         self.label.into()
     }
@@ -92,7 +126,7 @@ impl Target for Stagefs {
 
     fn live_bytes(&mut self) -> Option<u64> {
         let v = self.vol.as_deref()?;
-        Some(v.store().used_pages() * v.store().payload() as u64)
+        Some(v.store().live_bytes())
     }
 
     fn open(&mut self, path: &str, how: Open) -> Result<Handle, String> {
