@@ -170,67 +170,28 @@ fn main() -> ! {
     PART.install(fresh_sim(CELLS, PAGES, BLOCKS, FaultPlan::seeded(1)));
     let part = PART;
 
-    let fs = TINY_STORE;
-    let (mut tiny, mut tiny_own) = (0, 0);
-    for (seed, at_op, kind) in OBJECT_RUNS {
-        let (passed, peak, own, setup) = object_run(fs, part, seed, at_op, kind, page);
-        ok &= passed;
-        tiny = tiny.max(peak);
-        tiny_own = tiny_own.max(own);
-        whole = whole.max(setup);
-    }
-    hprintln!(
-        "oftl TINY config (Oftl<_, 2048, 64, 4, 2>): store {} B in a static, peak stack {} B \
-         ({} B from the call into the workload): RAM <= {} B ({} B with the firmware's own \
-         frames)",
-        size_of::<objects::Tiny>(),
-        tiny,
-        tiny_own,
-        size_of::<objects::Tiny>() + tiny_own,
-        size_of::<objects::Tiny>() + tiny
-    );
-
+    let (passed, tiny, tiny_own, setup) =
+        object_config(TINY_STORE, part, page, "oftl TINY config (Oftl<_, 2048, 64, 4, 2>)");
+    ok &= passed;
+    whole = whole.max(setup);
     // The default W25N01GV configuration, over the same part.
-    let fs = FULL_STORE;
-    let (mut full, mut full_own) = (0, 0);
-    for (seed, at_op, kind) in OBJECT_RUNS {
-        let (passed, peak, own, setup) = object_run(fs, part, seed, at_op, kind, page);
-        ok &= passed;
-        full = full.max(peak);
-        full_own = full_own.max(own);
-        whole = whole.max(setup);
-    }
-    hprintln!(
-        "oftl W25N01GV config (W25n01gv<_>, over the TINY part): store {} B in a static, \
-         peak stack {} B ({} B from the call into the workload): RAM <= {} B ({} B with the \
-         firmware's own frames)",
-        size_of::<objects::Full>(),
-        full,
-        full_own,
-        size_of::<objects::Full>() + full_own,
-        size_of::<objects::Full>() + full
+    let (passed, full, _, setup) = object_config(
+        FULL_STORE,
+        part,
+        page,
+        "oftl W25N01GV config (W25n01gv<_>, over the TINY part)",
     );
-
+    ok &= passed;
+    whole = whole.max(setup);
     // The compact W25N01GV configuration (64 KiB-RAM MCUs), over the same part.
-    let fs = COMPACT_STORE;
-    let (mut compact, mut compact_own) = (0, 0);
-    for (seed, at_op, kind) in OBJECT_RUNS {
-        let (passed, peak, own, setup) = object_run(fs, part, seed, at_op, kind, page);
-        ok &= passed;
-        compact = compact.max(peak);
-        compact_own = compact_own.max(own);
-        whole = whole.max(setup);
-    }
-    hprintln!(
-        "oftl compact W25N01GV config (W25n01gvCompact<_>, over the TINY part): store {} B in \
-         a static, peak stack {} B ({} B from the call into the workload): RAM <= {} B ({} B \
-         with the firmware's own frames)",
-        size_of::<objects::Compact>(),
-        compact,
-        compact_own,
-        size_of::<objects::Compact>() + compact_own,
-        size_of::<objects::Compact>() + compact
+    let (passed, compact, _, setup) = object_config(
+        COMPACT_STORE,
+        part,
+        page,
+        "oftl compact W25N01GV config (W25n01gvCompact<_>, over the TINY part)",
     );
+    ok &= passed;
+    whole = whole.max(setup);
     hprintln!("stack before the oftl phase: peak {} bytes", before);
 
     // The file layer: settings rewritten, 64-byte records appended with fsync, cut,
@@ -385,6 +346,37 @@ fn spi_runs(
         peak
     );
     (ok, peak)
+}
+
+/// The object runs (`OBJECT_RUNS`) on store `fs`; prints its RAM under `label` and
+/// returns whether all passed, the peak stack from the top, the peak from the call into
+/// the workload, and the deepest setup before a run.
+fn object_config<const B: usize, const C: usize>(
+    fs: &mut objects::Store<B, C>,
+    part: shared::Part,
+    page: &mut [u8; 2048],
+    label: &str,
+) -> (bool, usize, usize, usize) {
+    let (mut ok, mut peak, mut own, mut setup) = (true, 0, 0, 0);
+    for (seed, at_op, kind) in OBJECT_RUNS {
+        let (passed, p, o, s) = object_run(fs, part, seed, at_op, kind, page);
+        ok &= passed;
+        peak = peak.max(p);
+        own = own.max(o);
+        setup = setup.max(s);
+    }
+    let size = size_of::<objects::Store<B, C>>();
+    hprintln!(
+        "{}: store {} B in a static, peak stack {} B ({} B from the call into the \
+         workload): RAM <= {} B ({} B with the firmware's own frames)",
+        label,
+        size,
+        peak,
+        own,
+        size + own,
+        size + peak
+    );
+    (ok, peak, own, setup)
 }
 
 /// One `oftl` run (see [`objects::run`]) on a factory-fresh part with a power cut at
