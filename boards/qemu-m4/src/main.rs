@@ -170,8 +170,12 @@ fn main() -> ! {
     PART.install(fresh_sim(CELLS, PAGES, BLOCKS, FaultPlan::seeded(1)));
     let part = PART;
 
-    let (passed, tiny, tiny_own, setup) =
-        object_config(TINY_STORE, part, page, "oftl TINY config (Oftl<_, 2048, 64, 4, 2>)");
+    let (passed, tiny, tiny_own, setup) = object_config(
+        TINY_STORE,
+        part,
+        page,
+        "oftl TINY config (Oftl<_, 2048, 64, 4, 2>)",
+    );
     ok &= passed;
     whole = whole.max(setup);
     // The default W25N01GV configuration, over the same part.
