@@ -1,7 +1,9 @@
-//! The block table: what the store knows about every block, 4 bytes each.
+//! The block table: what the store knows about every block, 4 bytes each, and the
+//! updating window's list.
 //!
 //! [`BlockTable`] owns every block's coarse state, valid-page count, erase count and
-//! pending retire/scrub flags, and the total of valid pages. Nothing else writes them:
+//! pending retire/scrub flags, the total of valid pages, and the window list (the blocks
+//! the last checkpoint allocated, in order, and how many the heads have taken). Nothing else writes them:
 //! the rest of the store reports what happened through named events (a page was
 //! programmed or invalidated, a block was erased, a program failed, a read reached the
 //! scrub threshold, a checkpoint settled the window, ...), and an event that does not
@@ -33,6 +35,10 @@
 
 use crate::format::checkpoint::BlockState;
 use crate::policy::{SpacePolicy, Urgency};
+use crate::MAX_WINDOW;
+
+/// The window's block numbers, in allocation order.
+pub(crate) type WindowList = heapless::Vec<u32, MAX_WINDOW>;
 
 const STATE_MASK: u32 = 0b111;
 const RETIRE: u32 = 1 << 3;
@@ -197,6 +203,10 @@ pub(crate) struct BlockTable<const BLOCKS: usize> {
     /// Blocks of the device (the rest of `info` is unused).
     n: usize,
     valid_total: u64,
+    /// The window's blocks, in allocation order; every one in the window state.
+    window: WindowList,
+    /// Window blocks the heads have taken (a prefix of `window`).
+    window_next: usize,
 }
 
 impl<const BLOCKS: usize> BlockTable<BLOCKS> {
@@ -205,14 +215,108 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
             info: [BlockInfo::FREE; BLOCKS],
             n: 0,
             valid_total: 0,
+            window: heapless::Vec::new(),
+            window_next: 0,
         }
     }
 
-    /// Every block free with no history, for a device of `n` blocks.
+    /// Every block free with no history, for a device of `n` blocks; no window.
     pub fn reset(&mut self, n: u32) {
         self.n = (n as usize).min(BLOCKS);
         self.info.fill(BlockInfo::FREE);
         self.valid_total = 0;
+        self.window.clear();
+        self.window_next = 0;
+    }
+
+    // ---- the window list ----
+
+    /// The window's blocks, in allocation order (taken ones first).
+    pub fn window(&self) -> &[u32] {
+        &self.window
+    }
+
+    /// Window blocks no head has taken yet.
+    pub fn window_unused(&self) -> &[u32] {
+        &self.window[self.window_next..]
+    }
+
+    /// Whether the window list is at [`MAX_WINDOW`].
+    pub fn window_full(&self) -> bool {
+        self.window.is_full()
+    }
+
+    /// A head takes the next window block (`None`: all taken).
+    pub fn take_window_block(&mut self) -> Option<u32> {
+        let b = *self.window.get(self.window_next)?;
+        self.window_next += 1;
+        Some(b)
+    }
+
+    /// Free block `b` joins the window at its end. Refused (nothing changes) unless it
+    /// is free, not waiting to be retired, and the list has room.
+    pub fn admit(&mut self, b: u32) -> bool {
+        if self.window.is_full() || !self.get(b).takeable() || (b as usize) >= self.n {
+            return false;
+        }
+        self.join_window(b);
+        let _ = self.window.push(b);
+        true
+    }
+
+    /// Starts a new window list: the blocks no head took from the old one are returned
+    /// (still in the window state: the caller keeps each with
+    /// [`BlockTable::keep_in_window`] or frees it with [`BlockTable::leave_window`]).
+    pub fn restart_window(&mut self) -> WindowList {
+        let mut unused = WindowList::new();
+        for &b in &self.window[self.window_next..] {
+            // Same capacity: cannot overflow.
+            let _ = unused.push(b);
+        }
+        self.window.clear();
+        self.window_next = 0;
+        unused
+    }
+
+    /// Window block `b` (from [`BlockTable::restart_window`], or recorded by the
+    /// checkpoint being loaded) stays in the new list. Refused unless it is in the
+    /// window state and the list has room.
+    pub fn keep_in_window(&mut self, b: u32) -> bool {
+        self.get(b).state() == BlockState::Window
+            && (b as usize) < self.n
+            && self.window.push(b).is_ok()
+    }
+
+    /// The last block of the list goes back to the free pool (`None`: the list is
+    /// empty).
+    pub fn release_last(&mut self) -> Option<u32> {
+        let b = self.window.pop()?;
+        self.leave_window(b);
+        self.window_next = self.window_next.min(self.window.len());
+        Some(b)
+    }
+
+    /// Empties the window list (a checkpoint is about to be loaded, or a recovery picks
+    /// its own window); the blocks keep their states.
+    pub fn clear_window(&mut self) {
+        self.window.clear();
+        self.window_next = 0;
+    }
+
+    /// Block `b` as the checkpoint being loaded lists it in its window (its state comes
+    /// with the table, checked after). Refused when the list is full.
+    pub fn load_window(&mut self, b: u32) -> bool {
+        self.window.push(b).is_ok()
+    }
+
+    /// Drops the blocks found bad from the list (a clean mount read their markers).
+    pub fn drop_bad_from_window(&mut self) {
+        let info = &self.info;
+        self.window.retain(|&b| {
+            info.get(b as usize)
+                .is_none_or(|e| e.state() != BlockState::Bad)
+        });
+        self.window_next = self.window_next.min(self.window.len());
     }
 
     /// The device's blocks.
@@ -532,6 +636,39 @@ mod tests {
         assert_eq!(t.get(1).erases(), 1);
         assert!(t.join_window(1) && t.leave_window(1));
         assert_eq!(t.get(1).state(), BlockState::Free);
+    }
+
+    #[test]
+    fn the_window_list() {
+        let mut t = table();
+        assert!(t.admit(0) && t.admit(1) && t.admit(2));
+        assert!(!t.admit(1), "already in the window");
+        t.program_failed(3);
+        assert!(!t.admit(3), "waiting to be retired");
+        assert!(!t.admit(9), "past the device");
+        assert_eq!(t.window(), &[0, 1, 2]);
+        assert_eq!(t.get(1).state(), BlockState::Window);
+        assert_eq!(t.take_window_block(), Some(0));
+        assert_eq!(t.window_unused(), &[1, 2]);
+        // A checkpoint starts a new list from the blocks no head took.
+        let unused = t.restart_window();
+        assert_eq!(&unused[..], &[1, 2]);
+        assert!(t.window().is_empty());
+        assert!(t.keep_in_window(2));
+        assert!(!t.keep_in_window(4), "not a window block");
+        assert!(t.leave_window(1));
+        assert_eq!(t.window(), &[2]);
+        assert_eq!(t.release_last(), Some(2));
+        assert_eq!(t.get(2).state(), BlockState::Free);
+        assert_eq!(t.release_last(), None);
+        // A checkpoint's recorded window, then a marker found bad at mount.
+        t.clear_window();
+        assert!(t.load_window(4) && t.load_window(5));
+        t.found_bad(4);
+        t.drop_bad_from_window();
+        assert_eq!(t.window(), &[5]);
+        assert_eq!(t.take_window_block(), Some(5));
+        assert_eq!(t.take_window_block(), None);
     }
 
     #[test]

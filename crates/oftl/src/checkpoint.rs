@@ -213,11 +213,7 @@ impl<
             }
             *c = h.block;
         }
-        let mut unused: heapless::Vec<u32, { crate::MAX_WINDOW }> = heapless::Vec::new();
-        for &b in &self.dev.window[self.dev.window_next..] {
-            // Capacity equals the window's: cannot overflow.
-            let _ = unused.push(b);
-        }
+        let unused = self.dev.table.restart_window();
         for b in 0..self.dev.geo.blocks() {
             if carried.contains(&b) || unused.contains(&b) {
                 continue;
@@ -240,12 +236,11 @@ impl<
                 .filter(|&&c| c != NONE)
                 .count(),
         );
-        self.dev.window.clear();
-        self.dev.window_next = 0;
         for b in unused {
-            if self.dev.window.len() < want && !self.dev.table.get(b).retire() {
-                let _ = self.dev.window.push(b);
-            } else {
+            if self.dev.table.window().len() >= want
+                || self.dev.table.get(b).retire()
+                || !self.dev.table.keep_in_window(b)
+            {
                 self.dev.table.leave_window(b);
             }
         }
@@ -255,20 +250,21 @@ impl<
         // window from the free blocks).
         let extra = self.recovery_extra_blocks() as usize;
         let mut free = self.dev.table.count(|b| b.takeable()) as usize;
-        while free < self.dev.window.len() + extra {
-            let Some(b) = self.dev.window.pop() else {
+        while free < self.dev.table.window().len() + extra {
+            if self.dev.table.release_last().is_none() {
                 break;
-            };
-            self.dev.table.leave_window(b);
+            }
             free += 1;
         }
-        while self.dev.window.len() < want && free > self.dev.window.len() + 1 + extra {
+        while self.dev.table.window().len() < want
+            && free > self.dev.table.window().len() + 1 + extra
+        {
             free -= 1;
             let Some(b) = self.dev.table.pick_free(&mut self.dev.policy) else {
                 break;
             };
-            if self.dev.may_join_window(b) && self.dev.table.join_window(b) {
-                let _ = self.dev.window.push(b);
+            if self.dev.may_join_window(b) {
+                self.dev.table.admit(b);
             }
         }
     }
@@ -333,11 +329,11 @@ impl<
         let hdr = CkptHeader {
             clean,
             seq: self.ckpt.seq.wrapping_add(1),
-            total_len: CkptHeader::stream_len(n_blocks, self.dev.window.len() as u16),
+            total_len: CkptHeader::stream_len(n_blocks, self.dev.table.window().len() as u16),
             n_blocks,
             n_objects: self.live_objects,
             next_obj_id: self.next_obj_id,
-            window_len: self.dev.window.len() as u16,
+            window_len: self.dev.table.window().len() as u16,
             table_root: self.cache.table_root(),
         };
         let total = hdr.total_len.div_ceil(payload as u32);
@@ -369,8 +365,8 @@ impl<
             let r: HeadRecord = self.dev.heads[h].record();
             self.put(&mut sink, &r.encode())?;
         }
-        for i in 0..self.dev.window.len() {
-            let b = self.dev.window[i];
+        for i in 0..self.dev.table.window().len() {
+            let b = self.dev.table.window()[i];
             self.put(&mut sink, &b.to_le_bytes())?;
         }
         for b in 0..n_blocks {
@@ -546,7 +542,7 @@ mod tests {
                 let r = fs.dev.heads[h].record();
                 (r.block, r.next_page, r.next_seq)
             }),
-            window: fs.dev.window[fs.dev.window_next..].to_vec(),
+            window: fs.dev.table.window_unused().to_vec(),
             table_root: fs.cache.table_root(),
             live_objects: fs.live_objects,
             next_obj_id: fs.next_obj_id,

@@ -239,7 +239,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     /// Window blocks no head has taken yet.
     pub fn unused_window_blocks(&self) -> u64 {
-        (self.window.len() - self.window_next) as u64
+        self.table.window_unused().len() as u64
     }
 
     /// Window pages the data head has for operations: its free window pages less the
@@ -306,17 +306,16 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 self.start_block(head, b)?;
                 continue;
             }
-            if self.window_next == self.window.len() && self.recovering {
+            if self.table.window_unused().is_empty() && self.recovering {
                 // Recovery records its window only in its closing checkpoint, so it
                 // may take more free blocks when replay needs them.
                 self.grow_window(1);
             }
-            let Some(&b) = self.window.get(self.window_next) else {
+            let Some(b) = self.table.take_window_block() else {
                 // The callers reserve window space before they start; running out is a
                 // sizing bug, reported as no space (and poisoning) rather than a panic.
                 return Err(Fault::Exhausted);
             };
-            self.window_next += 1;
             self.start_block(head, b)?;
         }
     }
@@ -355,14 +354,14 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Adds up to `n` least-worn free blocks to the window list.
     pub fn grow_window(&mut self, n: usize) {
         for _ in 0..n {
-            if self.window.is_full() {
+            if self.table.window_full() {
                 break;
             }
             let Some(b) = self.table.pick_free(&mut self.policy) else {
                 break;
             };
-            if self.may_join_window(b) && self.table.join_window(b) {
-                let _ = self.window.push(b);
+            if self.may_join_window(b) {
+                self.table.admit(b);
             }
         }
     }

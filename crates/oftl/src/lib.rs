@@ -347,8 +347,6 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     pub oob_span: usize,
     pub table: blocks::BlockTable<BLOCKS>,
     pub heads: [Head; HEADS],
-    pub window: heapless::Vec<u32, MAX_WINDOW>,
-    pub window_next: usize,
     pub policy: P,
     pub stats: Stats,
     pub recovering: bool,
@@ -545,8 +543,6 @@ impl<
                 oob_span: 0,
                 table: blocks::BlockTable::new(),
                 heads: [Head::NONE; HEADS],
-                window: heapless::Vec::new(),
-                window_next: 0,
                 policy,
                 stats: Stats::ZERO,
                 recovering: false,
@@ -592,8 +588,6 @@ impl<
         d.oob_span = caps.oob.span();
         d.table.reset(geo.blocks());
         d.heads = [Head::NONE; HEADS];
-        d.window.clear();
-        d.window_next = 0;
         d.stats = Stats::default();
         d.recovering = false;
         d.index_pages = 0;

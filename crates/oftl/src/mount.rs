@@ -416,8 +416,8 @@ impl<
     /// already promised). A read-only mount only retires it in RAM.
     fn check_recorded_window(&mut self) -> Result<(), MountError<F::Error>> {
         let mut retired = false;
-        for i in self.dev.window_next..self.dev.window.len() {
-            let b = self.dev.window[i];
+        for i in 0..self.dev.table.window_unused().len() {
+            let b = self.dev.table.window_unused()[i];
             if self.dev.table.get(b).erases() > 0 {
                 continue;
             }
@@ -434,10 +434,7 @@ impl<
         if !retired {
             return Ok(());
         }
-        let table = &self.dev.table;
-        self.dev
-            .window
-            .retain(|&b| table.get(b).state() != BlockState::Bad);
+        self.dev.table.drop_bad_from_window();
         if self.salvage && !self.repair {
             return Ok(());
         }
@@ -650,8 +647,7 @@ impl<
             self.dev.heads[h].next_page = rec.next_page;
             self.dev.heads[h].next_seq = rec.next_seq;
         }
-        self.dev.window.clear();
-        self.dev.window_next = 0;
+        self.dev.table.clear_window();
         for _ in 0..hdr.window_len {
             let mut r = [0u8; 4];
             self.take(&mut src, &mut r)?;
@@ -659,7 +655,9 @@ impl<
             if b >= geo.blocks() {
                 return Err(Fault::Corrupted);
             }
-            self.dev.window.push(b).map_err(|_| Fault::Corrupted)?;
+            if !self.dev.table.load_window(b) {
+                return Err(Fault::Corrupted);
+            }
         }
         self.dev.table.begin_load();
         for b in 0..geo.blocks() {
@@ -675,7 +673,7 @@ impl<
             return Err(Fault::Corrupted);
         }
         // Every block the window or a head names must be in the window state.
-        for &b in self.dev.window.iter() {
+        for &b in self.dev.table.window() {
             if self.dev.table.get(b).state() != BlockState::Window {
                 return Err(Fault::Corrupted);
             }

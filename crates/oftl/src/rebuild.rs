@@ -710,7 +710,7 @@ impl<
         self.dev.recovering = true;
         // Recovery's writes go to a window of blocks found holding nothing chosen.
         self.dev.grow_window(self.dev.sb.window_blocks as usize);
-        if self.dev.window.is_empty() {
+        if self.dev.table.window().is_empty() {
             return Err(Fault::NoSpace);
         }
         for o in objects.iter().filter(|o| o.rec.meta != NONE) {

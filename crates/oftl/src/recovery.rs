@@ -353,8 +353,7 @@ impl<
                 head.next_page = 0;
                 head.next_seq = seq;
             }
-            self.dev.window.clear();
-            self.dev.window_next = 0;
+            self.dev.table.clear_window();
         }
         self.dev.recovering = true;
         let last_block = self.replay_window(&mut sc);
@@ -392,7 +391,7 @@ impl<
                     .map_err(|_| Fault::Corrupted)?;
             }
         }
-        for &b in self.dev.window.iter() {
+        for &b in self.dev.table.window() {
             walk.push((b, 0)).map_err(|_| Fault::Corrupted)?;
         }
         // A window block whose erase failed after the checkpoint was marked bad at once.
@@ -459,7 +458,7 @@ impl<
         // Heads take window blocks in order: the first window block that no head
         // started after the checkpoint (its first page still holds an older life, or it
         // holds nothing at all) ends the walk, and the blocks after it are not read.
-        let carried = walk.len() - self.dev.window.len();
+        let carried = walk.len() - self.dev.table.window().len();
         let stale = |bp: &Backpointer| match head_of(bp.kind) {
             // Index, table and checkpoint pages never go to window blocks.
             None => true,
@@ -742,15 +741,14 @@ impl<
     /// free.
     #[inline(never)]
     fn open_recovery_window(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
-        self.dev.window.clear();
-        self.dev.window_next = 0;
+        self.dev.table.clear_window();
         for (head, &seq) in self.dev.heads.iter_mut().zip(sc.next_seq.iter()) {
             head.block = NONE;
             head.next_page = 0;
             head.next_seq = seq;
         }
         self.dev.grow_window(self.dev.sb.window_blocks as usize);
-        if self.dev.window.is_empty() {
+        if self.dev.table.window().is_empty() {
             return Err(Fault::NoSpace);
         }
         Ok(())
