@@ -16,8 +16,8 @@
 //! - Background collection counts as foreground (greedy, no static leveling) once
 //!   fewer than `2 × window + 2` blocks are free or wholly invalid: cost-benefit picks
 //!   fuller blocks, and on a small part that can starve the next window.
-//! - Blocks flagged for retirement or scrubbing are always taken first (the OFTL's
-//!   safety rule, not a policy choice).
+//! - Blocks flagged for retirement or scrubbing are taken first by the OFTL's block
+//!   table before this policy is asked (a safety rule, not a policy choice).
 //!
 //! - **Relocation** follows `paragc`'s classes: the data head is one stream of user
 //!   writes of unknown update rate, `paragc`'s [`Class::Warm`]; a page still valid when
