@@ -402,11 +402,13 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
             if let Some(s) = self.slots.iter().position(|s| !s.used) {
                 return Ok(s);
             }
+            // Least recently used: the oldest by age, so the clock may wrap.
+            let tick = self.tick;
             let (v, _) = self
                 .slots
                 .iter()
                 .enumerate()
-                .min_by_key(|(_, s)| s.lru)
+                .max_by_key(|(_, s)| tick.wrapping_sub(s.lru))
                 .ok_or(Fault::NoSpace)?;
             let vk = self.key(v);
             if !vk.table && vk.idx == ROOT_LPN {
@@ -684,6 +686,40 @@ mod tests {
         }
         for &id in ids.iter().step_by(per as usize) {
             assert_eq!(fs.attrs(id).unwrap().user, [2; crate::ATTR_LEN]);
+        }
+    }
+
+    /// Found by review: eviction took the lowest clock value, so after the clock wrapped
+    /// (every 2^32 touches, within months of uptime) the pages touched just after it
+    /// went first and older ones stayed. It takes the oldest by age now.
+    #[test]
+    fn eviction_takes_the_oldest_page_across_the_clock_wrap() {
+        use crate::format::index::ROOT_LPN;
+        use crate::format::table::TABLE_OBJ;
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(3));
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 6, 2>::format(&mut sim, cfg()).unwrap();
+        let per = fs.records_per_page();
+        for _ in 0..4 * per + 1 {
+            fs.create(ObjKind::Object).unwrap();
+        }
+        fs.unmount().unwrap();
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 6, 2>::mount(&mut sim).unwrap();
+        // Table pages 0-3 with the table's root and leaf: the 6 slots.
+        for t in 0..4 {
+            fs.slot_for_key(Key::table_page(t)).unwrap();
+        }
+        let root = Key::index(TABLE_OBJ, ROOT_LPN);
+        let leaf = Key::index(TABLE_OBJ, 0);
+        fs.cache.tick = u32::MAX - 3;
+        for k in [Key::table_page(0), root, leaf, Key::table_page(1)] {
+            fs.slot_for_key(k).unwrap(); // the clock wraps here
+        }
+        fs.slot_for_key(Key::table_page(2)).unwrap();
+        fs.slot_for_key(Key::table_page(3)).unwrap();
+        fs.slot_for_key(Key::table_page(4)).unwrap();
+        assert!(!fs.cache.holds_table_page(0), "the oldest page went");
+        for t in 1..5 {
+            assert!(fs.cache.holds_table_page(t), "table page {t} stays");
         }
     }
 
