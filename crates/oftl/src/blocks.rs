@@ -567,11 +567,6 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
             .pick_free(self.all())
             .filter(|&b| (b as usize) < self.n && self.get(b).takeable())
     }
-
-    /// Blocks matching `f`.
-    pub fn count(&self, f: impl Fn(&BlockInfo) -> bool) -> u32 {
-        self.all().iter().filter(|b| f(b)).count() as u32
-    }
 }
 
 #[cfg(test)]

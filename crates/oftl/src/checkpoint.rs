@@ -249,7 +249,7 @@ impl<
         // blocks go back first if the reserve is short (recovery, for one, grows its
         // window from the free blocks).
         let extra = self.recovery_extra_blocks() as usize;
-        let mut free = self.dev.table.count(|b| b.takeable()) as usize;
+        let mut free = self.free_blocks() as usize;
         while free < self.dev.table.window().len() + extra {
             if self.dev.table.release_last().is_none() {
                 break;
