@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use nand_hal::sim::profile::W25N01GV;
 use nand_hal::sim::{CutKind, FaultPlan, HeapStorage, SimNand};
-use oftl::{Config, W25n01gv};
+use oftl::{Config, Greedy, W25n01gv};
 use stagefs_core::Fs;
 
 /// The simulated part: a W25N01GV (1 Gbit, 2 KiB pages, 64 pages per block) on the heap.
@@ -49,15 +49,15 @@ pub fn from_image(image: &HeapStorage, seed: u64) -> Sim {
         .expect("the snapshot is a W25N01GV's")
 }
 
-/// A volume over `sim`, not mounted. Boxed: the store's tables and cache are about
-/// 48 KiB (a firmware puts them in a `static`).
+/// A volume over `sim`, not mounted, in the store configuration the programs format
+/// with (the default: a 16-block window). Boxed: the store's tables and cache are about
+/// 45 KiB (a firmware puts them in a `static`).
 pub fn volume(sim: &mut Sim) -> Box<Volume<'_>> {
-    Box::new(Fs::new(W25n01gv::new(sim)))
-}
-
-/// The store configuration the programs format with (the default: a 16-block window).
-pub fn config() -> Config {
-    Config::default()
+    Box::new(Fs::new(W25n01gv::new(
+        sim,
+        const { Config::new() },
+        Greedy::DEFAULT,
+    )))
 }
 
 /// Power is back after a cut: the part takes commands again, with no fault armed.

@@ -17,14 +17,14 @@
 //!
 //! The examples take a mounted [`Fs`]. On a board with a W25N01GV on
 //! SPI (see `nand_hal::spi`), the volume is built once, in a `static` or on the stack of
-//! `main` (the store is about 48 KiB):
+//! `main` (the store is about 45 KiB):
 //!
 //! ```ignore
 //! let flash = nand_hal::spi::SpiNand::new(spi_device, delay)?; // probes the chip
-//! let mut fs: stagefs_core::Fs<oftl::W25n01gv<_>, 2048, 4> =
-//!     stagefs_core::Fs::new(oftl::W25n01gv::new(flash));
+//! let store = oftl::W25n01gv::new(flash, const { oftl::Config::new() }, oftl::Greedy::DEFAULT);
+//! let mut fs: stagefs_core::Fs<oftl::W25n01gv<_>, 2048, 4> = stagefs_core::Fs::new(store);
 //! if fs.mount().is_err() {
-//!     fs.format(oftl::Config::default())?; // first boot: an empty volume
+//!     fs.format()?; // first boot: an empty volume
 //! }
 //! ```
 #![cfg_attr(not(feature = "std"), no_std)]

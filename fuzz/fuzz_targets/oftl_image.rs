@@ -14,10 +14,12 @@ use libfuzzer_sys::fuzz_target;
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::{FaultPlan, HeapStorage, SimNand};
 use nand_hal::PageAddr;
-use oftl::{Config, ObjKind, Oftl};
+use oftl::{Config, Damaged, Greedy, ObjKind, Oftl};
 
 type Sim = SimNand<HeapStorage>;
 type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+
+const CONFIG: Config = Config::new().window_blocks(6);
 
 #[derive(Arbitrary, Debug)]
 struct Damage {
@@ -42,16 +44,10 @@ fuzz_target!(|input: Input| {
     let mut sim = SimNand::heap(TINY, FaultPlan::seeded(input.seed));
     let g = TINY.geometry;
     {
-        let Ok(mut fs) = Store::format(
-            &mut sim,
-            Config {
-                window_blocks: 6,
-                format_id: 1,
-                ..Default::default()
-            },
-        ) else {
+        let mut fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+        if fs.format().is_err() {
             return;
-        };
+        }
         let mut ids = [0u32; 3];
         for id in &mut ids {
             match fs.create(ObjKind::Object) {
@@ -88,13 +84,13 @@ fuzz_target!(|input: Input| {
     if input.scribble > 0 {
         sim.scribble(input.seed ^ 0x5c, input.scribble as u32 % 1000);
     }
-    let mut fs = Store::new(&mut sim);
-    match fs.mount_in_place() {
+    let mut fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+    match fs.mount() {
         Ok(()) => {}
         // What a salvage mount is for: it must mount read-only or fail cleanly too; then
         // a repair (which writes its result) must mount writable or fail cleanly.
         Err(oftl::MountError::MediaLoss { .. }) => {
-            if fs.mount_salvage_in_place().is_err() {
+            if fs.mount_damaged(Damaged::Salvage).is_err() {
                 return;
             }
             assert!(matches!(
@@ -103,12 +99,17 @@ fuzz_target!(|input: Input| {
             ));
             let _ = fs.salvage_report().rolled_back();
             drop(fs);
-            fs = Store::new(&mut sim);
-            if fs.mount_repair_in_place().is_err() {
+            fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+            if fs.mount_damaged(Damaged::Repair).is_err() {
                 // As fsck does: a rebuild from a full scan next.
                 drop(fs);
-                fs = Store::new(&mut sim);
-                if fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN]).is_err() {
+                fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+                if fs
+                    .mount_damaged(Damaged::Rebuild {
+                        lost_meta_attrs: [0xFF; oftl::ATTR_LEN],
+                    })
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -120,8 +121,13 @@ fuzz_target!(|input: Input| {
         // Any other refusal: the full-scan rebuild must mount writable or fail cleanly.
         Err(_) => {
             drop(fs);
-            fs = Store::new(&mut sim);
-            if fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN]).is_err() {
+            fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+            if fs
+                .mount_damaged(Damaged::Rebuild {
+                    lost_meta_attrs: [0xFF; oftl::ATTR_LEN],
+                })
+                .is_err()
+            {
                 return;
             }
         }
@@ -140,5 +146,5 @@ fuzz_target!(|input: Input| {
         let _ = fs.write(id, size, &buf[..100]);
     }
     let _ = fs.gc_step(4);
-    let _ = fs.unmount_in_place();
+    let _ = fs.unmount();
 });

@@ -18,10 +18,12 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::{CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand, TornMode};
-use oftl::{Config, ObjKind, Oftl};
+use oftl::{Config, Greedy, ObjKind, Oftl};
 
 type Sim = SimNand<HeapStorage>;
 type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+
+const CONFIG: Config = Config::new().window_blocks(6);
 
 const OBJECTS: usize = 3;
 const MAX_SIZE: u64 = 48 << 10;
@@ -133,15 +135,8 @@ fuzz_target!(|input: Input| {
     let mut model: [History; OBJECTS] = Default::default();
     let mut log = LogModel::default();
     {
-        let mut fs = Store::format(
-            &mut sim,
-            Config {
-                window_blocks: 6,
-                format_id: 1,
-                ..Default::default()
-            },
-        )
-        .expect("format on a perfect device");
+        let mut fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+        fs.format().expect("format on a perfect device");
         for id in &mut ids {
             *id = fs.create(ObjKind::Object).expect("create");
         }
@@ -190,9 +185,10 @@ fn run_ops(
     ops: &[Op],
 ) {
     // Mounting may itself program (and so be cut).
-    let Ok(mut fs) = Store::mount(sim) else {
+    let mut fs = Store::new(sim, CONFIG, Greedy::DEFAULT);
+    if fs.mount().is_err() {
         return;
-    };
+    }
     for op in ops.iter().take(48) {
         let mut pushed = None;
         let done = match *op {
@@ -273,18 +269,14 @@ fn run_ops(
                 r
             }
             Op::Remount => {
-                let flash = match fs.unmount() {
-                    Ok(flash) => flash,
-                    Err(_) => return,
-                };
-                model.iter_mut().for_each(History::durable_now);
-                match Store::mount(flash) {
-                    Ok(f) => {
-                        fs = f;
-                        Ok(())
-                    }
-                    Err(_) => return,
+                if fs.unmount().is_err() {
+                    return;
                 }
+                model.iter_mut().for_each(History::durable_now);
+                if fs.mount().is_err() {
+                    return;
+                }
+                Ok(())
             }
         };
         match done {
@@ -339,7 +331,8 @@ fn check_after_cut(
             ..faults
         },
     });
-    let mut fs = Store::mount(&mut *sim).expect("mount after the cut");
+    let mut fs = Store::new(&mut *sim, CONFIG, Greedy::DEFAULT);
+    fs.mount().expect("mount after the cut");
     fs.flash_mut().disarm();
     let mut buf = vec![0u8; MAX_SIZE as usize];
     for (o, &id) in ids.iter().enumerate() {

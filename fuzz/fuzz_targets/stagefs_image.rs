@@ -15,11 +15,13 @@ use libfuzzer_sys::fuzz_target;
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::{FaultPlan, HeapStorage, SimNand};
 use nand_hal::PageAddr;
-use oftl::{Config, Oftl};
+use oftl::{Config, Greedy, Oftl};
 use stagefs_core::{Fs, Kind, OpenOptions};
 
 type Sim = SimNand<HeapStorage>;
 type Vol<'a> = Fs<Oftl<&'a mut Sim, 2048, 64, 4>, 2048, 4>;
+
+const CONFIG: Config = Config::new().window_blocks(6);
 
 #[derive(Arbitrary, Debug)]
 struct Damage {
@@ -46,15 +48,8 @@ fuzz_target!(|input: Input| {
     let mut sim = SimNand::heap(TINY, FaultPlan::seeded(input.seed));
     let g = TINY.geometry;
     {
-        let mut fs: Vol<'_> = Fs::new(Oftl::new(&mut sim));
-        if fs
-            .format(Config {
-                window_blocks: 6,
-                format_id: 1,
-                ..Default::default()
-            })
-            .is_err()
-        {
+        let mut fs: Vol<'_> = Fs::new(Oftl::new(&mut sim, CONFIG, Greedy::DEFAULT));
+        if fs.format().is_err() {
             return;
         }
         let _ = fs.create_dir("/d");
@@ -99,7 +94,7 @@ fuzz_target!(|input: Input| {
     if input.scribble > 0 {
         sim.scribble(input.seed ^ 0x5c, input.scribble as u32 % 1000);
     }
-    let mut fs: Vol<'_> = Fs::new(Oftl::new(&mut sim));
+    let mut fs: Vol<'_> = Fs::new(Oftl::new(&mut sim, CONFIG, Greedy::DEFAULT));
     if fs.mount().is_err() {
         // What `fsck --repair` does next: the repair for lost window pages, then the
         // rebuild from a full scan; each must mount a working volume or fail cleanly.
@@ -123,7 +118,11 @@ fuzz_target!(|input: Input| {
             if seen > 200 {
                 break;
             }
-            let p = if d == "/" { format!("/{n}") } else { format!("{d}/{n}") };
+            let p = if d == "/" {
+                format!("/{n}")
+            } else {
+                format!("{d}/{n}")
+            };
             match k {
                 Kind::Dir if dirs.len() < 16 => dirs.push(p),
                 Kind::Dir => {}

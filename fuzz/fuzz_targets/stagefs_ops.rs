@@ -18,8 +18,10 @@ use libfuzzer_sys::fuzz_target;
 use model::{apply, effects, is_refusal, observe, valid, Op, Store, Tree, Vol};
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::{CutKind, FaultConfig, FaultPlan, SimNand, TornMode};
-use oftl::Config;
+use oftl::{Config, Greedy};
 use stagefs_core::Fs;
+
+const CONFIG: Config = Config::new().window_blocks(6);
 
 const PATHS: [&str; 10] = [
     "/a", "/b", "/a/c", "/f", "/g", "/a/f", "/a/g", "/b/f", "/a/c/f", "/b/c",
@@ -78,13 +80,8 @@ fn cut_kind(k: u8) -> CutKind {
 fuzz_target!(|input: Input| {
     let mut sim = SimNand::heap(TINY, FaultPlan::seeded(input.seed));
     {
-        let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim));
-        fs.format(Config {
-            window_blocks: 6,
-            format_id: 1,
-            ..Default::default()
-        })
-        .expect("format on a perfect device");
+        let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim, CONFIG, Greedy::DEFAULT));
+        fs.format().expect("format on a perfect device");
         fs.unmount().expect("unmount");
     }
     let faults = FaultConfig {
@@ -101,7 +98,7 @@ fuzz_target!(|input: Input| {
     let mut now = Tree::new();
     let mut in_flight: Vec<Tree> = Vec::new();
     {
-        let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim));
+        let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim, CONFIG, Greedy::DEFAULT));
         if fs.mount().is_ok() {
             for f in input.ops.iter().take(40) {
                 let op = op_of(*f);
@@ -137,7 +134,7 @@ fuzz_target!(|input: Input| {
             ..FaultConfig::default()
         },
     });
-    let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim));
+    let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim, CONFIG, Greedy::DEFAULT));
     match fs.mount() {
         Ok(()) => {}
         // Failed programs retired so many blocks that the store is read-only: the

@@ -57,35 +57,34 @@ pub type W25n01gvVolume<SPI, D> = Volume<SPI, D, 1024, 12>;
 
 /// A volume with no flash yet, for a `static` initializer (`geometry` and
 /// `capabilities` are the part's, e.g. `nand_hal::spi::chips::W25N01GV`'s; mount and
-/// format check them against the part found).
+/// format check them against the part found), formatting with `config` when the part
+/// has to be formatted.
 pub const fn volume<SPI: SpiDevice, D: DelayNs, const BLOCKS: usize, const CACHE: usize>(
     geometry: Geometry,
     capabilities: Capabilities,
+    config: oftl::Config,
 ) -> Volume<SPI, D, BLOCKS, CACHE> {
-    Fs::new(Oftl::new_const(
+    Fs::new(Oftl::new(
         Slot::empty(geometry, capabilities),
+        config,
         Greedy::DEFAULT,
-        geometry,
-        capabilities,
     ))
 }
+
+/// The store configuration the boards format with: the store's default, with an id
+/// of its own.
+pub const BOARD_CONFIG: oftl::Config = oftl::Config::new().format_id(0x5747_0014);
 
 /// A volume for a W25N01GV with no flash yet, for a board's `static`.
 pub const fn w25n01gv_volume<SPI: SpiDevice, D: DelayNs>() -> W25n01gvVolume<SPI, D> {
     let part = nand_hal::spi::chips::W25N01GV;
-    volume(part.geometry, part.capabilities)
+    volume(part.geometry, part.capabilities, BOARD_CONFIG)
 }
 
-/// The boards' demo: any part of the built-in chip table, 16 records per boot, the
-/// store's default configuration when formatting.
+/// The boards' demo: any part of the built-in chip table, 16 records per boot.
 pub const BOARD_DEMO: Demo = Demo {
     chips: nand_hal::spi::chips::CHIPS,
     records: 16,
-    format: oftl::Config {
-        window_blocks: 16,
-        format_id: 0x5747_0014,
-        log_partial_programs: true,
-    },
 };
 
 /// What one boot does.
@@ -95,8 +94,6 @@ pub struct Demo {
     pub chips: &'static [ChipInfo],
     /// Records appended (each with an `fsync`) per boot.
     pub records: u32,
-    /// Store configuration used when the part has to be formatted.
-    pub format: oftl::Config,
 }
 
 /// Progress, reported as it happens.
@@ -203,7 +200,7 @@ pub fn run<SPI: SpiDevice, D: DelayNs, const BLOCKS: usize, const CACHE: usize>(
         // Nothing to recover: a blank part, or a first format that did not finish.
         Err(stagefs_core::Error::Mount(MountError::NotFormatted))
         | Err(stagefs_core::Error::NotFormatted) => {
-            vol.format(demo.format).map_err(fs_error("format"))?;
+            vol.format().map_err(fs_error("format"))?;
             true
         }
         Err(e) => return Err(fs_error("mount")(e)),

@@ -4,7 +4,6 @@
 //! ...`) check them under power cuts; here they run once each without, so the code a
 //! firmware engineer copies is built for a Cortex-M and runs on one in CI.
 
-use oftl::Config;
 use stagefs_examples::data_logger::{self, Logger, CURRENT, PREVIOUS, RECORD_LEN};
 use stagefs_examples::firmware_update::{self, ImageInfo, Update, HEADER_LEN};
 use stagefs_examples::settings::{self, Settings, Source};
@@ -39,12 +38,7 @@ pub struct Outcome {
 
 /// Formats the volume and runs the three examples, with a remount between steps.
 pub fn run(fs: &mut Vol) -> Result<Outcome, &'static str> {
-    fs.format(Config {
-        window_blocks: 8,
-        format_id: 12,
-        ..Default::default()
-    })
-    .map_err(|_| "format")?;
+    fs.format().map_err(|_| "format")?;
 
     // Settings: defaults at the first boot, a change, both back after a remount.
     let (first, source) = settings::boot(fs).map_err(|_| "settings: first boot")?;

@@ -17,6 +17,9 @@ use crate::shared::Part;
 /// The volume on the `TINY` store configuration, 4 open files.
 pub type Vol = Fs<Tiny, 2048, 4>;
 
+/// The configuration the volume formats with (its store is the TINY configuration).
+pub const CONFIG: Config = Config::new().window_blocks(8).format_id(11);
+
 const RECORD: usize = 64;
 const RECORDS: u32 = 200;
 
@@ -87,12 +90,7 @@ fn check_settings(fs: &mut Vol, allowed: &[u32]) -> Result<(), &'static str> {
 
 /// One run on a factory-fresh part (the caller renews it), with the volume in place.
 pub fn run(fs: &mut Vol, part: Part, plan: FaultPlan) -> Result<Outcome, &'static str> {
-    fs.format(Config {
-        window_blocks: 8,
-        format_id: 11,
-        ..Default::default()
-    })
-    .map_err(|_| "format failed")?;
+    fs.format().map_err(|_| "format failed")?;
     fs.create_dir("/logs").map_err(|_| "create_dir failed")?;
     let rewrite = OpenOptions::new().write(true).create(true).truncate(true);
     let f = fs.open("/settings", rewrite).map_err(|_| "open failed")?;

@@ -111,18 +111,15 @@ fn main() -> ! {
     static mut BUF: [u8; SCRATCH] = [0; SCRATCH];
     // The oftl stores, each in place for good: `const` initial values, never on the stack.
     static mut TINY_STORE: objects::Tiny =
-        objects::Tiny::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
+        objects::Tiny::new(PART, objects::CONFIG, Greedy::DEFAULT);
     static mut FULL_STORE: objects::Full =
-        objects::Full::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
+        objects::Full::new(PART, objects::CONFIG, Greedy::DEFAULT);
     static mut COMPACT_STORE: objects::Compact =
-        objects::Compact::new_const(PART, Greedy::DEFAULT, TINY.geometry, TINY.capabilities);
-    // The file layer over the TINY store configuration, in place too.
-    static mut VOLUME: files::Vol = files::Vol::new(objects::Tiny::new_const(
-        PART,
-        Greedy::DEFAULT,
-        TINY.geometry,
-        TINY.capabilities,
-    ));
+        objects::Compact::new(PART, objects::CONFIG, Greedy::DEFAULT);
+    // The file layer over the TINY store configuration, in place too (the examples
+    // share it).
+    static mut VOLUME: files::Vol =
+        files::Vol::new(objects::Tiny::new(PART, files::CONFIG, Greedy::DEFAULT));
     // The boards' demo volume (no flash until the demo probes the part), and the
     // simulated time the chip model's delay and the model share.
     static mut SPI_VOLUME: spi_demo::Vol = spi_demo::volume();

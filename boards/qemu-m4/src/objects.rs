@@ -11,6 +11,11 @@ use oftl::{Config, ObjKind, ObjectId, Oftl, W25n01gv, W25n01gvCompact};
 
 use crate::shared::Part;
 
+/// The configuration every store here formats with: the smallest window both
+/// configurations accept on the 16-page blocks of the TINY part (`min_window_blocks`:
+/// 6 with `CACHE = 4`, 8 with `CACHE = 12`).
+pub const CONFIG: Config = Config::new().window_blocks(8).format_id(7);
+
 /// The store on the 2 MiB `TINY` part: 2 KiB pages, 64 blocks, 4 cached object-table and
 /// index pages, 2 write buffers.
 pub type Tiny = Oftl<Part, 2048, 64, 4, 2>;
@@ -105,14 +110,7 @@ pub fn run<const B: usize, const C: usize>(
     let mut ids = [0; OBJECTS];
     let mut acked = [0u64; OBJECTS];
     let mut in_flight = None;
-    fs.format_in_place(Config {
-        // The smallest window both configurations accept on the 16-page blocks of
-        // the TINY part (`min_window_blocks`: 6 with `CACHE = 4`, 8 with `CACHE = 12`).
-        window_blocks: 8,
-        format_id: 7,
-        ..Default::default()
-    })
-    .map_err(|_| "format failed")?;
+    fs.format().map_err(|_| "format failed")?;
     for id in &mut ids {
         *id = fs.create(ObjKind::Object).map_err(|_| "create failed")?;
     }
@@ -143,8 +141,7 @@ pub fn run<const B: usize, const C: usize>(
         s.disarm();
         s.now_ns()
     });
-    fs.mount_in_place()
-        .map_err(|_| "mount after the cut failed")?;
+    fs.mount().map_err(|_| "mount after the cut failed")?;
     let mount_us = (part.with(|s| s.now_ns()) - t0) / 1000;
     let scanned = fs.stats().recovery_scanned_pages;
     let recovered = check_contents(fs, &ids, &acked, in_flight, buf)?;
@@ -158,11 +155,11 @@ pub fn run<const B: usize, const C: usize>(
             .map_err(|_| "write after recovery failed")?;
         sizes[o] += CHUNK as u64;
     }
-    fs.unmount_in_place().map_err(|_| "unmount failed")?;
+    fs.unmount().map_err(|_| "unmount failed")?;
     if fs.write(ids[0], 0, &buf[..1]).is_ok() {
         return Err("an unmounted store took a write");
     }
-    fs.mount_in_place().map_err(|_| "clean mount failed")?;
+    fs.mount().map_err(|_| "clean mount failed")?;
     check_contents(fs, &ids, &sizes, None, buf)?;
     if part.with(|s| s.counters().misuse) != 0 {
         return Err("the store broke a NAND rule");

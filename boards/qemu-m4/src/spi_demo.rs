@@ -55,12 +55,11 @@ const RECORDS: u32 = 48;
 const DEMO: Demo = Demo {
     chips: CHIPS,
     records: RECORDS,
-    format: oftl::Config {
-        window_blocks: 8,
-        format_id: 14,
-        log_partial_programs: true,
-    },
 };
+
+/// The store configuration the demo formats with (the smallest window the TINY store
+/// configuration takes on its 16-page blocks is 6).
+const CONFIG: oftl::Config = oftl::Config::new().window_blocks(8).format_id(14);
 
 /// The bus: the chip model over the simulated part in the firmware's static buffers.
 pub type Bus = ChipModel<'static, SliceStorage<'static>>;
@@ -71,7 +70,7 @@ pub type Vol = Volume<Bus, ModelDelay<'static>, 64, 4>;
 
 /// A volume with no flash yet, for the firmware's `static`.
 pub const fn volume() -> Vol {
-    board_app::volume(TINY.geometry, TINY.capabilities)
+    board_app::volume(TINY.geometry, TINY.capabilities, CONFIG)
 }
 
 /// What one run established.

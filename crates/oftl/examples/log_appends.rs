@@ -15,7 +15,7 @@
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, HeapStorage, SimNand};
 use nand_hal::NandFlash;
-use oftl::{Config, ObjKind, W25n01gv};
+use oftl::{Config, Greedy, ObjKind, W25n01gv};
 
 type Sim = SimNand<HeapStorage>;
 
@@ -36,14 +36,12 @@ fn main() {
 fn row(partial: bool) {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(3));
     let capacity = sim.geometry().capacity();
-    let mut fs = W25n01gv::format(
+    let mut fs = W25n01gv::new(
         &mut sim,
-        Config {
-            log_partial_programs: partial,
-            ..Config::default()
-        },
-    )
-    .unwrap();
+        Config::new().log_partial_programs(partial),
+        Greedy::DEFAULT,
+    );
+    fs.format().unwrap();
     let log = fs.create(ObjKind::Log).unwrap();
     let mut rec = [0u8; RECORD];
     let mut n = 0u64;
@@ -86,7 +84,8 @@ fn row(partial: bool) {
     sim.disarm();
     let t0 = sim.now_ns();
     let c0 = sim.counters();
-    let fs = W25n01gv::mount(&mut sim).unwrap();
+    let mut fs = W25n01gv::new(&mut sim, Config::new(), Greedy::DEFAULT);
+    fs.mount().unwrap();
     let mount = fs.flash().now_ns() - t0;
     let mc = fs.flash().counters() - c0;
     let st = fs.stats();

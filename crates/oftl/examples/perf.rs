@@ -5,7 +5,7 @@
 //! `cargo run --release -p oftl --example perf`
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
-use oftl::{Config, ObjKind, W25n01gv};
+use oftl::{Config, Greedy, ObjKind, W25n01gv};
 
 type Sim = SimNand<HeapStorage>;
 
@@ -18,7 +18,8 @@ fn main() {
 
 fn linear() {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(1));
-    let mut fs = W25n01gv::format(&mut sim, Config::default()).unwrap();
+    let mut fs = W25n01gv::new(&mut sim, const { Config::new() }, Greedy::DEFAULT);
+    fs.format().unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     let total: u64 = 64 << 20;
     let chunk = vec![0xA5u8; 16 << 10];
@@ -45,7 +46,8 @@ fn linear() {
 
 fn mount_times(fill_pct: u64) {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(2));
-    let mut fs = W25n01gv::format(&mut sim, Config::default()).unwrap();
+    let mut fs = W25n01gv::new(&mut sim, const { Config::new() }, Greedy::DEFAULT);
+    fs.format().unwrap();
     let cap = fs.capacity_pages() * 2048;
     let target = cap * fill_pct / 100;
     let chunk = vec![0x5Au8; 64 << 10];
@@ -63,7 +65,8 @@ fn mount_times(fill_pct: u64) {
     }
     fs.unmount().unwrap();
     let t0 = sim.now_ns();
-    let mut fs = W25n01gv::mount(&mut sim).unwrap();
+    let mut fs = W25n01gv::new(&mut sim, Config::new(), Greedy::DEFAULT);
+    fs.mount().unwrap();
     let clean = fs.flash().now_ns() - t0;
     // Dirty the window, then crash (drop without unmount).
     for (i, &o) in objs.iter().enumerate().take(8) {
@@ -74,7 +77,8 @@ fn mount_times(fill_pct: u64) {
     }
     drop(fs);
     let t0 = sim.now_ns();
-    let fs = W25n01gv::mount(&mut sim).unwrap();
+    let mut fs = W25n01gv::new(&mut sim, Config::new(), Greedy::DEFAULT);
+    fs.mount().unwrap();
     let crash = fs.flash().now_ns() - t0;
     let st = fs.stats();
     println!(

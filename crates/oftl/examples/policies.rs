@@ -56,15 +56,12 @@ impl<P: SpacePolicy> SpacePolicy for CopiesToData<P> {
 
 fn run<P: SpacePolicy + Default>(name: &str, idle: bool) {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Oftl::<&mut Sim, 2048, 64, CACHE, 2, P>::format(
+    let mut fs = Oftl::<&mut Sim, 2048, 64, CACHE, 2, P>::new(
         &mut sim,
-        Config {
-            window_blocks: WINDOW,
-            format_id: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+        const { Config::new().window_blocks(WINDOW) },
+        P::default(),
+    );
+    fs.format().unwrap();
     let page = fs.payload() as u64;
     let per_obj = fs.capacity_pages() * 4 / 10 / OBJECTS as u64;
     let mut ids = [0; OBJECTS];

@@ -18,20 +18,15 @@ const WRITES: u32 = 20_000;
 fn run<const BLOCKS: usize, const CACHE: usize>(part: &str, prof: profile::Profile, window: u16) {
     let name = format!("{part:>10}, CACHE {CACHE:>2}, window {window:>2}");
     let mut sim = Sim::heap(prof, FaultPlan::seeded(1));
-    let mut fs = match Oftl::<&mut Sim, 2048, BLOCKS, CACHE, 2, Greedy>::format(
+    let mut fs = Oftl::<&mut Sim, 2048, BLOCKS, CACHE, 2, Greedy>::new(
         &mut sim,
-        Config {
-            window_blocks: window,
-            format_id: 1,
-            ..Default::default()
-        },
-    ) {
-        Ok(fs) => fs,
-        Err(e) => {
-            println!("{name}: format refused: {e:?}");
-            return;
-        }
-    };
+        Config::new().window_blocks(window),
+        Greedy::DEFAULT,
+    );
+    if let Err(e) = fs.format() {
+        println!("{name}: format refused: {e:?}");
+        return;
+    }
     let page = fs.payload() as u64;
     let per_obj = fs.capacity_pages() * 4 / 10 / OBJECTS as u64;
     let mut ids = [0; OBJECTS];

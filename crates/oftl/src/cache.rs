@@ -612,12 +612,12 @@ mod tests {
     #[test]
     fn a_table_page_is_read_once_then_served_from_its_slot() {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         let ids: Vec<u32> = (0..3)
             .map(|_| fs.create(ObjKind::Object).unwrap())
             .collect();
         fs.unmount().unwrap();
-        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut fs = Fs::mounted(&mut sim).unwrap();
         assert!(
             fs.cache.slots.iter().all(|s| !s.used),
             "a mount caches nothing"
@@ -641,7 +641,7 @@ mod tests {
     #[test]
     fn evicted_dirty_pages_are_written_back_and_found_again() {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(2));
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         // Records over five table pages (64 per page): with the table's index pages,
         // more than the 4 slots hold.
         let per = fs.records_per_page();
@@ -680,7 +680,7 @@ mod tests {
         assert_eq!(fs.stats().index_evictions, evictions);
         // Every record survives a remount.
         fs.unmount().unwrap();
-        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut fs = Fs::mounted(&mut sim).unwrap();
         for &id in &ids {
             assert_eq!(fs.obj(id).unwrap().id, id);
         }
@@ -697,13 +697,13 @@ mod tests {
         use crate::format::index::ROOT_LPN;
         use crate::format::table::TABLE_OBJ;
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(3));
-        let mut fs = Oftl::<&mut Sim, 2048, 64, 6, 2>::format(&mut sim, cfg()).unwrap();
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 6, 2>::formatted(&mut sim, cfg()).unwrap();
         let per = fs.records_per_page();
         for _ in 0..4 * per + 1 {
             fs.create(ObjKind::Object).unwrap();
         }
         fs.unmount().unwrap();
-        let mut fs = Oftl::<&mut Sim, 2048, 64, 6, 2>::mount(&mut sim).unwrap();
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 6, 2>::mounted(&mut sim).unwrap();
         // Table pages 0-3 with the table's root and leaf: the 6 slots.
         for t in 0..4 {
             fs.slot_for_key(Key::table_page(t)).unwrap();

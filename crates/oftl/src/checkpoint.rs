@@ -558,7 +558,7 @@ mod tests {
             format_id: 1,
             ..Default::default()
         };
-        let mut fs = Fs::format(&mut sim, cfg).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg).unwrap();
         // Enough overwrites for blocks to be reused, with a deleted object and a trimmed
         // log stream.
         let ids: Vec<u32> = (0..3)
@@ -585,10 +585,10 @@ mod tests {
             fs.blocks().iter().any(|b| b.erases() > 2),
             "blocks were reused"
         );
-        fs.unmount_in_place().unwrap();
+        fs.unmount().unwrap();
         let before = recorded(&fs);
         drop(fs);
-        let fs = Fs::mount(&mut sim).unwrap();
+        let fs = Fs::mounted(&mut sim).unwrap();
         assert_eq!(fs.stats().recovery_scanned_pages, 0, "a clean mount");
         assert_eq!(recorded(&fs), before);
     }

@@ -73,7 +73,7 @@ pub enum MountError<E> {
     /// A page that later pages prove was written after the last checkpoint (or a newer
     /// checkpoint whose use a marker proves) stays unreadable after retries, and what it
     /// held cannot be told: mounting normally would pass an older state off as current.
-    /// [`crate::Oftl::mount_salvage_in_place`] mounts read-only past it, so the intact
+    /// a salvage mount ([`crate::Damaged::Salvage`]) mounts read-only past it, so the intact
     /// objects can be copied out. `page` is the device page number.
     MediaLoss {
         /// The unreadable page.
@@ -125,7 +125,7 @@ pub enum WriteError<E> {
     /// it); two or more failures inside one operation can still run it out. Without
     /// such failures, seeing it is a bug to report.
     Exhausted,
-    /// The store is read-only: mounted by [`crate::Oftl::mount_salvage_in_place`], or
+    /// The store is read-only: mounted by a salvage mount ([`crate::Damaged::Salvage`]), or
     /// too few good blocks are left to write safely (see [`crate::Oftl::health`]).
     /// Nothing changed; reads still work.
     ReadOnly,

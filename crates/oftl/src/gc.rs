@@ -379,7 +379,7 @@ mod tests {
     #[test]
     fn copies_go_cold_below_the_next_checkpoint_start() {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(5));
-        let mut fs = Oftl::<&mut Sim, 2048, 64, 4, 2>::format(
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 4, 2>::formatted(
             &mut sim,
             Config {
                 window_blocks: 6,
@@ -426,7 +426,7 @@ mod tests {
     #[test]
     fn seal_skips_a_watermark_in_use() {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(6));
-        let mut fs = Oftl::<&mut Sim, 2048, 64, 4, 2>::format(
+        let mut fs = Oftl::<&mut Sim, 2048, 64, 4, 2>::formatted(
             &mut sim,
             Config {
                 window_blocks: 6,

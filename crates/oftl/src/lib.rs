@@ -30,6 +30,41 @@
 //!
 //! On-flash formats are in [`format`]; `docs/SPEC.md` (section 3) collects them.
 //!
+//! # Usage
+//!
+//! One constructor, [`Oftl::new`]: a `const fn` taking the flash, a [`Config`] built in
+//! a `const` block, and the space policy. On an MCU the store is a `static` with `new`
+//! as its initializer, so it is never on the stack. [`Oftl::format`] lays the store out
+//! as the configuration says; [`Oftl::mount`] takes the layout from the superblock and
+//! recovers from a crash; [`Oftl::mount_damaged`] reaches a store a normal mount refuses
+//! for lost pages; [`Oftl::unmount`] ends a session. All take `&mut self` and may be
+//! called again on the same value.
+//!
+//! ```
+//! use nand_hal::sim::{profile, FaultPlan, SimNand};
+//! use oftl::{Config, Greedy, ObjKind, Oftl};
+//!
+//! // The TINY simulated part (64 blocks): 2 KiB pages, tables for 64 blocks, 4 cached
+//! // pages. A W25N01GV takes `oftl::W25n01gv<_>`.
+//! type Store<F> = Oftl<F, 2048, 64, 4>;
+//! const CONFIG: Config = Config::new().window_blocks(6);
+//!
+//! let mut flash = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+//! let mut store = Store::new(&mut flash, CONFIG, Greedy::DEFAULT);
+//! if store.mount().is_err() {
+//!     store.format().unwrap(); // first boot
+//! }
+//! let id = store.create(ObjKind::Object).unwrap();
+//! store.write(id, 0, b"hello").unwrap();
+//! store.flush(id).unwrap(); // durable
+//! store.unmount().unwrap();
+//!
+//! store.mount().unwrap();
+//! let mut buf = [0u8; 5];
+//! assert_eq!(store.read(id, 0, &mut buf).unwrap(), 5);
+//! assert_eq!(&buf, b"hello");
+//! ```
+//!
 //! # Guarantees after power loss
 //!
 //! These are the only durability promises; everything else is best effort.
@@ -69,8 +104,8 @@
 //!   uncorrectable read never ends a history. A page of the updating window that stays
 //!   unreadable while later pages prove it was written is media loss: mount fails with
 //!   [`MountError::MediaLoss`] naming the page instead of passing an older state off
-//!   as current. [`Oftl::mount_salvage_in_place`] (read-only) and
-//!   [`Oftl::mount_repair_in_place`] (which checkpoints the result) replay up to the
+//!   as current. [`Oftl::mount_damaged`] with [`Damaged::Salvage`] (read-only) or
+//!   [`Damaged::Repair`] (which checkpoints the result) replay up to the
 //!   first loss and stop, naming what they roll back ([`SalvageReport`]). A data
 //!   page whose backpointer reads but whose payload does not is mapped as usual; reads
 //!   of it return the flash error.
@@ -124,17 +159,15 @@
 //!
 //! | configuration | `static` | stack | RAM |
 //! |---|---|---|---|
-//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,624 B | 4,536 B | 45,160 B |
-//! | [`W25n01gvCompact`] (`CACHE` 6) | 28,216 B | 4,536 B | 32,752 B |
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,632 B | 4,536 B | 45,168 B |
+//! | [`W25n01gvCompact`] (`CACHE` 6) | 28,224 B | 4,536 B | 32,760 B |
 //!
-//! Of the default's 40,624 B, 24,816 are the cache, 6,144 the three page buffers, 4,144
+//! Of the default's 40,632 B, 24,816 are the cache, 6,144 the three page buffers, 4,144
 //! the write buffers and 4,096 the block table (a test keeps `size_of` <= 40 KiB on the
 //! host). Nothing allocates; stack use is a few frames plus cache write-back recursion
 //! (bounded by the number of dirty cached pages), when the store lives in a `static`
-//! built by [`Oftl::new_const`] and is formatted/mounted in place
-//! ([`Oftl::format_in_place`], [`Oftl::mount_in_place`], [`Oftl::unmount_in_place`]).
-//! The by-value [`Oftl::format`]/[`Oftl::mount`]/[`Oftl::unmount`] move the whole store
-//! through the caller's frames: fine on a host, not on an MCU.
+//! built by [`Oftl::new`] (a `const fn`) and is formatted/mounted in place
+//! ([`Oftl::format`], [`Oftl::mount`], [`Oftl::unmount`] take `&mut self`).
 //!
 //! # Log streams
 //!
@@ -233,14 +266,100 @@ pub struct Config {
     pub log_partial_programs: bool,
 }
 
-impl Default for Config {
-    fn default() -> Self {
+impl Config {
+    /// The defaults: a 16-block window, format id 1, partial programs of log pages on.
+    /// Meant for a `const` block, with the builders below:
+    /// `const { Config::new().window_blocks(24) }`.
+    pub const fn new() -> Self {
         Config {
             window_blocks: 16,
             format_id: 1,
             log_partial_programs: true,
         }
     }
+
+    /// Sets [`Config::window_blocks`].
+    pub const fn window_blocks(mut self, blocks: u16) -> Self {
+        self.window_blocks = blocks;
+        self
+    }
+
+    /// Sets [`Config::format_id`].
+    pub const fn format_id(mut self, id: u32) -> Self {
+        self.format_id = id;
+        self
+    }
+
+    /// Sets [`Config::log_partial_programs`].
+    pub const fn log_partial_programs(mut self, on: bool) -> Self {
+        self.log_partial_programs = on;
+        self
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How [`Oftl::mount_damaged`] treats a store that fails a normal mount with
+/// [`MountError::MediaLoss`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Damaged {
+    /// Read-only, past unreadable pages: to copy out what is intact. Recovery replays
+    /// each head up to its first lost page (an unreadable page with later ones behind
+    /// it, or a metadata record that does not read) and stops there, as a journal
+    /// replay stops at its first bad record; when one head lost a page and the other
+    /// also moved since the checkpoint, both stop at the checkpoint (the heads have no
+    /// order between them). Every object then holds a state it had, never a mix.
+    /// [`Oftl::salvage_report`] lists the unreadable pages and names the objects whose
+    /// changes were left out; every other object reads exactly as acknowledged.
+    ///
+    /// Writes, deletes and collection fail with [`WriteError::ReadOnly`]. Nothing the
+    /// store references is written, so a later normal mount (once the media reads
+    /// again, or after a copy) starts from the same state; the only programs are
+    /// index-cache write-backs (the replay's and reads' evictions), which go to blocks
+    /// the checkpoint calls free (a block whose erase fails there is marked bad).
+    Salvage,
+    /// Replays as [`Damaged::Salvage`] does, then finishes as a normal recovery does
+    /// (relocations and a closing checkpoint), so that state becomes the store's: the
+    /// store is mounted writable and later mounts are normal. [`Oftl::salvage_report`]
+    /// names the objects whose later changes were left out; they are gone for good
+    /// (copy out with a salvage mount first if that matters). A store that mounts
+    /// normally is mounted normally (nothing left out).
+    ///
+    /// Power loss: a cut during the repair leaves the store as before it (the closing
+    /// checkpoint is what commits it); repair again.
+    Repair,
+    /// Rebuilds the store's tables from a scan of every page's backpointer and mounts
+    /// the result writable (see the module docs of `rebuild`, and DESIGN 7.5): for a
+    /// store that does not mount, or whose objects do not read, because checkpoint,
+    /// index or object-table pages are lost. It needs a readable superblock copy (the
+    /// superblock is written once, twice over, at format).
+    ///
+    /// [`Oftl::salvage_report`] then says [`SalvageReport::rebuilt`], lists pages that
+    /// did not read, and names objects whose state is in doubt (a metadata page that
+    /// did not read, data pages with no metadata page left). A store that mounts and
+    /// reads normally needs none of this: try [`Oftl::mount`] first. Needs the
+    /// `alloc` feature (the scan's findings are held in RAM: about 16 bytes per
+    /// programmed page).
+    ///
+    /// An object whose every metadata page is lost (while some page did not read) comes
+    /// back from its data pages under a new metadata page carrying `lost_meta_attrs`
+    /// as its user attributes, and is named: the layer above decides what attributes
+    /// are safe for an object it knows nothing more of (oftl's own users may pass
+    /// `[0xFF; ATTR_LEN]`).
+    ///
+    /// Power loss: a cut during the rebuild leaves every page it would keep untouched;
+    /// rebuild again.
+    #[cfg(feature = "alloc")]
+    Rebuild {
+        /// User attributes for objects rebuilt without a metadata page.
+        lost_meta_attrs: [u8; ATTR_LEN],
+    },
 }
 
 /// Object attributes.
@@ -270,7 +389,7 @@ pub enum Health {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ReadOnlyReason {
-    /// Mounted by [`Oftl::mount_salvage_in_place`].
+    /// Mounted by [`Oftl::mount_damaged`] with [`Damaged::Salvage`].
     Salvage,
     /// Fewer than two good checkpoint blocks are left: a checkpoint could only be
     /// written over the one the store mounts from.
@@ -415,6 +534,8 @@ pub struct Oftl<
     P: SpacePolicy = Greedy,
 > {
     pub(crate) dev: Dev<F, P, BLOCKS>,
+    /// How `format` lays the store out.
+    config: Config,
     /// Live objects (records in the table).
     pub(crate) live_objects: u32,
     /// Object-table and index pages, and the table root's address.
@@ -437,10 +558,10 @@ pub struct Oftl<
     pub(crate) read_only: bool,
     /// Why, when `read_only`.
     pub(crate) read_only_reason: ReadOnlyReason,
-    /// A salvage mount is running (see [`Oftl::mount_salvage_in_place`]).
+    /// A salvage mount is running (see [`Damaged::Salvage`]).
     pub(crate) salvage: bool,
     /// With `salvage`: recovery writes (relocations and its closing checkpoint), so the
-    /// salvaged state becomes the store's (see [`Oftl::mount_repair_in_place`]).
+    /// salvaged state becomes the store's (see [`Damaged::Repair`]).
     pub(crate) repair: bool,
     /// What the last salvage or repair mount left out.
     pub(crate) salvaged: recovery::SalvageReport,
@@ -506,32 +627,26 @@ impl<
         Ok(())
     }
 
-    /// An unmounted store over `flash` with space policy `policy`, without any I/O.
+    /// The store over `flash`, unmounted, without any I/O: the one way to build one.
     ///
-    /// Until a format or mount succeeds, operations that touch flash fail with
-    /// `Poisoned`. The value is large (see *RAM* in the crate docs) and built on the
-    /// stack; to keep it off the stack altogether use [`Oftl::new_const`] in a `static`.
-    pub fn new_with_policy(flash: F, policy: P) -> Self {
-        let geometry = flash.geometry();
-        let capabilities = *flash.capabilities();
-        Self::new_const(flash, policy, geometry, capabilities)
-    }
-
-    /// [`Oftl::new_with_policy`] for `const` and `static` initializers: the in-place
-    /// path for small MCUs. Put the store in a `static` (the compiler builds its initial
-    /// value; nothing of it is ever on the stack), then [`Oftl::format_in_place`] or
-    /// [`Oftl::mount_in_place`] it; [`Oftl::unmount_in_place`] ends a session. Only the
-    /// I/O buffers of single operations are then on the stack.
+    /// `config` says how [`Oftl::format`] lays the store out (a mount takes the layout
+    /// from the superblock instead); build it in a `const` block,
+    /// `const { Config::new().window_blocks(24) }`. `policy` is the space policy
+    /// ([`Greedy::DEFAULT`], or [`ParaGc`]). Then [`Oftl::format`] or [`Oftl::mount`]
+    /// it (or [`Oftl::mount_damaged`] after a `MediaLoss`); [`Oftl::unmount`] ends a
+    /// session, and a later mount starts the next one in the same value. Until a format
+    /// or mount succeeds, operations that touch flash fail with `Poisoned`.
     ///
-    /// `geometry` and `capabilities` are the device's (`flash.geometry()`,
-    /// `*flash.capabilities()`): a `const` context cannot ask the device. Format and
-    /// mount read them from the device again and reject a device that does not fit.
-    pub const fn new_const(
-        flash: F,
-        policy: P,
-        geometry: Geometry,
-        capabilities: Capabilities,
-    ) -> Self {
+    /// A `const fn`: on an MCU put the store in a `static` (the compiler builds its
+    /// initial value; nothing of it is ever on the stack, only the I/O buffers of
+    /// single operations are). Built on the stack it is large (see *RAM*). Format and
+    /// mount read the device's geometry and capabilities and reject a device that does
+    /// not fit this build's const parameters.
+    pub const fn new(flash: F, config: Config, policy: P) -> Self {
+        // Placeholders until format or mount reads the device (`reset_state`).
+        let part = nand_hal::parts::W25N01GV;
+        let geometry = part.geometry;
+        let capabilities = part.capabilities;
         Oftl {
             dev: Dev {
                 flash,
@@ -548,6 +663,7 @@ impl<
                 recovering: false,
                 index_pages: 0,
             },
+            config,
             live_objects: 0,
             cache: cache::PageCache::new(),
             wbuf: [wbuf::WPage::<PAGE>::EMPTY; WBUF],
@@ -624,6 +740,12 @@ impl<
         &mut self.dev.flash
     }
 
+    /// Gives the flash device back, writing nothing: [`Oftl::unmount`] first to keep
+    /// what is buffered.
+    pub fn into_flash(self) -> F {
+        self.dev.flash
+    }
+
     /// Figures since mount.
     pub fn stats(&self) -> Stats {
         self.dev.stats
@@ -688,5 +810,30 @@ impl<
         } else {
             Ok(())
         }
+    }
+}
+
+/// Unit tests build stores by value: [`Oftl::new`] with the default policy, then
+/// `format` or `mount`.
+#[cfg(test)]
+impl<
+        F: NandFlash,
+        P: SpacePolicy + Default,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+{
+    pub(crate) fn formatted(flash: F, config: Config) -> Result<Self, FormatError<F::Error>> {
+        let mut fs = Self::new(flash, config, P::default());
+        fs.format()?;
+        Ok(fs)
+    }
+
+    pub(crate) fn mounted(flash: F) -> Result<Self, MountError<F::Error>> {
+        let mut fs = Self::new(flash, Config::new(), P::default());
+        fs.mount()?;
+        Ok(fs)
     }
 }

@@ -16,7 +16,7 @@ use crate::format::checkpoint::{
 use crate::format::superblock::{SbParseError, Superblock, CKPT_BLOCKS, CRC32, SB_LEN, SB_SEARCH};
 use crate::io::{FaultOf, Scan};
 use crate::policy::SpacePolicy;
-use crate::{Config, Oftl, ReadOnlyReason, SalvageReport, MAX_WINDOW};
+use crate::{Config, Damaged, Oftl, ReadOnlyReason, SalvageReport, MAX_WINDOW};
 
 /// A complete checkpoint found on flash.
 #[derive(Clone, Copy, Debug)]
@@ -40,32 +40,6 @@ struct Source {
 
 impl<
         F: NandFlash,
-        P: SpacePolicy + Default,
-        const PAGE: usize,
-        const BLOCKS: usize,
-        const CACHE: usize,
-        const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
-{
-    /// Formats `flash` (erasing what the OFTL needs) and returns it mounted.
-    pub fn format(flash: F, config: Config) -> Result<Self, FormatError<F::Error>> {
-        Self::format_with_policy(flash, config, P::default())
-    }
-
-    /// Mounts a formatted device, recovering from an unclean shutdown if needed.
-    pub fn mount(flash: F) -> Result<Self, MountError<F::Error>> {
-        Self::mount_with_policy(flash, P::default())
-    }
-
-    /// An unmounted store over `flash` with the default space policy, without any I/O:
-    /// see [`Oftl::new_with_policy`].
-    pub fn new(flash: F) -> Self {
-        Self::new_with_policy(flash, P::default())
-    }
-}
-
-impl<
-        F: NandFlash,
         P: SpacePolicy,
         const PAGE: usize,
         const BLOCKS: usize,
@@ -73,27 +47,15 @@ impl<
         const WBUF: usize,
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
-    /// [`Oftl::format`] with an explicit space policy.
+    /// Formats the device as the store's [`Config`] says (erasing every good block)
+    /// and leaves the store mounted on it. Whatever the store held before is dropped
+    /// from RAM without being written (unflushed writes are lost). On error the store
+    /// is left unmounted (operations fail with `Poisoned`).
     ///
-    /// Returns the store by value: it is built in this frame and moved out, so the
-    /// caller's stack carries copies of it. On a small MCU use [`Oftl::new_with_policy`]
-    /// and [`Oftl::format_in_place`] instead.
-    pub fn format_with_policy(
-        flash: F,
-        config: Config,
-        policy: P,
-    ) -> Result<Self, FormatError<F::Error>> {
-        let mut me = Self::new_with_policy(flash, policy);
-        me.format_in_place(config)?;
-        Ok(me)
-    }
-
-    /// Formats the device in place (erasing what the OFTL needs) and leaves the store
-    /// mounted on it. Whatever the store held before is dropped from RAM without being
-    /// written (unflushed writes are lost); the space policy is kept as it is. On error
-    /// the store is left unmounted (operations fail with `Poisoned`).
-    pub fn format_in_place(&mut self, config: Config) -> Result<(), FormatError<F::Error>> {
-        let r = self.format_inner(config);
+    /// Power loss: a cut before the superblock is written leaves the part unformatted
+    /// (a mount fails); format again.
+    pub fn format(&mut self) -> Result<(), FormatError<F::Error>> {
+        let r = self.format_inner(self.config);
         self.poisoned = r.is_err();
         r
     }
@@ -241,75 +203,48 @@ impl<
         Ok(None)
     }
 
-    /// [`Oftl::mount`] with an explicit space policy.
+    /// Mounts the formatted device, recovering from an unclean shutdown if needed.
+    /// Whatever the store held before is dropped from RAM without being written. On
+    /// error the store is left unmounted (operations fail with `Poisoned`) and may be
+    /// mounted again; after [`MountError::MediaLoss`], see [`Oftl::mount_damaged`].
     ///
-    /// Returns the store by value (see [`Oftl::format_with_policy`] about the stack);
-    /// the in-place path is [`Oftl::new_with_policy`] and [`Oftl::mount_in_place`].
-    pub fn mount_with_policy(flash: F, policy: P) -> Result<Self, MountError<F::Error>> {
-        let mut me = Self::new_with_policy(flash, policy);
-        me.mount_in_place()?;
-        Ok(me)
-    }
-
-    /// Mounts the formatted device in place, recovering from an unclean shutdown if
-    /// needed. Whatever the store held before is dropped from RAM without being written;
-    /// the space policy is kept as it is. On error the store is left unmounted
-    /// (operations fail with `Poisoned`) and may be mounted again.
-    pub fn mount_in_place(&mut self) -> Result<(), MountError<F::Error>> {
+    /// Power loss: recovery writes only to blocks the last checkpoint calls free, so a
+    /// cut during it makes the next mount start over.
+    pub fn mount(&mut self) -> Result<(), MountError<F::Error>> {
         let r = self.mount_inner();
         self.poisoned = r.is_err();
         r
     }
 
-    /// Mounts read-only past unreadable pages, to copy out what is intact after a
-    /// mount failed with [`MountError::MediaLoss`].
-    ///
-    /// Recovery replays each head up to its first lost page (an unreadable page with
-    /// later ones behind it, or a metadata record that does not read) and stops there,
-    /// as a journal replay stops at its first bad record; when one head lost a page and
-    /// the other also moved since the checkpoint, both stop at the checkpoint (the heads
-    /// have no order between them). Every object then holds a state it had, never a mix.
-    /// [`Oftl::salvage_report`] lists the unreadable pages and names the objects whose
-    /// changes were left out; every other object reads exactly as acknowledged.
-    ///
-    /// Writes, deletes and collection fail with [`WriteError::ReadOnly`]. Nothing the
-    /// store references is written, so a later normal mount (once the media reads again,
-    /// or after a copy) starts from the same state; the only programs are index-cache
-    /// write-backs (the replay's and reads' evictions), which go to blocks the
-    /// checkpoint calls free (a block whose erase fails there is marked bad).
-    pub fn mount_salvage_in_place(&mut self) -> Result<(), MountError<F::Error>> {
-        self.salvage = true;
-        let r = self.mount_inner();
-        self.salvage = false;
-        self.poisoned = r.is_err();
-        if r.is_ok() {
-            self.read_only = false;
-            self.go_read_only(ReadOnlyReason::Salvage);
+    /// Mounts a store that fails [`Oftl::mount`] with [`MountError::MediaLoss`] (or,
+    /// for `Damaged::Rebuild`, whose tables are lost), as `how` says: read-only past
+    /// the loss, repaired, or rebuilt from a full scan. On error the store is left
+    /// unmounted.
+    pub fn mount_damaged(&mut self, how: Damaged) -> Result<(), MountError<F::Error>> {
+        match how {
+            Damaged::Salvage => {
+                self.salvage = true;
+                let r = self.mount_inner();
+                self.salvage = false;
+                self.poisoned = r.is_err();
+                if r.is_ok() {
+                    self.read_only = false;
+                    self.go_read_only(ReadOnlyReason::Salvage);
+                }
+                r
+            }
+            Damaged::Repair => {
+                self.salvage = true;
+                self.repair = true;
+                let r = self.mount_inner();
+                self.salvage = false;
+                self.repair = false;
+                self.poisoned = r.is_err();
+                r
+            }
+            #[cfg(feature = "alloc")]
+            Damaged::Rebuild { lost_meta_attrs } => self.mount_rebuild(lost_meta_attrs),
         }
-        r
-    }
-
-    /// Repairs a store that fails to mount with [`MountError::MediaLoss`], in place:
-    /// recovery replays as [`Oftl::mount_salvage_in_place`] does (each head up to its
-    /// first lost page, or both to the checkpoint; every object keeps a state it had),
-    /// then finishes as a
-    /// normal recovery does (relocations and a closing checkpoint), so that state
-    /// becomes the store's: the store is mounted writable and later mounts are normal.
-    /// [`Oftl::salvage_report`] names the objects whose later changes were left out;
-    /// they are gone for good (copy out with a salvage mount first if that matters).
-    ///
-    /// A store that mounts normally is mounted normally (nothing left out).
-    ///
-    /// Power loss: a cut during the repair leaves the store as before it (the closing
-    /// checkpoint is what commits it); repair again.
-    pub fn mount_repair_in_place(&mut self) -> Result<(), MountError<F::Error>> {
-        self.salvage = true;
-        self.repair = true;
-        let r = self.mount_inner();
-        self.salvage = false;
-        self.repair = false;
-        self.poisoned = r.is_err();
-        r
     }
 
     /// What the last salvage or repair mount left out (empty after a normal mount).
@@ -384,16 +319,10 @@ impl<
         Ok(())
     }
 
-    /// Writes a clean checkpoint and returns the flash.
-    pub fn unmount(mut self) -> Result<F, WriteError<F::Error>> {
-        self.unmount_in_place()?;
-        Ok(self.dev.flash)
-    }
-
-    /// Writes a clean checkpoint and leaves the store unmounted, in place: operations
-    /// then fail with `Poisoned` until [`Oftl::mount_in_place`] (or a format). If this
-    /// fails the store is poisoned as after any failed write; mounting again recovers.
-    pub fn unmount_in_place(&mut self) -> Result<(), WriteError<F::Error>> {
+    /// Writes a clean checkpoint and leaves the store unmounted: operations then fail
+    /// with `Poisoned` until [`Oftl::mount`] (or a format). If this fails the store is
+    /// poisoned as after any failed write; mounting again recovers.
+    pub fn unmount(&mut self) -> Result<(), WriteError<F::Error>> {
         self.check_usable().map_err(|e| self.fail(e))?;
         if self.read_only {
             // Nothing was written (writes are refused): nothing to make durable.

@@ -136,28 +136,8 @@ impl<
         const WBUF: usize,
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
-    /// Rebuilds the store's tables from a scan of every page's backpointer and mounts
-    /// the result writable (see the module docs of `rebuild`, and DESIGN 7.5): for a
-    /// store that does not mount, or whose objects do not read, because checkpoint,
-    /// index or object-table pages are lost. It needs a readable superblock copy (the
-    /// superblock is written once, twice over, at format).
-    ///
-    /// [`Oftl::salvage_report`] then says [`SalvageReport::rebuilt`], lists pages that
-    /// did not read, and names objects whose state is in doubt (a metadata page that
-    /// did not read, data pages with no metadata page left). A store that mounts and
-    /// reads normally needs none of this: try [`Oftl::mount_in_place`] first. Needs the
-    /// `alloc` feature (the scan's findings are held in RAM: about 16 bytes per
-    /// programmed page).
-    ///
-    /// An object whose every metadata page is lost (while some page did not read) comes
-    /// back from its data pages under a new metadata page carrying `lost_meta_attrs`
-    /// as its user attributes, and is named: the layer above decides what attributes
-    /// are safe for an object it knows nothing more of (oftl's own users may pass
-    /// `[0xFF; ATTR_LEN]`).
-    ///
-    /// Power loss: a cut during the rebuild leaves every page it would keep untouched;
-    /// rebuild again.
-    pub fn mount_rebuild_in_place(
+    /// [`Damaged::Rebuild`](crate::Damaged::Rebuild), from [`Oftl::mount_damaged`].
+    pub(crate) fn mount_rebuild(
         &mut self,
         lost_meta_attrs: [u8; crate::ATTR_LEN],
     ) -> Result<(), MountError<F::Error>> {

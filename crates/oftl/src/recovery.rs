@@ -38,8 +38,8 @@
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
 //! unreadable page (never replaying up to it and passing that older state off as
-//! current). [`Oftl::mount_salvage_in_place`] (read-only) and
-//! [`Oftl::mount_repair_in_place`] (which checkpoints the result) replay each head up
+//! current). [`Oftl::mount_damaged`] with [`crate::Damaged::Salvage`] (read-only) or
+//! [`crate::Damaged::Repair`] (which checkpoints the result) replay each head up
 //! to its first loss instead and stop there, as a journal replay stops at its first
 //! bad record: transactions after a lost page may build on what it held, so applying
 //! them could make states that never existed. The heads are ordered only within
@@ -155,7 +155,7 @@ impl SalvageReport {
     }
 
     /// Whether the tables were rebuilt from a full scan
-    /// ([`crate::Oftl::mount_rebuild_in_place`]). Then [`Self::rolled_back`] names the
+    /// (`Damaged::Rebuild`). Then [`Self::rolled_back`] names the
     /// objects whose state is in doubt (a newest metadata page that did not read, an
     /// object brought back from its data pages under a new metadata page, a page
     /// missing below an object's size, a stream with a gap),
@@ -1256,7 +1256,7 @@ mod tests {
             format_id: 1,
             ..Default::default()
         };
-        let mut fs = Fs::format(&mut sim, cfg).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg).unwrap();
         let o = fs.create(ObjKind::Object).unwrap();
         fs.sync().unwrap();
         let start = fs.dev.heads[DATA_HEAD].next_seq;
@@ -1271,7 +1271,7 @@ mod tests {
         drop(fs);
         sim.power_on();
         sim.disarm();
-        let mut fs = Fs::new(&mut sim);
+        let mut fs = Fs::new(&mut sim, crate::Config::new(), crate::Greedy::DEFAULT);
         let sb = fs.checked_superblock().unwrap();
         fs.reset_state(sb);
         fs.poisoned = false;

@@ -439,7 +439,7 @@ mod tests {
             format_id: 1,
             ..Default::default()
         };
-        Fs::format(sim, cfg).unwrap()
+        Fs::formatted(sim, cfg).unwrap()
     }
 
     fn programs(fs: &Fs) -> u64 {

@@ -1,5 +1,8 @@
 //! End-to-end behaviour on the simulator: format, objects, clean and unclean remounts.
 
+mod common;
+use common::lifecycle::Lifecycle;
+
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, MountError, ObjKind, Oftl, TxOp, WriteError};
 
@@ -25,7 +28,7 @@ fn write_read_remount() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
     let (a, b);
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         a = fs.create(ObjKind::Object).unwrap();
         b = fs.create(ObjKind::Object).unwrap();
         fs.write(a, 0, &pattern(1, 10_000)).unwrap();
@@ -41,7 +44,7 @@ fn write_read_remount() {
     let mut expect_b = vec![0u8; 5000];
     expect_b.extend(pattern(2, 3000));
     for round in 0..2 {
-        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut fs = Fs::mounted(&mut sim).unwrap();
         assert_eq!(
             fs.stats().recovery_scanned_pages,
             0,
@@ -66,7 +69,7 @@ fn crash_without_unmount_recovers_acknowledged_writes() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
     let a;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         a = fs.create(ObjKind::Object).unwrap();
         for i in 0..20u32 {
             fs.write(a, i as u64 * 1000, &pattern(i, 1000)).unwrap();
@@ -74,7 +77,7 @@ fn crash_without_unmount_recovers_acknowledged_writes() {
         fs.truncate(a, 15_500).unwrap();
         // No unmount: simulated crash.
     }
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert!(fs.stats().recovery_scanned_pages > 0);
     assert_eq!(fs.size(a).ok(), Some(15_500));
     let mut buf = vec![0u8; 15_500];
@@ -98,7 +101,7 @@ fn crash_without_unmount_recovers_acknowledged_writes() {
 #[test]
 fn delete_and_space_reuse_with_gc() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let cap = fs.capacity_pages();
     assert!(cap > 100);
     // Rewrite a working set many times the device size.
@@ -121,7 +124,7 @@ fn delete_and_space_reuse_with_gc() {
     assert!(fs.stats().relocated_pages > 0 || fs.stats().checkpoints > 10);
     let used = fs.used_pages();
     fs.unmount().unwrap();
-    let fs = Fs::mount(&mut sim).unwrap();
+    let fs = Fs::mounted(&mut sim).unwrap();
     assert_eq!(fs.used_pages(), used);
     drop(fs);
     assert_eq!(sim.counters().misuse, 0);
@@ -130,7 +133,7 @@ fn delete_and_space_reuse_with_gc() {
 #[test]
 fn full_device_reports_no_space() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     let chunk = pattern(9, 16 * 2048);
     let mut off = 0u64;
@@ -154,20 +157,23 @@ fn full_device_reports_no_space() {
 #[test]
 fn mismatched_and_blank_devices() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
-    assert!(matches!(Fs::mount(&mut sim), Err(MountError::NotFormatted)));
-    Fs::format(&mut sim, cfg()).unwrap().unmount().unwrap();
+    assert!(matches!(
+        Fs::mounted(&mut sim),
+        Err(MountError::NotFormatted)
+    ));
+    Fs::formatted(&mut sim, cfg()).unwrap().unmount().unwrap();
     // Same image, different OOB layout: a clear mismatch.
     let img = sim.storage().clone();
     let mut other_profile = profile::TINY;
     other_profile.capabilities = profile::GD5F1GQ4.capabilities;
     let mut other = SimNand::attach(other_profile, img, FaultPlan::seeded(5)).unwrap();
     assert!(matches!(
-        Oftl::<&mut Sim, 2048, 64, 4>::mount(&mut other),
+        Oftl::<&mut Sim, 2048, 64, 4>::mounted(&mut other),
         Err(MountError::Mismatch(oftl::Mismatch::Capabilities))
     ));
     // A build with too small tables refuses the device.
     assert!(matches!(
-        Oftl::<&mut Sim, 2048, 32, 4>::mount(&mut sim),
+        Oftl::<&mut Sim, 2048, 32, 4>::mounted(&mut sim),
         Err(MountError::Mismatch(oftl::Mismatch::Capacity))
     ));
 }
@@ -175,7 +181,7 @@ fn mismatched_and_blank_devices() {
 #[test]
 fn transaction_is_atomic_across_objects() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(6));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let a = fs.create(ObjKind::Object).unwrap();
     let b = fs.create(ObjKind::Object).unwrap();
     let da = pattern(1, 5000);
@@ -197,7 +203,7 @@ fn transaction_is_atomic_across_objects() {
     assert_eq!(fs.size(a).ok(), Some(4000));
     assert_eq!(fs.size(b).ok(), Some(7010));
     drop(fs);
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert_eq!(fs.size(a).ok(), Some(4000));
     assert_eq!(fs.size(b).ok(), Some(7010));
     let mut buf = vec![0u8; 7010];
@@ -211,7 +217,7 @@ fn log_stream_append_read_trim_and_crash() {
     let (l1, l2, obj);
     let mut recs: Vec<(u64, Vec<u8>)> = Vec::new();
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         l1 = fs.create(ObjKind::Log).unwrap();
         l2 = fs.create(ObjKind::Log).unwrap();
         obj = fs.create(ObjKind::Object).unwrap();
@@ -253,7 +259,7 @@ fn log_stream_append_read_trim_and_crash() {
         }
     };
     {
-        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut fs = Fs::mounted(&mut sim).unwrap();
         assert!(fs.stats().recovery_scanned_pages > 0);
         check(&mut fs, 40);
         let mut small = [0u8; 4];
@@ -263,7 +269,7 @@ fn log_stream_append_read_trim_and_crash() {
         }
         fs.unmount().unwrap();
     }
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     check(&mut fs, 40);
     let (start, end) = fs.log_bounds(l1).unwrap();
     assert_eq!(start, recs[40].0);
@@ -285,7 +291,7 @@ fn large_object_uses_several_leaf_index_pages() {
     let data = pattern(77, len);
     let o;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         o = fs.create(ObjKind::Object).unwrap();
         for (i, chunk) in data.chunks(100_000).enumerate() {
             fs.write(o, i as u64 * 100_000, chunk).unwrap();
@@ -296,13 +302,13 @@ fn large_object_uses_several_leaf_index_pages() {
     }
     let mut expect = data;
     expect[1_200_000..1_200_005].copy_from_slice(b"patch");
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     let mut buf = vec![0u8; len];
     assert_eq!(fs.read(o, 0, &mut buf).unwrap(), len);
     assert_eq!(buf, expect);
     fs.truncate(o, 1_000_000).unwrap();
     fs.unmount().unwrap();
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert_eq!(fs.size(o).ok(), Some(1_000_000));
     let mut buf = vec![0u8; 1_000_000];
     fs.read(o, 0, &mut buf).unwrap();
@@ -325,7 +331,7 @@ fn every_built_in_profile() {
             ..Config::default()
         };
         {
-            let mut fs = Big::format(&mut sim, config).unwrap();
+            let mut fs = Big::formatted(&mut sim, config).unwrap();
             o = fs.create(ObjKind::Object).unwrap();
             l = fs.create(ObjKind::Log).unwrap();
             fs.write(o, 0, &pattern(1, 300_000)).unwrap();
@@ -333,12 +339,12 @@ fn every_built_in_profile() {
             fs.unmount().unwrap();
         }
         {
-            let mut fs = Big::mount(&mut sim).unwrap();
+            let mut fs = Big::mounted(&mut sim).unwrap();
             fs.write(o, 5, b"crash").unwrap();
             fs.flush(o).unwrap();
             fs.log_append(l, b"second").unwrap();
         }
-        let mut fs = Big::mount(&mut sim).unwrap();
+        let mut fs = Big::mounted(&mut sim).unwrap();
         let mut buf = vec![0u8; 300_000];
         fs.read(o, 0, &mut buf).unwrap();
         let mut expect = pattern(1, 300_000);
@@ -359,7 +365,7 @@ fn small_writes_are_buffered_until_flush() {
     let data = pattern(5, 3000);
     let o;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         o = fs.create(ObjKind::Object).unwrap();
         fs.sync().unwrap();
         let c0 = fs.flash().counters();
@@ -389,7 +395,7 @@ fn small_writes_are_buffered_until_flush() {
         // Unflushed: lost in the crash below.
         fs.write(o, 704, &data[704..800]).unwrap();
     }
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert_eq!(fs.size(o).ok(), Some(704));
     let mut buf = [0u8; 704];
     fs.read(o, 0, &mut buf).unwrap();
@@ -401,7 +407,7 @@ fn small_writes_are_buffered_until_flush() {
 #[test]
 fn append_stream_programs_each_page_once() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(22));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     fs.sync().unwrap();
     let data = pattern(6, 8 * 2048);
@@ -429,7 +435,7 @@ fn crash_keeps_each_object_a_prefix_of_its_writes() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(23));
     let (a, b);
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         a = fs.create(ObjKind::Object).unwrap();
         b = fs.create(ObjKind::Object).unwrap();
         fs.write(a, 0, &[1; 100]).unwrap();
@@ -440,7 +446,7 @@ fn crash_keeps_each_object_a_prefix_of_its_writes() {
         fs.truncate(b, 0).unwrap();
         fs.write(b, 5, &[4; 10]).unwrap();
     }
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert_eq!(fs.size(a).ok(), Some(3100));
     let mut buf = vec![0u8; 3100];
     fs.read(a, 0, &mut buf).unwrap();
@@ -459,7 +465,7 @@ fn crash_keeps_each_object_a_prefix_of_its_writes() {
 #[test]
 fn object_table_spans_pages_and_unmaps_empty_ones() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let ids: Vec<u32> = (0..200)
         .map(|_| fs.create(ObjKind::Object).unwrap())
         .collect();
@@ -492,7 +498,7 @@ fn object_table_spans_pages_and_unmaps_empty_ones() {
     assert_eq!(late, 201, "ids are not reused");
     fs.unmount().unwrap();
 
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     let mut want = want;
     want.push(late);
     assert_eq!(fs.objects().map(Result::unwrap).collect::<Vec<_>>(), want);
@@ -504,7 +510,7 @@ fn object_table_spans_pages_and_unmaps_empty_ones() {
     fs.write(extra, 0, &pattern(5, 3000)).unwrap();
     fs.flush(extra).unwrap();
     drop(fs);
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert!(fs.stats().recovery_replayed_pages > 0);
     want.retain(|&id| id >= 10);
     want.push(extra);
@@ -526,7 +532,7 @@ fn object_table_spans_pages_and_unmaps_empty_ones() {
 fn log_appends_continue_pages() {
     for partial in [true, false] {
         let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
-        let mut fs = Fs::format(
+        let mut fs = Fs::formatted(
             &mut sim,
             Config {
                 log_partial_programs: partial,
@@ -570,7 +576,7 @@ fn log_appends_continue_pages() {
         assert_eq!(fs.log_read(l, lsn, &mut buf).unwrap(), None);
         // Everything reads back after a crash (the open page is copied by recovery).
         drop(fs);
-        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut fs = Fs::mounted(&mut sim).unwrap();
         let mut lsn = 0;
         let mut n = 0;
         while let Some(r) = fs.log_read(l, lsn, &mut buf).unwrap() {
@@ -591,7 +597,7 @@ fn log_appends_continue_pages() {
 #[test]
 fn log_stream_runs_past_its_index_ring() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(9));
-    let mut fs = Fs::format(
+    let mut fs = Fs::formatted(
         &mut sim,
         Config {
             log_partial_programs: false,
@@ -635,10 +641,10 @@ fn log_stream_runs_past_its_index_ring() {
     };
     check(&mut fs, n);
     drop(fs);
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     check(&mut fs, n);
     fs.unmount().unwrap();
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     check(&mut fs, n);
 }
 
@@ -653,7 +659,7 @@ fn transactions_create_and_delete_objects() {
     let (dir, old);
     let (n1, n2);
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         dir = fs.create(ObjKind::Object).unwrap();
         old = fs.create(ObjKind::Object).unwrap();
         fs.write(old, 0, &pattern(5, 3000)).unwrap();
@@ -720,7 +726,7 @@ fn transactions_create_and_delete_objects() {
         fs.log_append(n2, b"record").unwrap();
         // No unmount: a crash.
     }
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     let mut buf = vec![0u8; 4000];
     assert_eq!(fs.read(n1, 0, &mut buf).unwrap(), 2500);
     assert_eq!(&buf[..2500], &pattern(6, 2500)[..]);
@@ -739,7 +745,7 @@ fn flush_with_attrs_commits_pages_and_attributes_together() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(10));
     let a;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         a = fs.create(ObjKind::Object).unwrap();
         fs.write(a, 0, &pattern(1, 3000)).unwrap();
         let mut attrs = [0u8; oftl::ATTR_LEN];
@@ -748,7 +754,7 @@ fn flush_with_attrs_commits_pages_and_attributes_together() {
         // A write after it that is never flushed.
         fs.write(a, 3000, &pattern(2, 10)).unwrap();
     }
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert_eq!(fs.size(a).unwrap(), 3000);
     let mut buf = vec![0u8; 3000];
     fs.read(a, 0, &mut buf).unwrap();
@@ -763,7 +769,7 @@ fn flush_with_attrs_commits_pages_and_attributes_together() {
 #[test]
 fn whole_page_reads_are_kept_until_the_page_changes() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(24));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     let p = fs.payload() as usize;
     let data = pattern(7, 3 * p);
@@ -836,7 +842,7 @@ fn whole_page_reads_are_kept_until_the_page_changes() {
 #[test]
 fn discard_forgets_unflushed_writes_only() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(12));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let a = fs.create(ObjKind::Object).unwrap();
     fs.write(a, 0, &pattern(1, 3000)).unwrap();
     fs.flush(a).unwrap();
@@ -848,7 +854,7 @@ fn discard_forgets_unflushed_writes_only() {
     assert_eq!(fs.read(a, 0, &mut got).unwrap(), 3000);
     assert_eq!(got, pattern(1, 3000));
     fs.unmount().unwrap();
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     assert_eq!(fs.size(a).unwrap(), 3000);
     let mut got = vec![0u8; 3000];
     fs.read(a, 0, &mut got).unwrap();

@@ -21,6 +21,9 @@
 //! `offset + len - 1` unchecked, before the op was validated, to find the pages whose
 //! copies it forgets.
 
+mod common;
+use common::lifecycle::Lifecycle;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -535,7 +538,7 @@ impl<'a, const W: usize> Run<'a, W> {
         self.cuts += 1;
         self.fs.flash_mut().disarm();
         self.fs.flash_mut().power_on();
-        if let Err(e) = self.fs.mount_in_place() {
+        if let Err(e) = self.fs.mount() {
             return Err(self.fail(format!("mount after cut: {e:?}")));
         }
         let seen = self.observe()?;
@@ -734,11 +737,11 @@ impl<'a, const W: usize> Run<'a, W> {
             Op::Remount => {
                 let mut after = self.st.clone();
                 after.commit_all();
-                match self.fs.unmount_in_place() {
+                match self.fs.unmount() {
                     Ok(()) => {
                         self.st = after;
                         self.fs
-                            .mount_in_place()
+                            .mount()
                             .map_err(|e| self.fail(format!("mount: {e:?}")))?;
                         Outcome::Done
                     }
@@ -750,7 +753,7 @@ impl<'a, const W: usize> Run<'a, W> {
             Op::ReadOnly => {
                 let mut after = self.st.clone();
                 after.commit_all();
-                match self.fs.unmount_in_place() {
+                match self.fs.unmount() {
                     Ok(()) => self.st = after,
                     Err(e) if is_power_loss_w(&e) => {
                         return self.recover(&before, Some(&after));
@@ -758,7 +761,7 @@ impl<'a, const W: usize> Run<'a, W> {
                     Err(e) => return Err(self.fail(format!("unmount: {e:?}"))),
                 }
                 self.fs
-                    .mount_salvage_in_place()
+                    .mount_damaged(oftl::Damaged::Salvage)
                     .map_err(|e| self.fail(format!("salvage mount: {e:?}")))?;
                 self.check_all()?;
                 let ids: Vec<u32> = self.st.durable.objs.keys().copied().collect();
@@ -769,10 +772,10 @@ impl<'a, const W: usize> Run<'a, W> {
                     self.check_all()?;
                 }
                 self.fs
-                    .unmount_in_place()
+                    .unmount()
                     .map_err(|e| self.fail(format!("read-only unmount: {e:?}")))?;
                 self.fs
-                    .mount_in_place()
+                    .mount()
                     .map_err(|e| self.fail(format!("mount: {e:?}")))?;
                 Outcome::Done
             }
@@ -1059,7 +1062,7 @@ fn run<const W: usize>(
 ) -> Result<(u64, u64), TestCaseError> {
     let mut sim = SimNand::heap(prof, FaultPlan::seeded(seed));
     let fs =
-        FsW::<W>::format(&mut sim, cfg()).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        FsW::<W>::formatted(&mut sim, cfg()).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
     let p = fs.payload() as u64;
     let mut run = Run {
         fs,
@@ -1112,11 +1115,11 @@ fn run<const W: usize>(
     let mut after = run.st.clone();
     after.commit_all();
     run.fs
-        .unmount_in_place()
+        .unmount()
         .map_err(|e| TestCaseError::fail(format!("final unmount: {e:?}")))?;
     run.st = after;
     run.fs
-        .mount_in_place()
+        .mount()
         .map_err(|e| TestCaseError::fail(format!("final mount: {e:?}")))?;
     run.check_all()?;
     drop(run);
@@ -1231,7 +1234,7 @@ fn page_read(fs: &mut Fs, o: u32, lpn: u64) -> (Vec<u8>, u64, u64) {
 #[test]
 fn partial_last_page_cached_then_grown_by_a_transaction() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let p = fs.payload() as u64;
     let o = fs.create(ObjKind::Object).unwrap();
     let mut model = bytes(1, 100);
@@ -1290,7 +1293,7 @@ fn partial_last_page_cached_then_grown_by_a_transaction() {
         );
     }
     fs.unmount().unwrap();
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     for lpn in 0..5 {
         let (b, _, _) = page_read(&mut fs, o, lpn);
         assert_eq!(
@@ -1307,7 +1310,7 @@ fn partial_last_page_cached_then_grown_by_a_transaction() {
 #[test]
 fn cached_pages_across_transactions() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let p = fs.payload() as usize;
     let a = fs.create(ObjKind::Object).unwrap();
     let b = fs.create(ObjKind::Object).unwrap();
@@ -1380,7 +1383,7 @@ fn cached_pages_across_transactions() {
 #[test]
 fn failed_whole_page_read_keeps_nothing() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let p = fs.payload() as usize;
     let o = fs.create(ObjKind::Object).unwrap();
     let d = bytes(20, 2 * p);
@@ -1407,7 +1410,7 @@ fn failed_whole_page_read_keeps_nothing() {
 #[test]
 fn transact_write_past_u64_max_is_too_large() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     assert_eq!(fs.write(o, u64::MAX, &[1]), Err(WriteError::TooLarge));
     assert_eq!(
@@ -1439,7 +1442,7 @@ fn transact_write_past_u64_max_is_too_large() {
 #[test]
 fn transact_write_far_past_the_largest_object() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let p = fs.payload() as usize;
     let o = fs.create(ObjKind::Object).unwrap();
     let d = bytes(30, p);

@@ -17,6 +17,7 @@ use nand_hal::BlockAddr;
 use oftl::{Config, Greedy, ObjKind, Oftl, SpacePolicy, WriteError};
 
 mod common;
+use common::lifecycle::Lifecycle;
 use common::Rng;
 
 type Sim = SimNand<HeapStorage>;
@@ -110,7 +111,7 @@ macro_rules! recover {
             } else {
                 $sim.disarm();
             }
-            match Fs::<P, C>::mount_with_policy(&mut $sim, $policy.clone()) {
+            match Fs::<P, C>::mounted_with(&mut $sim, $policy.clone()) {
                 Ok(mut f) if f.flash().is_powered() => {
                     f.flash_mut().disarm();
                     if std::env::var("REVIEW_TRACE").is_ok() {
@@ -139,7 +140,7 @@ macro_rules! recover {
                     }
                     if $sim.is_powered() {
                         $sim.disarm();
-                        let again = Fs::<P, C>::mount_with_policy(&mut $sim, $policy.clone()).err();
+                        let again = Fs::<P, C>::mounted_with(&mut $sim, $policy.clone()).err();
                         panic!(
                             "{}: mount failed without a cut (try {tries}): {e:?}; again: \
                              {again:?} (last misuse {:?}, bad blocks {:?})",
@@ -210,7 +211,7 @@ fn run<P: SpacePolicy + Clone, const C: usize>(
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut model: Model = BTreeMap::new();
-    let mut fs = Fs::<P, C>::format_with_policy(&mut sim, cfg(), policy.clone()).unwrap();
+    let mut fs = Fs::<P, C>::formatted_with(&mut sim, cfg(), policy.clone()).unwrap();
     let cap = fs.capacity_pages();
     let (mut nospace, mut cuts, mut poison) = (0u32, 0u32, 0u32);
     let mut max_cost = 0;
@@ -449,7 +450,7 @@ fn run<P: SpacePolicy + Clone, const C: usize>(
     fs.write(id, 0, &d).unwrap();
     fs.flush(id).unwrap();
     drop(fs);
-    let mut fs = Fs::<P, C>::mount_with_policy(&mut sim, policy).unwrap();
+    let mut fs = Fs::<P, C>::mounted_with(&mut sim, policy).unwrap();
     let mut buf = vec![0u8; d.len()];
     assert_eq!(fs.read(id, 0, &mut buf).unwrap(), d.len());
     assert!(buf == d);
@@ -537,7 +538,7 @@ fn gc_heavy_overwrite_cuts() {
 fn fill_then_delete<P: SpacePolicy + Clone>(policy: P, seed: u64) {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
     let mut rng = Rng(seed | 1);
-    let mut fs = Fs::<P, 4>::format_with_policy(&mut sim, cfg(), policy.clone()).unwrap();
+    let mut fs = Fs::<P, 4>::formatted_with(&mut sim, cfg(), policy.clone()).unwrap();
     let cap = fs.capacity_pages();
     let mut ids = vec![];
     let mut fails = 0;
@@ -561,7 +562,7 @@ fn fill_then_delete<P: SpacePolicy + Clone>(policy: P, seed: u64) {
         }
     }
     fs.unmount().unwrap();
-    let mut fs = Fs::<P, 4>::mount_with_policy(&mut sim, policy).unwrap();
+    let mut fs = Fs::<P, 4>::mounted_with(&mut sim, policy).unwrap();
     let n = ids.len();
     for (i, id) in ids.into_iter().enumerate() {
         let (used, free) = (fs.used_pages(), free_blocks(&fs));
@@ -631,7 +632,7 @@ fn full_then_crash_loop<P: SpacePolicy + Clone>(policy: P, seed: u64, rounds: u3
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
     let mut rng = Rng(seed | 1);
     let mut model: Model = BTreeMap::new();
-    let mut fs = Fs::<P, 4>::format_with_policy(&mut sim, cfg(), policy.clone()).unwrap();
+    let mut fs = Fs::<P, 4>::formatted_with(&mut sim, cfg(), policy.clone()).unwrap();
     let mut fails = 0;
     while fails < 30 {
         let Ok(id) = fs.create(ObjKind::Object) else {
@@ -648,7 +649,7 @@ fn full_then_crash_loop<P: SpacePolicy + Clone>(policy: P, seed: u64, rounds: u3
                 fails += 1;
                 // Not flushed: drop it by a remount below.
                 fs.unmount().ok();
-                fs = Fs::<P, 4>::mount_with_policy(&mut sim, policy.clone()).unwrap();
+                fs = Fs::<P, 4>::mounted_with(&mut sim, policy.clone()).unwrap();
                 if !matches(&mut fs, &model) {
                     model.insert(id, d);
                     assert!(matches(&mut fs, &model));
@@ -702,7 +703,7 @@ fn full_then_crash_loop<P: SpacePolicy + Clone>(policy: P, seed: u64, rounds: u3
         drop(fs);
         sim.power_on();
         sim.disarm();
-        fs = match Fs::<P, 4>::mount_with_policy(&mut sim, policy.clone()) {
+        fs = match Fs::<P, 4>::mounted_with(&mut sim, policy.clone()) {
             Ok(f) => f,
             Err(e) => panic!("seed {seed} round {round}: mount after a crash failed: {e:?} (min free blocks after earlier mounts {min_free})"),
         };

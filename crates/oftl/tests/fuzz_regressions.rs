@@ -1,6 +1,9 @@
 //! Minimized cases the fuzz targets found, replayed deterministically (same seeds, same
 //! fault plans as the target).
 
+mod common;
+use common::lifecycle::Lifecycle;
+
 use nand_hal::sim::profile::TINY;
 use nand_hal::sim::{CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand, TornMode};
 use oftl::{Config, ObjKind, Oftl};
@@ -13,7 +16,7 @@ fn ops_start(seed: u64) -> (Sim, u32) {
     let mut sim = SimNand::heap(TINY, FaultPlan::seeded(seed));
     let log_id;
     {
-        let mut fs = Store::format(
+        let mut fs = Store::formatted(
             &mut sim,
             Config {
                 window_blocks: 6,
@@ -54,11 +57,11 @@ fn copied_log_page_opening_a_window_block() {
         .with_cut(1 + 43007 % 400, CutKind::Torn(TornMode::Random));
     sim.arm(plan);
     {
-        let mut fs = Store::mount(&mut sim).unwrap();
+        let mut fs = Store::mounted(&mut sim).unwrap();
         let a = vec![0u8; 1162];
         assert_eq!(fs.log_append(log_id, &a), Ok(0));
-        let flash = fs.unmount().unwrap();
-        let mut fs = Store::mount(flash).unwrap();
+        fs.unmount().unwrap();
+        let mut fs = Store::mounted(fs.into_flash()).unwrap();
         assert!(fs.gc_step(8).unwrap().copied > 0);
         let mut buf = vec![0u8; 2000];
         let lsn = fs.log_read(log_id, 0, &mut buf).unwrap().unwrap().next;
@@ -77,7 +80,7 @@ fn copied_log_page_opening_a_window_block() {
             ..faults
         },
     });
-    let mut fs = Store::mount(&mut sim).unwrap();
+    let mut fs = Store::mounted(&mut sim).unwrap();
     fs.flash_mut().disarm();
     assert_eq!(fs.log_bounds(log_id), Ok((3, 5)));
     let mut buf = vec![0u8; 2000];
@@ -103,7 +106,7 @@ fn unreadable_newest_checkpoint_is_media_loss_until_it_reads() {
         .with_cut(1 + 65280 % 400, CutKind::Clean);
     sim.arm(plan);
     {
-        let mut fs = Store::mount(&mut sim).unwrap();
+        let mut fs = Store::mounted(&mut sim).unwrap();
         fs.write(1, 0, &[]).unwrap();
     }
     assert_eq!(sim.counters().misuse, 0);
@@ -118,11 +121,11 @@ fn unreadable_newest_checkpoint_is_media_loss_until_it_reads() {
             ..faults
         },
     });
-    match Store::mount(&mut sim) {
+    match Store::mounted(&mut sim) {
         Err(oftl::MountError::MediaLoss { page }) => assert_eq!(page, 49),
         other => panic!("{:?}", other.err()),
     }
     sim.disarm();
-    let fs = Store::mount(&mut sim);
+    let fs = Store::mounted(&mut sim);
     assert!(fs.is_ok(), "{:?}", fs.err());
 }

@@ -6,6 +6,7 @@
 //! edges (a full device, the smallest window `format` accepts).
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use common::{bytes, tiny_raw, Rng};
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand, TornMode};
@@ -123,7 +124,7 @@ fn failed_delete_or_truncate_keeps_buffered_writes() {
     for (seed, truncate) in [(1, false), (2, true), (3, false), (1, true)] {
         let p = profile::W25N01GV.with_blocks_per_die(96);
         let mut sim = Sim::heap(p, FaultPlan::seeded(seed));
-        let mut fs = Oftl::<&mut Sim, 2048, 96, 12, 2, Greedy>::format(
+        let mut fs = Oftl::<&mut Sim, 2048, 96, 12, 2, Greedy>::formatted(
             &mut sim,
             Config {
                 window_blocks: 5,
@@ -248,7 +249,7 @@ fn failed_metadata_program_on_a_raw_part_still_mounts() {
     let mut damaged_copies = 0;
     for seed in 0..48 {
         let mut sim = Sim::heap(tiny_raw(), FaultPlan::seeded(seed));
-        let mut fs = Fs::<&mut Sim>::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::<&mut Sim>::formatted(&mut sim, cfg()).unwrap();
         let a = fs.create(ObjKind::Object).unwrap();
         fs.write(a, 0, &bytes(1, 3000)).unwrap();
         fs.flush(a).unwrap();
@@ -279,7 +280,7 @@ fn failed_metadata_program_on_a_raw_part_still_mounts() {
             damaged_copies += 1;
         }
         drop(fs);
-        let mut fs = match Fs::<&mut Sim>::mount(&mut sim) {
+        let mut fs = match Fs::<&mut Sim>::mounted(&mut sim) {
             Ok(fs) => fs,
             Err(e) => panic!("seed {seed}: mount after a failed metadata program: {e:?}"),
         };
@@ -299,7 +300,7 @@ fn failed_metadata_program_on_a_raw_part_still_mounts() {
 #[test]
 fn unstable_checkpoint_never_shares_its_sequence_number() {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(21));
-    let mut fs = Fs::<&mut Sim>::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::<&mut Sim>::formatted(&mut sim, cfg()).unwrap();
     let a = fs.create(ObjKind::Object).unwrap();
     fs.write(a, 0, &bytes(1, 5000)).unwrap();
     fs.sync().unwrap();
@@ -309,7 +310,7 @@ fn unstable_checkpoint_never_shares_its_sequence_number() {
     let ops = {
         let mut dry: Sim = (**fs.flash()).clone();
         let before = dry.ops_since_arm();
-        let mut fs2 = Fs::<&mut Sim>::mount(&mut dry).unwrap();
+        let mut fs2 = Fs::<&mut Sim>::mounted(&mut dry).unwrap();
         fs2.write(a, 0, &bytes(2, 5000)).unwrap();
         fs2.flush(a).unwrap();
         let mid = fs2.flash().ops_since_arm();
@@ -318,7 +319,7 @@ fn unstable_checkpoint_never_shares_its_sequence_number() {
         fs2.flash().ops_since_arm() - mid
     };
     drop(fs);
-    let mut fs = Fs::<&mut Sim>::mount(&mut sim).unwrap();
+    let mut fs = Fs::<&mut Sim>::mounted(&mut sim).unwrap();
     fs.write(a, 0, &bytes(2, 5000)).unwrap();
     fs.flush(a).unwrap();
     fs.flash_mut()
@@ -338,7 +339,7 @@ fn unstable_checkpoint_never_shares_its_sequence_number() {
         failing: true,
     };
     {
-        let mut fs = Fs::<&mut Flaky>::mount(&mut flaky).unwrap();
+        let mut fs = Fs::<&mut Flaky>::mounted(&mut flaky).unwrap();
         assert_eq!(read_all(&mut fs, a).unwrap(), bytes(2, 5000));
         // Acknowledged, not checkpointed.
         fs.write(a, 0, &bytes(3, 5000)).unwrap();
@@ -348,7 +349,7 @@ fn unstable_checkpoint_never_shares_its_sequence_number() {
     assert_unique_checkpoint_numbers(flaky.sim);
     // Mount 2 reads it well.
     flaky.failing = false;
-    let mut fs = Fs::<&mut Flaky>::mount(&mut flaky).unwrap();
+    let mut fs = Fs::<&mut Flaky>::mounted(&mut flaky).unwrap();
     if let Err(e) = same(&read_all(&mut fs, a).unwrap(), &bytes(3, 5000)) {
         panic!("an acknowledged write rolled back: {e}");
     }
@@ -394,11 +395,11 @@ fn assert_unique_checkpoint_numbers(sim: &Sim) {
 fn smallest_window_never_wedges() {
     for seed in 1..4 {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
-        let mut fs = Fs::<&mut Sim>::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::<&mut Sim>::formatted(&mut sim, cfg()).unwrap();
         churn(&mut fs, seed, 95, 8000, make_room_by_deleting);
         let p = profile::W25N01GV.with_blocks_per_die(96);
         let mut sim = Sim::heap(p, FaultPlan::seeded(seed));
-        let mut fs = Oftl::<&mut Sim, 2048, 96, 12, 2, Greedy>::format(
+        let mut fs = Oftl::<&mut Sim, 2048, 96, 12, 2, Greedy>::formatted(
             &mut sim,
             Config {
                 window_blocks: 5,
@@ -455,12 +456,12 @@ fn torn_page_that_reads_erased_is_never_programmed_again() {
     let mut near_erased = 0;
     for seed in 0..24 {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
-        let mut fs = Fs::<&mut Sim>::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::<&mut Sim>::formatted(&mut sim, cfg()).unwrap();
         let a = fs.create(ObjKind::Object).unwrap();
         fs.write(a, 0, &bytes(1, 3000)).unwrap();
         fs.unmount().unwrap();
         // The first change after a clean mount writes the dirty marker first: cut it.
-        let mut fs = Fs::<&mut Sim>::mount(&mut sim).unwrap();
+        let mut fs = Fs::<&mut Sim>::mounted(&mut sim).unwrap();
         fs.flash_mut()
             .arm(FaultPlan::seeded(seed).with_cut(1, CutKind::Torn(TornMode::SomeBits)));
         assert!(fs.write(a, 0, &bytes(2, 2048)).is_err());
@@ -477,12 +478,12 @@ fn torn_page_that_reads_erased_is_never_programmed_again() {
             }
         }
         for _ in 0..3 {
-            let mut fs = Fs::<&mut Sim>::mount(&mut sim).unwrap();
+            let mut fs = Fs::<&mut Sim>::mounted(&mut sim).unwrap();
             assert_eq!(read_all(&mut fs, a).unwrap(), bytes(1, 3000), "seed {seed}");
             fs.write(a, 0, &bytes(3, 2048)).unwrap();
             fs.flush(a).unwrap();
             fs.unmount().unwrap();
-            let mut fs = Fs::<&mut Sim>::mount(&mut sim).unwrap();
+            let mut fs = Fs::<&mut Sim>::mounted(&mut sim).unwrap();
             fs.write(a, 0, &bytes(1, 3000)).unwrap();
             fs.flush(a).unwrap();
             fs.unmount().unwrap();
@@ -502,7 +503,7 @@ fn torn_page_that_reads_erased_is_never_programmed_again() {
 /// a delete, all acknowledged by `flush` (so they live in the window, not in a
 /// checkpoint), then a crash.
 fn acknowledged_history(sim: &mut Sim) -> Vec<(u32, Option<Vec<u8>>)> {
-    let mut fs = Fs::<&mut Sim>::format(sim, cfg()).unwrap();
+    let mut fs = Fs::<&mut Sim>::formatted(sim, cfg()).unwrap();
     let a = fs.create(ObjKind::Object).unwrap();
     let b = fs.create(ObjKind::Object).unwrap();
     let c = fs.create(ObjKind::Object).unwrap();
@@ -554,7 +555,7 @@ fn recovery_sweep(len: u32) {
     let reads = {
         let mut s = base.clone();
         s.arm(FaultPlan::seeded(31));
-        Fs::<&mut Sim>::mount(&mut s).unwrap();
+        Fs::<&mut Sim>::mounted(&mut s).unwrap();
         s.reads_since_arm()
     };
     assert!(reads > 20, "recovery made {reads} reads");
@@ -565,7 +566,7 @@ fn recovery_sweep(len: u32) {
             read_fail_len: len,
             ..FaultConfig::default()
         }));
-        match Fs::<&mut Sim>::mount(&mut s) {
+        match Fs::<&mut Sim>::mounted(&mut s) {
             Ok(mut fs) => {
                 fs.flash_mut().disarm();
                 for (id, d) in &want {
@@ -592,7 +593,7 @@ fn recovery_sweep(len: u32) {
                     "read {k} failing ({len}x): mount failed with a plain {e:?}"
                 );
                 s.disarm();
-                let mut fs = Fs::<&mut Sim>::mount(&mut s).unwrap();
+                let mut fs = Fs::<&mut Sim>::mounted(&mut s).unwrap();
                 for (id, d) in &want {
                     if let Some(d) = d {
                         same(&read_all(&mut fs, *id).unwrap(), d).unwrap();
@@ -659,7 +660,7 @@ fn unreadable_page_in_the_window_is_reported_and_salvaged() {
     for st in 0..4 {
         s.inject_flips(PageAddr(victim), st, 40);
     }
-    match Fs::<&mut Sim>::mount(&mut s) {
+    match Fs::<&mut Sim>::mounted(&mut s) {
         Err(MountError::MediaLoss { page }) => assert_eq!(page, victim),
         Err(e) => panic!("mount with page {victim} unreadable: {e:?}"),
         Ok(mut fs) => {
@@ -674,8 +675,8 @@ fn unreadable_page_in_the_window_is_reported_and_salvaged() {
             }
         }
     }
-    let mut fs = Fs::<&mut Sim>::new(&mut s);
-    fs.mount_salvage_in_place().unwrap();
+    let mut fs = Fs::<&mut Sim>::new(&mut s, oftl::Config::new(), Default::default());
+    fs.mount_damaged(oftl::Damaged::Salvage).unwrap();
     assert_eq!(fs.create(ObjKind::Object), Err(WriteError::ReadOnly));
     let mut intact = 0;
     for (id, d) in &want {
@@ -698,7 +699,7 @@ fn checkpoint_search_survives_read_errors() {
     let mut base = Sim::heap(profile::TINY, FaultPlan::seeded(41));
     let a;
     {
-        let mut fs = Fs::<&mut Sim>::format(&mut base, cfg()).unwrap();
+        let mut fs = Fs::<&mut Sim>::formatted(&mut base, cfg()).unwrap();
         a = fs.create(ObjKind::Object).unwrap();
         for i in 0..3 {
             fs.write(a, 0, &bytes(i, 3000)).unwrap();
@@ -709,7 +710,7 @@ fn checkpoint_search_survives_read_errors() {
     let reads = {
         let mut s = base.clone();
         s.arm(FaultPlan::seeded(41));
-        Fs::<&mut Sim>::mount(&mut s).unwrap();
+        Fs::<&mut Sim>::mounted(&mut s).unwrap();
         s.reads_since_arm()
     };
     for k in 1..=reads as u32 {
@@ -720,7 +721,7 @@ fn checkpoint_search_survives_read_errors() {
             ..FaultConfig::default()
         }));
         let mut expect = bytes(2, 3000);
-        if let Ok(mut fs) = Fs::<&mut Sim>::mount(&mut s) {
+        if let Ok(mut fs) = Fs::<&mut Sim>::mounted(&mut s) {
             fs.flash_mut().disarm();
             for i in 10..14 {
                 fs.write(a, 0, &bytes(i, 3000)).unwrap();
@@ -731,7 +732,7 @@ fn checkpoint_search_survives_read_errors() {
         }
         s.disarm();
         for _ in 0..2 {
-            let mut fs = Fs::<&mut Sim>::mount(&mut s).unwrap();
+            let mut fs = Fs::<&mut Sim>::mounted(&mut s).unwrap();
             if let Err(e) = same(&read_all(&mut fs, a).unwrap(), &expect) {
                 panic!("read {k} failing: {e}");
             }
@@ -752,7 +753,7 @@ fn checkpoint_search_survives_read_errors() {
 fn no_space_never_poisons() {
     for (seed, target) in [(2, 85), (3, 75), (2, 95)] {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
-        let mut fs = Fs::<&mut Sim>::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::<&mut Sim>::formatted(&mut sim, cfg()).unwrap();
         churn(&mut fs, seed, target, 16000, |_, _| Flow::Go);
     }
 }
@@ -769,14 +770,14 @@ fn unreadable_newest_checkpoint_or_marker_is_never_taken_for_clean() {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(51));
         let a;
         {
-            let mut fs = Fs::<&mut Sim>::format(&mut sim, cfg()).unwrap();
+            let mut fs = Fs::<&mut Sim>::formatted(&mut sim, cfg()).unwrap();
             a = fs.create(ObjKind::Object).unwrap();
             fs.write(a, 0, &bytes(1, 3000)).unwrap();
             fs.unmount().unwrap();
         }
         let written_before: Vec<u32> = programmed_pages(&sim);
         {
-            let mut fs = Fs::<&mut Sim>::mount(&mut sim).unwrap();
+            let mut fs = Fs::<&mut Sim>::mounted(&mut sim).unwrap();
             fs.write(a, 0, &bytes(2, 9000)).unwrap();
             fs.flush(a).unwrap();
             if !damage_marker {
@@ -814,7 +815,7 @@ fn unreadable_newest_checkpoint_or_marker_is_never_taken_for_clean() {
         } else {
             bytes(3, 9000)
         };
-        match Fs::<&mut Sim>::mount(&mut sim) {
+        match Fs::<&mut Sim>::mounted(&mut sim) {
             Ok(mut fs) => {
                 if let Err(e) = same(&read_all(&mut fs, a).unwrap(), &want) {
                     panic!(

@@ -1,5 +1,8 @@
-//! The in-place API: a store built once (`new`/`new_const`) and formatted, mounted and
+//! The in-place API: a store built once (`new`, a `const fn`) and formatted, mounted and
 //! unmounted where it lives, as firmware does with a store in a `static`.
+
+mod common;
+use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use nand_hal::NandFlash;
@@ -25,20 +28,20 @@ fn bytes(seed: u8, len: usize) -> Vec<u8> {
 #[test]
 fn unmounted_store_refuses_io_until_formatted_or_mounted() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Fs::new(&mut sim);
+    let mut fs = Fs::new(&mut sim, cfg(), Greedy::DEFAULT);
     assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));
     assert_eq!(fs.write(1, 0, &[1]), Err(WriteError::Poisoned));
     let mut buf = [0u8; 4];
     assert_eq!(fs.read(1, 0, &mut buf), Err(ReadError::Poisoned));
     assert_eq!(fs.sync(), Err(WriteError::Poisoned));
-    assert_eq!(fs.unmount_in_place(), Err(WriteError::Poisoned));
+    assert_eq!(fs.unmount(), Err(WriteError::Poisoned));
     assert_eq!(fs.objects().collect::<Vec<_>>(), [Err(ReadError::Poisoned)]);
     assert_eq!(fs.size(1), Err(ReadError::Poisoned));
     // An erased device is not formatted; the store stays unmounted.
-    assert_eq!(fs.mount_in_place(), Err(MountError::NotFormatted));
+    assert_eq!(fs.mount(), Err(MountError::NotFormatted));
     assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));
     assert_eq!(fs.flash().counters().programs, 0, "nothing was written");
-    fs.format_in_place(cfg()).unwrap();
+    fs.format().unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     fs.write(o, 0, &bytes(1, 100)).unwrap();
     assert_eq!(fs.read(o, 0, &mut buf).unwrap(), 4);
@@ -48,18 +51,14 @@ fn unmounted_store_refuses_io_until_formatted_or_mounted() {
 #[test]
 fn format_mount_unmount_in_place() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
-    let mut fs = Fs::new_const(
-        &mut sim,
-        Greedy::DEFAULT,
-        profile::TINY.geometry,
-        profile::TINY.capabilities,
-    );
-    fs.format_in_place(cfg()).unwrap();
+    // `new` is a `const fn`: the store could be a `static`.
+    let mut fs = Fs::new(&mut sim, cfg(), Greedy::DEFAULT);
+    fs.format().unwrap();
     let a = fs.create(ObjKind::Object).unwrap();
     let b = fs.create(ObjKind::Object).unwrap();
     fs.write(a, 0, &bytes(2, 9000)).unwrap();
     fs.write(b, 0, &bytes(3, 100)).unwrap();
-    fs.unmount_in_place().unwrap();
+    fs.unmount().unwrap();
     assert_eq!(
         fs.write(a, 0, &[0]),
         Err(WriteError::Poisoned),
@@ -67,7 +66,7 @@ fn format_mount_unmount_in_place() {
     );
 
     // Clean mount in place: everything back, nothing scanned.
-    fs.mount_in_place().unwrap();
+    fs.mount().unwrap();
     assert_eq!(fs.stats().recovery_scanned_pages, 0);
     let mut buf = vec![0u8; 9000];
     assert_eq!(fs.read(a, 0, &mut buf).unwrap(), 9000);
@@ -79,7 +78,7 @@ fn format_mount_unmount_in_place() {
     fs.write(b, 100, &bytes(4, 3000)).unwrap();
     fs.flush(b).unwrap();
     fs.write(b, 3100, &bytes(5, 10)).unwrap(); // buffered, never flushed
-    fs.mount_in_place().unwrap();
+    fs.mount().unwrap();
     assert!(fs.stats().recovery_scanned_pages > 0, "crash recovery ran");
     let size = fs.size(b).unwrap();
     assert!(size == 3100 || size == 3110, "b is {size} bytes");
@@ -87,11 +86,11 @@ fn format_mount_unmount_in_place() {
     assert_eq!(&buf[..3000], &bytes(4, 3000)[..]);
 
     // Formatting in place again starts from nothing.
-    fs.format_in_place(cfg()).unwrap();
+    fs.format().unwrap();
     assert_eq!(fs.objects().count(), 0);
     assert_eq!(fs.size(a).ok(), None);
-    fs.unmount_in_place().unwrap();
-    fs.mount_in_place().unwrap();
+    fs.unmount().unwrap();
+    fs.mount().unwrap();
     assert_eq!(fs.objects().count(), 0);
     assert_eq!(fs.flash().counters().misuse, 0);
 }
@@ -101,17 +100,17 @@ fn by_value_and_in_place_paths_agree() {
     let mut a = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
     let mut b = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
     {
-        let mut fs = Fs::format(&mut a, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut a, cfg()).unwrap();
         let o = fs.create(ObjKind::Object).unwrap();
         fs.write(o, 0, &bytes(6, 5000)).unwrap();
         fs.unmount().unwrap();
     }
     {
-        let mut fs = Fs::new(&mut b);
-        fs.format_in_place(cfg()).unwrap();
+        let mut fs = Fs::new(&mut b, cfg(), Greedy::DEFAULT);
+        fs.format().unwrap();
         let o = fs.create(ObjKind::Object).unwrap();
         fs.write(o, 0, &bytes(6, 5000)).unwrap();
-        fs.unmount_in_place().unwrap();
+        fs.unmount().unwrap();
     }
     assert_eq!(a.counters(), b.counters(), "same operations on the device");
     let geo = a.geometry();
@@ -123,10 +122,10 @@ fn by_value_and_in_place_paths_agree() {
         assert!(pa == pb && oa == ob, "page {p} differs");
     }
     // Each store mounts the other's path's image.
-    let mut fs = Fs::mount(&mut a).unwrap();
+    let mut fs = Fs::mounted(&mut a).unwrap();
     assert_eq!(fs.objects().count(), 1);
-    let mut fs = Fs::new(&mut b);
-    fs.mount_in_place().unwrap();
+    let mut fs = Fs::new(&mut b, oftl::Config::new(), Greedy::DEFAULT);
+    fs.mount().unwrap();
     assert_eq!(fs.objects().count(), 1);
 }
 
@@ -134,9 +133,9 @@ fn by_value_and_in_place_paths_agree() {
 fn a_device_that_does_not_fit_is_refused_in_place() {
     let mut sim = SimNand::heap(profile::W25N01GV, FaultPlan::seeded(4));
     // 64-block tables for a 1024-block part.
-    let mut fs = Fs::new(&mut sim);
+    let mut fs = Fs::new(&mut sim, cfg(), Greedy::DEFAULT);
     assert!(matches!(
-        fs.format_in_place(cfg()),
+        fs.format(),
         Err(oftl::FormatError::Unsupported(oftl::Mismatch::Capacity))
     ));
     assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));

@@ -5,6 +5,7 @@
 //! writes (or the same with the interrupted operation applied).
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use common::*;
 use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand, TornMode};
@@ -58,10 +59,10 @@ fn run_case(
     let mut plan = FaultPlan::seeded(seed).with_cut(cut_at, kind);
     plan.faults.unstable_after_cut = true;
     let mut sim = SimNand::heap(profile, FaultPlan::seeded(seed));
-    Fs::format(&mut sim, cfg()).unwrap().unmount().unwrap();
+    Fs::formatted(&mut sim, cfg()).unwrap().unmount().unwrap();
     sim.arm(plan);
     let mut model = Pending::new(Model::new());
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     let mut i = 0;
     while i < ops.len() {
         let op = &ops[i];
@@ -99,7 +100,7 @@ fn run_case(
         drop(fs);
         sim.power_on();
         sim.disarm();
-        fs = Fs::mount(&mut sim).unwrap();
+        fs = Fs::mounted(&mut sim).unwrap();
         let seen = observe(&mut fs).unwrap();
         let after = lost_in.map(|op| model.apply(op));
         let before = model.allows(&seen, None);
@@ -120,7 +121,7 @@ fn run_case(
     drop(fs);
     prop_assert_eq!(sim.counters().misuse, 0);
     sim.disarm();
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     let seen = observe(&mut fs).unwrap();
     // The final drop is a crash too: unflushed writes may be lost, as a suffix.
     prop_assert!(

@@ -4,6 +4,7 @@
 //! unflushed writes; or the same after the one operation that was in flight, wholly.
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use common::*;
 use nand_hal::ecc::{SoftEcc, Strength};
@@ -204,7 +205,7 @@ impl Objects {
     }
 
     fn setup_on<F: NandFlash, P: SpacePolicy + Default>(&self, nand: F) -> Result<Oracle, String> {
-        let mut fs = FsOn::<F, P>::format(nand, cfg()).map_err(|e| format!("{e:?}"))?;
+        let mut fs = FsOn::<F, P>::formatted(nand, cfg()).map_err(|e| format!("{e:?}"))?;
         let mut m = Model::new();
         for op in &self.preload {
             run_op(&mut fs, &m, op).map_err(|e| format!("preload: {e:?}"))?;
@@ -222,7 +223,7 @@ impl Objects {
         nand: F,
         o: &mut Oracle,
     ) -> Result<(), String> {
-        let mut fs = FsOn::<F, P>::mount(nand).map_err(|e| format!("mount: {e:?}"))?;
+        let mut fs = FsOn::<F, P>::mounted(nand).map_err(|e| format!("mount: {e:?}"))?;
         for op in &self.ops {
             o.in_flight = Some(op.clone());
             run_op(&mut fs, &o.acked.durable, op).map_err(|e| format!("{op:?}: {e:?}"))?;
@@ -238,7 +239,7 @@ impl Objects {
         nand: F,
         o: &Oracle,
     ) -> Result<(), CheckError> {
-        let mut fs = match FsOn::<F, P>::mount(nand) {
+        let mut fs = match FsOn::<F, P>::mounted(nand) {
             Ok(fs) => fs,
             Err(MountError::Flash(e)) if nand_hal::Error::kind(&e) == ErrorKind::PowerLoss => {
                 return Err(CheckError::PowerLoss)
@@ -766,7 +767,7 @@ fn cold_copies_happen_and_survive_remount() {
     let mut nand = Sim::heap(profile::TINY, nand_hal::sim::FaultPlan::seeded(3));
     let s = cold_copies();
     let o = s.setup_with::<Greedy>(&mut nand).unwrap();
-    let mut fs = Fs::mount(&mut nand).unwrap();
+    let mut fs = Fs::mounted(&mut nand).unwrap();
     let mut acked = o.acked;
     let mut moved_before_changes = 0;
     let start = fs.flash().counters();
@@ -797,7 +798,7 @@ fn cold_copies_happen_and_survive_remount() {
     acked.allows(&observe(&mut fs).unwrap(), None).unwrap();
     drop(fs);
     // An unclean end: recovery replays the cold copies with the data head.
-    let mut fs = Fs::mount(&mut nand).unwrap();
+    let mut fs = Fs::mounted(&mut nand).unwrap();
     assert!(fs.stats().recovery_replayed_pages > 0);
     acked.allows(&observe(&mut fs).unwrap(), None).unwrap();
     fs.unmount().unwrap();

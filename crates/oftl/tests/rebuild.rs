@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use common::pages::{all_pages, kill};
 use common::{cfg, run_op, Fs, Model, Op, Rng, Sim};
@@ -78,7 +79,7 @@ fn workload_on(
     let mut m = Model::new();
     let mut deleted = Vec::new();
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         for _ in 0..ops {
             let op = gen_op(&mut rng, &m, logs);
             if run_op(&mut fs, &m, &op).is_ok() {
@@ -156,8 +157,10 @@ fn same_objects(seen: &Model, want: &Model, deleted: &[u32]) -> Result<(), Strin
 }
 
 fn rebuild(sim: &mut Sim) -> Result<oftl::SalvageReport, MountError<nand_hal::sim::SimError>> {
-    let mut fs = Fs::new(sim);
-    fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN])?;
+    let mut fs = Fs::new(sim, oftl::Config::new(), Default::default());
+    fs.mount_damaged(oftl::Damaged::Rebuild {
+        lost_meta_attrs: [0xFF; oftl::ATTR_LEN],
+    })?;
     Ok(fs.salvage_report().clone())
 }
 
@@ -175,7 +178,7 @@ fn rebuild_and_check(
         return Err("report does not say rebuilt".into());
     }
     if std::env::var("REBUILD_DEBUG").is_ok() {
-        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut fs = Fs::mounted(&mut sim).unwrap();
         let seen = common::observe(&mut fs).unwrap();
         eprintln!("state: {:?}", same_objects(&seen, want, deleted));
     }
@@ -189,7 +192,7 @@ fn rebuild_and_check(
         return Err(format!("live object {id} in doubt: {report:?}"));
     }
     let mut seen = {
-        let mut fs = Fs::mount(&mut sim).map_err(|e| format!("mount after rebuild: {e:?}"))?;
+        let mut fs = Fs::mounted(&mut sim).map_err(|e| format!("mount after rebuild: {e:?}"))?;
         let seen = common::observe(&mut fs)?;
         same_objects(&seen, want, deleted)?;
         // More work on the rebuilt store, through GC and checkpoints.
@@ -202,11 +205,10 @@ fn rebuild_and_check(
                 m = m.apply(&op);
             }
         }
-        fs.unmount_in_place()
-            .map_err(|e| format!("unmount: {e:?}"))?;
+        fs.unmount().map_err(|e| format!("unmount: {e:?}"))?;
         m
     };
-    let mut fs = Fs::mount(&mut sim).map_err(|e| format!("mount after more work: {e:?}"))?;
+    let mut fs = Fs::mounted(&mut sim).map_err(|e| format!("mount after more work: {e:?}"))?;
     let after = common::observe(&mut fs)?;
     seen.next_id = 0;
     if after.objs != seen.objs || after.logs != seen.logs {
@@ -278,7 +280,7 @@ fn a_lost_newest_checkpoint_refuses_a_normal_mount_and_rebuilds() {
     for p in ckpts.iter().filter(|p| p.seq == newest) {
         kill(&mut damaged, p.page);
     }
-    assert!(Fs::mount(&mut damaged.clone()).is_err());
+    assert!(Fs::mounted(&mut damaged.clone()).is_err());
     rebuild_and_check(&damaged, &want, &deleted, 40).unwrap();
 }
 
@@ -324,9 +326,12 @@ fn power_cuts_during_a_rebuild_leave_a_store_that_rebuilds_the_same() {
 #[test]
 fn a_rebuild_on_an_unsupported_store_is_refused_cleanly() {
     let mut sim = Sim::heap(TINY, FaultPlan::seeded(1));
-    let mut fs: Oftl<&mut Sim, 2048, 64, 4, 2> = Oftl::new(&mut sim);
+    let mut fs: Oftl<&mut Sim, 2048, 64, 4, 2> =
+        Oftl::new(&mut sim, oftl::Config::new(), Default::default());
     assert!(matches!(
-        fs.mount_rebuild_in_place([0xFF; oftl::ATTR_LEN]),
+        fs.mount_damaged(oftl::Damaged::Rebuild {
+            lost_meta_attrs: [0xFF; oftl::ATTR_LEN]
+        }),
         Err(MountError::NotFormatted)
     ));
     assert!(fs.flash().geometry().blocks() > 0);
@@ -346,7 +351,7 @@ fn a_crashed_store_without_checkpoints_is_rebuilt_to_an_acknowledged_state() {
         let mut pend = Pending::new(m);
         let last;
         {
-            let mut fs = Fs::mount(&mut sim).unwrap();
+            let mut fs = Fs::mounted(&mut sim).unwrap();
             let n = 5 + rng.below(40) as usize;
             let mut i = 0;
             loop {
@@ -391,7 +396,7 @@ fn a_crashed_store_without_checkpoints_is_rebuilt_to_an_acknowledged_state() {
             problems.push(format!("seed {seed}: rebuild {e:?}"));
             continue;
         }
-        let mut fs = Fs::mount(&mut sim).unwrap();
+        let mut fs = Fs::mounted(&mut sim).unwrap();
         let mut seen = common::observe(&mut fs).unwrap();
         let after = pend.apply(&op);
         let known = |id: &u32| {
@@ -432,7 +437,7 @@ fn a_store_without_a_readable_superblock_is_rebuilt() {
             kill(&mut damaged, p);
         }
         assert!(matches!(
-            Fs::mount(&mut damaged.clone()),
+            Fs::mounted(&mut damaged.clone()),
             Err(MountError::Corrupted)
         ));
         rebuild_and_check(&damaged, &want, &deleted, seed).unwrap_or_else(|e| panic!("{e}"));
@@ -488,7 +493,7 @@ fn a_data_page_whose_tag_does_not_read_puts_its_object_in_doubt() {
         // The page holding the object's second logical page, as a normal mount maps it.
         let page = {
             let mut probe = sim.clone();
-            let mut fs = Fs::mount(&mut probe).unwrap();
+            let mut fs = Fs::mounted(&mut probe).unwrap();
             let _ = fs.size(*id);
             pages
                 .iter()
@@ -500,7 +505,7 @@ fn a_data_page_whose_tag_does_not_read_puts_its_object_in_doubt() {
         let mut d2 = damaged.clone();
         kill(&mut d2, page);
         let report = rebuild(&mut d2).unwrap();
-        let mut fs = Fs::mount(&mut d2).unwrap();
+        let mut fs = Fs::mounted(&mut d2).unwrap();
         let mut buf = vec![0u8; data.len()];
         let whole = fs.read(*id, 0, &mut buf).is_ok() && buf == *data;
         assert!(
@@ -522,7 +527,7 @@ fn an_object_whose_metadata_page_is_lost_comes_back_named() {
     let data = common::bytes(9, 5000);
     let (x, y);
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         x = fs.create(oftl::ObjKind::Object).unwrap();
         y = fs.create(oftl::ObjKind::Object).unwrap();
         fs.write(x, 0, &data).unwrap();
@@ -542,7 +547,7 @@ fn an_object_whose_metadata_page_is_lost_comes_back_named() {
         kill(&mut damaged, p);
     }
     let check = |s: &mut Sim, tag: &str| {
-        let mut fs = Fs::mount(s).unwrap_or_else(|e| panic!("{tag}: {e:?}"));
+        let mut fs = Fs::mounted(s).unwrap_or_else(|e| panic!("{tag}: {e:?}"));
         let mut b = vec![0u8; 5000];
         assert_eq!(fs.size(x).unwrap(), 5000, "{tag}");
         fs.read(x, 0, &mut b).unwrap();

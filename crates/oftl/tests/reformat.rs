@@ -2,6 +2,9 @@
 //! re-flash): pages the old store left in blocks the new one has not erased yet must
 //! never be taken for the new store's, also after a power cut.
 
+mod common;
+use common::lifecycle::Lifecycle;
+
 use nand_hal::sim::{profile, CutKind, FaultPlan, HeapStorage, SimNand, TornMode};
 use oftl::{Config, ObjKind, Oftl};
 
@@ -25,7 +28,7 @@ fn bytes(seed: u8, len: usize) -> Vec<u8> {
 /// A part that held a store which wrote a lot (every block used at least once).
 fn used_part(seed: u64) -> Sim {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
-    let mut fs = Fs::format(&mut sim, cfg(1)).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg(1)).unwrap();
     let objs: Vec<u32> = (0..3)
         .map(|_| fs.create(ObjKind::Object).unwrap())
         .collect();
@@ -74,7 +77,7 @@ fn power_cuts_after_formatting_over_a_used_part() {
             CutKind::Torn(TornMode::Random),
         ] {
             let mut sim = base.clone();
-            let mut fs = Fs::format(&mut sim, cfg(2)).unwrap();
+            let mut fs = Fs::formatted(&mut sim, cfg(2)).unwrap();
             fs.flash_mut()
                 .arm(FaultPlan::seeded(9).with_cut(cut_at, kind));
             let mut acked = [0u64; 3];
@@ -86,7 +89,7 @@ fn power_cuts_after_formatting_over_a_used_part() {
             }
             sim.power_on();
             sim.disarm();
-            let mut fs = Fs::mount(&mut sim)
+            let mut fs = Fs::mounted(&mut sim)
                 .unwrap_or_else(|e| panic!("cut at {cut_at} ({kind:?}): mount failed: {e:?}"));
             for (i, &o) in [1u32, 2, 3].iter().enumerate() {
                 let size = fs.size(o).unwrap_or(0);

@@ -4,6 +4,7 @@
 //! simulator, checked against the crate's documented guarantees.
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -635,7 +636,7 @@ fn run<const C: usize>(s: &Setup, inj: &Shared) -> Outcome {
     let mut rng = Rng(s.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let faults = s.faults;
     let mut pend = Pending::new(Model::new());
-    let mut fs = match Fs::<C>::format(evil(&mut sim, inj), s.cfg) {
+    let mut fs = match Fs::<C>::formatted(evil(&mut sim, inj), s.cfg) {
         Ok(fs) => Some(fs),
         Err(e) => {
             out.problems.push(format!("format: {e:?}"));
@@ -707,7 +708,7 @@ fn run<const C: usize>(s: &Setup, inj: &Shared) -> Outcome {
                         let g = ij.progs;
                         ij.trace.push((g, 'M', tries));
                     }
-                    match Fs::<C>::mount(evil(&mut sim, inj)) {
+                    match Fs::<C>::mounted(evil(&mut sim, inj)) {
                         Ok(m) => break Some(m),
                         Err(MountError::Flash(x)) if x.kind() == ErrorKind::PowerLoss => {
                             sim.power_on();
@@ -725,7 +726,7 @@ fn run<const C: usize>(s: &Setup, inj: &Shared) -> Outcome {
                                     inj.borrow_mut().read_rule = None;
                                     println!(
                                         "fault-free: {:?}",
-                                        Fs::<C>::mount(evil(&mut sim, inj)).map(|_| ())
+                                        Fs::<C>::mounted(evil(&mut sim, inj)).map(|_| ())
                                     );
                                 }
                             }
@@ -737,10 +738,14 @@ fn run<const C: usize>(s: &Setup, inj: &Shared) -> Outcome {
                                 let saved = inj.borrow_mut().read_rule.take();
                                 let plan = *sim.plan();
                                 sim.disarm();
-                                let again = Fs::<C>::mount(evil(&mut sim, inj)).map(|_| ());
-                                let again2 = Fs::<C>::mount(evil(&mut sim, inj)).map(|_| ());
-                                let mut salv = Fs::<C>::new(evil(&mut sim, inj));
-                                let sres = salv.mount_salvage_in_place();
+                                let again = Fs::<C>::mounted(evil(&mut sim, inj)).map(|_| ());
+                                let again2 = Fs::<C>::mounted(evil(&mut sim, inj)).map(|_| ());
+                                let mut salv = Fs::<C>::new(
+                                    evil(&mut sim, inj),
+                                    oftl::Config::new(),
+                                    Default::default(),
+                                );
+                                let sres = salv.mount_damaged(oftl::Damaged::Salvage);
                                 drop(salv);
                                 note = format!(" [fault-free remounts: {again:?} {again2:?}, salvage {sres:?}]");
                                 dump_ckpt(&sim);
@@ -904,7 +909,7 @@ fn run<const C: usize>(s: &Setup, inj: &Shared) -> Outcome {
         sim.power_on();
     }
     sim.disarm();
-    match Fs::<C>::mount(evil(&mut sim, inj)) {
+    match Fs::<C>::mounted(evil(&mut sim, inj)) {
         Ok(mut m) => match observe(&mut m) {
             Ok(seen) => {
                 if let Err(msg) = pend.allows(&seen, None) {
@@ -1102,7 +1107,7 @@ fn explore_cuts() {
 fn appends_with_failed_erase(k: u64, n: usize) -> Result<(), (usize, WriteError<SimErr>)> {
     let inj: Shared = Rc::default();
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
+    let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
     inj.borrow_mut().active = true;
     inj.borrow_mut().fail_erase.insert(k);
     let log = fs.create(ObjKind::Log).map_err(|e| (0, e))?;
@@ -1125,7 +1130,7 @@ fn explore_append_erase() {
 fn gc_with_failed_erase(k: u64, w: u16) -> Result<(), (usize, WriteError<SimErr>)> {
     let inj: Shared = Rc::default();
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(w)).unwrap();
+    let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(w)).unwrap();
     inj.borrow_mut().active = true;
     inj.borrow_mut().fail_erase.insert(k);
     let mut ids = Vec::new();
@@ -1167,7 +1172,7 @@ fn checkpoint_tie(read_fail_mount2: bool, after: u32) -> Result<(), String> {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(3));
     let (a, want);
     {
-        let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(6)).unwrap();
+        let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(6)).unwrap();
         a = fs.create(ObjKind::Object).unwrap();
         fs.write(a, 0, &bytes(1, 5000)).unwrap();
         fs.sync().unwrap();
@@ -1219,7 +1224,7 @@ fn checkpoint_tie(read_fail_mount2: bool, after: u32) -> Result<(), String> {
     }
     // Mount 1 recovers; the power goes at its first erase of a checkpoint block.
     inj.borrow_mut().cut_erase_of = vec![2, 3, 4, 5];
-    match Fs::<4>::mount(evil(&mut sim, &inj)) {
+    match Fs::<4>::mounted(evil(&mut sim, &inj)) {
         Ok(_) => return Err("mount 1 erased no checkpoint block".into()),
         Err(MountError::Flash(e)) if e.kind() == ErrorKind::PowerLoss => {}
         Err(e) => return Err(format!("mount 1: {e:?}")),
@@ -1231,7 +1236,7 @@ fn checkpoint_tie(read_fail_mount2: bool, after: u32) -> Result<(), String> {
         inj.borrow_mut().read_rule = Some(Box::new(move |p, _, _| p == bad));
         inj.borrow_mut().active = true;
     }
-    let mut fs = match Fs::<4>::mount(evil(&mut sim, &inj)) {
+    let mut fs = match Fs::<4>::mounted(evil(&mut sim, &inj)) {
         Ok(fs) => fs,
         Err(MountError::MediaLoss { page }) => {
             println!("mount 2: media loss at {page} (landed page {bad})");
@@ -1459,7 +1464,7 @@ fn explore_random() {
 fn read_only_after_a_failed_checkpoint_still_reads() {
     let inj: Shared = Rc::default();
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(4));
-    let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
+    let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
     fs.flash_mut().sim.fail_next_erase(BlockAddr(3));
     fs.flash_mut().sim.fail_next_erase(BlockAddr(4));
     let a = fs.create(ObjKind::Object).unwrap();
@@ -1504,7 +1509,7 @@ fn read_only_after_a_failed_checkpoint_still_reads() {
 fn gc_with_unreadable_victim(fails: u32) -> Result<(), String> {
     let inj: Shared = Rc::default();
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(5));
-    let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
+    let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
     let a = fs.create(ObjKind::Object).unwrap();
     let want = bytes(1, 2 * 2048);
     fs.write(a, 0, &want).unwrap();
@@ -1541,7 +1546,7 @@ fn gc_with_unreadable_victim(fails: u32) -> Result<(), String> {
         // An error is fine: nothing is lost, the handle may be poisoned.
         Err(ge) => {
             drop(fs);
-            let mut fs = Fs::<4>::mount(evil(&mut sim, &inj)).map_err(|e| format!("{e:?}"))?;
+            let mut fs = Fs::<4>::mounted(evil(&mut sim, &inj)).map_err(|e| format!("{e:?}"))?;
             let mut got = vec![0u8; want.len()];
             fs.read(a, 0, &mut got)
                 .map_err(|e| format!("read after gc_step {ge:?}: {e:?}"))?;
@@ -1612,7 +1617,7 @@ fn gc_never_frees_a_page_it_could_not_read() {
 fn log_read_never_skips_a_record_it_could_not_read() {
     let inj: Shared = Rc::default();
     let mut sim = Sim::heap(tiny_raw(), FaultPlan::seeded(6));
-    let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
+    let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
     let log = fs.create(ObjKind::Log).unwrap();
     let r1 = bytes(1, 300);
     let r2 = bytes(2, 300);
@@ -1679,7 +1684,7 @@ fn full_then_delete<const C: usize>(w: u16, seed: u64, arm: impl Fn(&mut Inj)) -
     let inj: Shared = Rc::default();
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
     let mut probs = Vec::new();
-    let mut fs = Fs::<C>::format(evil(&mut sim, &inj), tiny_cfg(w)).unwrap();
+    let mut fs = Fs::<C>::formatted(evil(&mut sim, &inj), tiny_cfg(w)).unwrap();
     let mut rng = Rng(seed * 3 + 1);
     let mut ids = Vec::new();
     let mut nospace = 0;
@@ -1738,7 +1743,7 @@ fn full_then_delete<const C: usize>(w: u16, seed: u64, arm: impl Fn(&mut Inj)) -
                         let g = ij.progs;
                         ij.trace.push((g, 'M', tries));
                     }
-                    match Fs::<C>::mount(evil(&mut sim, &inj)) {
+                    match Fs::<C>::mounted(evil(&mut sim, &inj)) {
                         Ok(m) => break m,
                         Err(MountError::Flash(x))
                             if x.kind() == ErrorKind::PowerLoss && tries < 10 =>
@@ -1891,7 +1896,7 @@ fn checkpoint_retry_never_erases_the_only_valid_checkpoint() {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(7));
     let a;
     {
-        let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
+        let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
         fs.flash_mut().sim.fail_next_erase(BlockAddr(3));
         fs.flash_mut().sim.fail_next_erase(BlockAddr(4));
         a = fs.create(ObjKind::Object).unwrap();
@@ -1922,11 +1927,11 @@ fn checkpoint_retry_never_erases_the_only_valid_checkpoint() {
     sim.power_on();
     // If the sync succeeded, the cut armed for block 5's erase may hit the recovery's
     // own checkpoint (block 5 then holds only older checkpoints): mount once more.
-    if let Err(oftl::MountError::Flash(e)) = Fs::<4>::mount(evil(&mut sim, &inj)).map(|_| ()) {
+    if let Err(oftl::MountError::Flash(e)) = Fs::<4>::mounted(evil(&mut sim, &inj)).map(|_| ()) {
         assert_eq!(e.kind(), ErrorKind::PowerLoss, "{e:?}");
         sim.power_on();
     }
-    let mut fs = match Fs::<4>::mount(evil(&mut sim, &inj)) {
+    let mut fs = match Fs::<4>::mounted(evil(&mut sim, &inj)) {
         Ok(fs) => fs,
         Err(e) => panic!(
             "mount after a cut during a checkpoint retry: {e:?} (checkpoint blocks: 3, 4 \
@@ -1951,7 +1956,7 @@ fn checkpoint_retried_after_failed_program_still_mounts() {
     let mut sim = Sim::heap(tiny_raw(), FaultPlan::seeded(8));
     let a;
     {
-        let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(6)).unwrap();
+        let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(6)).unwrap();
         a = fs.create(ObjKind::Object).unwrap();
         fs.write(a, 0, &bytes(1, 5000)).unwrap();
         fs.sync().unwrap();
@@ -1967,9 +1972,13 @@ fn checkpoint_retried_after_failed_program_still_mounts() {
         fs.write(a, 0, &bytes(3, 5000)).unwrap();
         fs.flush(a).unwrap();
     }
-    let r = Fs::<4>::mount(evil(&mut sim, &inj)).map(|_| ());
-    let mut salvage = Fs::<4>::new(evil(&mut sim, &inj));
-    let s = salvage.mount_salvage_in_place();
+    let r = Fs::<4>::mounted(evil(&mut sim, &inj)).map(|_| ());
+    let mut salvage = Fs::<4>::new(
+        evil(&mut sim, &inj),
+        oftl::Config::new(),
+        Default::default(),
+    );
+    let s = salvage.mount_damaged(oftl::Damaged::Salvage);
     assert!(
         r.is_ok(),
         "mount: {r:?}, salvage mount: {s:?} (a good copy of the newest checkpoint, with its \
@@ -2031,7 +2040,7 @@ fn torn_checkpoint_flip(objects: u32, n: u64, well_first: bool) -> Result<(), St
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(9));
     let mut want: Vec<(u32, Vec<u8>)> = Vec::new();
     {
-        let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
+        let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
         for i in 0..objects {
             let id = fs.create(ObjKind::Object).unwrap();
             let d = bytes(i, 3 * 2048);
@@ -2071,7 +2080,7 @@ fn torn_checkpoint_flip(objects: u32, n: u64, well_first: bool) -> Result<(), St
         let at = i.ops + n;
         i.cuts = vec![(at, CutKind::Clean)];
     }
-    let m2 = Fs::<4>::mount(evil(&mut sim, &inj)).map(|_| ());
+    let m2 = Fs::<4>::mounted(evil(&mut sim, &inj)).map(|_| ());
     sim.power_on();
     {
         let mut i = inj.borrow_mut();
@@ -2085,7 +2094,7 @@ fn torn_checkpoint_flip(objects: u32, n: u64, well_first: bool) -> Result<(), St
         return Ok(()); // mount 2 finished: its checkpoint is newer than the torn one
     }
     // Mount 3: the torn page reads well.
-    let mut fs = match Fs::<4>::mount(evil(&mut sim, &inj)) {
+    let mut fs = match Fs::<4>::mounted(evil(&mut sim, &inj)) {
         Ok(fs) => fs,
         Err(MountError::MediaLoss { .. }) => return Ok(()),
         Err(e) => return Err(format!("mount 3 (mount 2 cut at op {n}): {e:?}")),
@@ -2145,7 +2154,7 @@ fn crash_recovery_with_failing_free_blocks(k: usize, fill: u32) -> Result<String
     let mut want = Vec::new();
     let free: Vec<u32>;
     {
-        let mut fs = Fs::<4>::format(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
+        let mut fs = Fs::<4>::formatted(evil(&mut sim, &inj), tiny_cfg(4)).unwrap();
         let mut i = 0;
         loop {
             let id = match fs.create(ObjKind::Object) {
@@ -2183,11 +2192,15 @@ fn crash_recovery_with_failing_free_blocks(k: usize, fill: u32) -> Result<String
     for &b in free.iter().take(k) {
         sim.fail_next_erase(BlockAddr(b));
     }
-    let mut fs = match Fs::<4>::mount(evil(&mut sim, &inj)) {
+    let mut fs = match Fs::<4>::mounted(evil(&mut sim, &inj)) {
         Ok(fs) => fs,
         Err(e) => {
-            let mut sv = Fs::<4>::new(evil(&mut sim, &inj));
-            let sres = sv.mount_salvage_in_place();
+            let mut sv = Fs::<4>::new(
+                evil(&mut sim, &inj),
+                oftl::Config::new(),
+                Default::default(),
+            );
+            let sres = sv.mount_damaged(oftl::Damaged::Salvage);
             let mut readable = 0;
             if sres.is_ok() {
                 for (id, d) in &want {

@@ -1,6 +1,7 @@
 //! Bad blocks (factory and grown), scrubbing, corrupted images, and the RAM bound.
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use common::*;
 use nand_hal::sim::{profile, FaultConfig, FaultPlan, SimNand};
@@ -34,11 +35,11 @@ fn superblock_survives_bad_first_blocks() {
     for b in [0, 1, 3] {
         sim.mark_bad(BlockAddr(b)).unwrap();
     }
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     fs.write(o, 0, &bytes(1, 9000)).unwrap();
     fs.unmount().unwrap();
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     let mut buf = vec![0u8; 9000];
     fs.read(o, 0, &mut buf).unwrap();
     assert_eq!(buf, bytes(1, 9000));
@@ -54,7 +55,7 @@ fn factory_bad_blocks_are_never_used() {
         ..FaultConfig::default()
     });
     let mut sim = SimNand::heap(profile::TINY, plan);
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     for r in 0..30u32 {
         fs.write(o, 0, &bytes(r, 100_000)).unwrap();
@@ -69,7 +70,7 @@ fn factory_bad_blocks_are_never_used() {
 #[test]
 fn grown_bad_blocks_are_retired_with_data_moved() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(13));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     fs.write(o, 0, &bytes(1, 30_000)).unwrap();
     for b in (4..64).step_by(3) {
@@ -94,7 +95,7 @@ fn grown_bad_blocks_are_retired_with_data_moved() {
     fs.read(o, 0, &mut buf).unwrap();
     assert_eq!(buf, expect);
     fs.unmount().unwrap();
-    let mut fs = Fs::mount(&mut sim).unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     fs.read(o, 0, &mut buf).unwrap();
     assert_eq!(buf, expect);
     let bad = fs
@@ -110,7 +111,7 @@ fn grown_bad_blocks_are_retired_with_data_moved() {
 #[test]
 fn reads_at_the_scrub_threshold_get_their_blocks_moved() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(14));
-    let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     fs.write(o, 0, &bytes(5, 200_000)).unwrap();
     fs.sync().unwrap();
@@ -140,7 +141,7 @@ fn corrupted_images_never_panic() {
     for seed in 0..40u64 {
         let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(seed));
         {
-            let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+            let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
             for k in 0..3u32 {
                 let o = fs.create(ObjKind::Object).unwrap();
                 fs.write(o, 0, &bytes(k, 20_000)).unwrap();
@@ -151,7 +152,7 @@ fn corrupted_images_never_panic() {
         }
         sim.scribble(seed, 2 + (seed as u32 % 5) * 40);
         sim.disarm();
-        match Fs::mount(&mut sim) {
+        match Fs::mounted(&mut sim) {
             Ok(mut fs) => {
                 // Whatever survived must be readable or report an error, not panic.
                 // The object table is on flash too: listing may stop at a damaged page
@@ -182,7 +183,7 @@ fn corrupted_images_never_panic() {
 fn garbage_device_is_not_formatted() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(99));
     sim.scribble(99, 1000);
-    match Fs::mount(&mut sim) {
+    match Fs::mounted(&mut sim) {
         Err(MountError::NotFormatted | MountError::Corrupted | MountError::Flash(_)) => {}
         Err(e) => panic!("unexpected {e:?}"),
         Ok(_) => panic!("garbage mounted"),
@@ -205,7 +206,7 @@ mod images {
         ) {
             let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
             {
-                let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+                let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
                 let o = fs.create(ObjKind::Object).unwrap();
                 fs.write(o, 0, &bytes(1, 30_000)).unwrap();
                 let l = fs.create(ObjKind::Log).unwrap();
@@ -227,7 +228,7 @@ mod images {
                 let col = if at < 2048 { at as u32 } else { 0 };
                 sim.poke(PageAddr(page), col, &data, &oob);
             }
-            if let Ok(mut fs) = Fs::mount(&mut sim) {
+            if let Ok(mut fs) = Fs::mounted(&mut sim) {
                 // The object table is on flash too: listing may stop at a damaged page
                 // with a clear error.
                 let ids: Vec<u32> = fs.objects().map_while(Result::ok).collect();

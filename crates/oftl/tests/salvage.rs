@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use common::pages::{all_pages, changed_pages, data_head, kill, Pg};
 use common::repair;
@@ -45,7 +46,7 @@ fn gap_across_a_transaction_boundary_stops_the_replay_before_both() {
     let v1z = bytes(5, 3 * PAGE);
     let before;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         x = fs.create(ObjKind::Object).unwrap();
         y = fs.create(ObjKind::Object).unwrap();
         z = fs.create(ObjKind::Object).unwrap();
@@ -84,11 +85,11 @@ fn gap_across_a_transaction_boundary_stops_the_replay_before_both() {
     kill(&mut sim, a);
     kill(&mut sim, b);
     assert!(matches!(
-        Fs::mount(&mut sim),
+        Fs::mounted(&mut sim),
         Err(MountError::MediaLoss { .. })
     ));
-    let mut fs = Fs::new(&mut sim);
-    fs.mount_salvage_in_place().unwrap();
+    let mut fs = Fs::new(&mut sim, oftl::Config::new(), Default::default());
+    fs.mount_damaged(oftl::Damaged::Salvage).unwrap();
     let gx = read_all(&mut fs, x).unwrap();
     let gy = read_all(&mut fs, y).unwrap();
     let gz = read_all(&mut fs, z).unwrap();
@@ -237,7 +238,7 @@ fn crashed_store(seed: u64, pre: usize, post: usize) -> Option<(Sim, Sim, Histor
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let synced;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         work(&mut fs, &mut rng, &mut h, &mut ids, pre);
         fs.sync().unwrap();
         synced = Sim::clone(&**fs.flash());
@@ -320,7 +321,7 @@ fn every_window_page_lost_in_turn() {
             let tag = format!("seed {seed} page {v}");
             let mut s = base.clone();
             kill(&mut s, v);
-            match Fs::mount(&mut s) {
+            match Fs::mounted(&mut s) {
                 // The data head's last page unreadable reads as the page a cut tore: its
                 // transaction is dropped (no read tells a torn page from a lost one).
                 Ok(_) if Some(v) == last => continue,
@@ -341,8 +342,8 @@ fn every_window_page_lost_in_turn() {
                 }
             }
             let (sal, report) = {
-                let mut fs = Fs::new(&mut s);
-                if let Err(e) = fs.mount_salvage_in_place() {
+                let mut fs = Fs::new(&mut s, oftl::Config::new(), Default::default());
+                if let Err(e) = fs.mount_damaged(oftl::Damaged::Salvage) {
                     problems.push(format!("{tag}: salvage {e:?}"));
                     continue;
                 }
@@ -350,8 +351,8 @@ fn every_window_page_lost_in_turn() {
             };
             problems.extend(held_states(&sal, &h, &report, &tags, &tag));
             {
-                let mut fs = Fs::new(&mut s);
-                if let Err(e) = fs.mount_repair_in_place() {
+                let mut fs = Fs::new(&mut s, oftl::Config::new(), Default::default());
+                if let Err(e) = fs.mount_damaged(oftl::Damaged::Repair) {
                     problems.push(format!("{tag}: repair {e:?}"));
                     continue;
                 }
@@ -359,7 +360,7 @@ fn every_window_page_lost_in_turn() {
                     problems.push(format!("{tag}: repair reports otherwise than salvage"));
                 }
             }
-            let mut fs = match Fs::mount(&mut s) {
+            let mut fs = match Fs::mounted(&mut s) {
                 Ok(f) => f,
                 Err(e) => {
                     problems.push(format!("{tag}: mount after repair {e:?}"));
@@ -387,7 +388,7 @@ fn every_window_page_lost_in_turn() {
                 200,
             );
             drop(fs);
-            match Fs::mount(&mut s) {
+            match Fs::mounted(&mut s) {
                 Ok(mut fs) => {
                     for (id, r) in snapshot(&mut fs, &h2) {
                         if r != Ok(cur(&h2, id)) {
@@ -473,7 +474,7 @@ fn read_errors_during_repair() {
         let victim = changed_pages(&synced, &base).into_iter().rev().find(|&v| {
             let mut s = base.clone();
             kill(&mut s, v);
-            matches!(Fs::mount(&mut s), Err(MountError::MediaLoss { .. }))
+            matches!(Fs::mounted(&mut s), Err(MountError::MediaLoss { .. }))
         });
         let tags = all_pages(&base);
         for damaged in [victim, None] {

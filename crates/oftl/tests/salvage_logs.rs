@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 mod common;
+use common::lifecycle::Lifecycle;
 
 use common::pages::{all_pages, changed_pages, kill, Pg};
 use common::repair;
@@ -53,7 +54,7 @@ fn trim_after_a_data_head_loss_with_a_later_append() {
     let (l, x);
     let synced;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         l = fs.create(ObjKind::Log).unwrap();
         x = fs.create(ObjKind::Object).unwrap();
         for r in [b'a', b'b', b'c'] {
@@ -92,11 +93,11 @@ fn trim_after_a_data_head_loss_with_a_later_append() {
         .page;
     kill(&mut sim, d0);
     assert!(matches!(
-        Fs::mount(&mut sim),
+        Fs::mounted(&mut sim),
         Err(MountError::MediaLoss { .. })
     ));
-    let mut fs = Fs::new(&mut sim);
-    fs.mount_salvage_in_place().unwrap();
+    let mut fs = Fs::new(&mut sim, oftl::Config::new(), Default::default());
+    fs.mount_damaged(oftl::Damaged::Salvage).unwrap();
     let got = log_records(&mut fs, l);
     let rep = fs.salvage_report().clone();
     assert!(
@@ -323,7 +324,7 @@ fn lcrashed(seed: u64, pre: usize, post: usize) -> Option<(Sim, Sim, Hist)> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let synced;
     {
-        let mut fs = Fs::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
         lwork(&mut fs, &mut rng, &mut h, pre);
         fs.sync().unwrap();
         synced = Sim::clone(&**fs.flash());
@@ -407,14 +408,14 @@ fn sweep_with_logs_every_window_page_lost() {
             let tag = format!("seed {seed} page {v}");
             let mut s = base.clone();
             kill(&mut s, v);
-            match Fs::mount(&mut s) {
+            match Fs::mounted(&mut s) {
                 Ok(mut fs) => {
                     let normal = lsnap(&mut fs, &h);
                     drop(fs);
                     let mut s2 = base.clone();
                     kill(&mut s2, v);
-                    let mut fs = Fs::new(&mut s2);
-                    match fs.mount_repair_in_place() {
+                    let mut fs = Fs::new(&mut s2, oftl::Config::new(), Default::default());
+                    match fs.mount_damaged(oftl::Damaged::Repair) {
                         Ok(()) => {
                             let r = lsnap(&mut fs, &h);
                             if r != normal {
@@ -434,8 +435,8 @@ fn sweep_with_logs_every_window_page_lost() {
             }
             let c0 = s.counters();
             let (sal, rep) = {
-                let mut fs = Fs::new(&mut s);
-                if let Err(e) = fs.mount_salvage_in_place() {
+                let mut fs = Fs::new(&mut s, oftl::Config::new(), Default::default());
+                if let Err(e) = fs.mount_damaged(oftl::Damaged::Salvage) {
                     problems.push(format!("{tag}: salvage {e:?}"));
                     continue;
                 }
@@ -467,8 +468,8 @@ fn sweep_with_logs_every_window_page_lost() {
                 ));
             }
             {
-                let mut fs = Fs::new(&mut s);
-                if let Err(e) = fs.mount_repair_in_place() {
+                let mut fs = Fs::new(&mut s, oftl::Config::new(), Default::default());
+                if let Err(e) = fs.mount_damaged(oftl::Damaged::Repair) {
                     problems.push(format!("{tag}: repair {e:?}"));
                     continue;
                 }
@@ -476,7 +477,7 @@ fn sweep_with_logs_every_window_page_lost() {
                     problems.push(format!("{tag}: repair report differs"));
                 }
             }
-            let mut fs = match Fs::mount(&mut s) {
+            let mut fs = match Fs::mounted(&mut s) {
                 Ok(f) => f,
                 Err(e) => {
                     problems.push(format!("{tag}: mount after repair {e:?}"));
@@ -498,7 +499,7 @@ fn sweep_with_logs_every_window_page_lost() {
             }
             lwork(&mut fs, &mut Rng(v as u64 * 31 + seed), &mut h2, 150);
             drop(fs);
-            match Fs::mount(&mut s) {
+            match Fs::mounted(&mut s) {
                 Ok(mut fs) => {
                     for (id, r) in lsnap(&mut fs, &h2) {
                         if r != Ok(cur(&h2, id)) {
@@ -598,8 +599,8 @@ fn read_errors_during_repair_with_logs() {
             kill(&mut s, dv);
             let sal = {
                 let mut t = s.clone();
-                let mut fs = Fs::new(&mut t);
-                fs.mount_repair_in_place().unwrap();
+                let mut fs = Fs::new(&mut t, oftl::Config::new(), Default::default());
+                fs.mount_damaged(oftl::Damaged::Repair).unwrap();
                 lsnap(&mut fs, &h)
             };
             let name = format!("seed {seed} lost {dv}");
@@ -646,11 +647,11 @@ fn two_losses_one_per_head_are_both_reported() {
     kill(&mut s, 302);
     kill(&mut s, 464);
     assert!(matches!(
-        Fs::mount(&mut s),
+        Fs::mounted(&mut s),
         Err(MountError::MediaLoss { .. })
     ));
-    let mut fs = Fs::new(&mut s);
-    fs.mount_repair_in_place().unwrap();
+    let mut fs = Fs::new(&mut s, oftl::Config::new(), Default::default());
+    fs.mount_damaged(oftl::Damaged::Repair).unwrap();
     let rep = fs.salvage_report().clone();
     let got = lsnap(&mut fs, &h);
     let nine = got[&9].clone().unwrap();

@@ -17,6 +17,7 @@ use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, Greedy, ObjKind, Oftl, SpacePolicy, ATTR_LEN};
 
 mod common;
+use common::lifecycle::Lifecycle;
 use common::Rng;
 
 type Sim = SimNand<HeapStorage>;
@@ -111,7 +112,7 @@ fn churn<P: SpacePolicy + Clone>(
     let mut model: BTreeMap<u32, Obj> = BTreeMap::new();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut max_id = 0;
-    let mut fs = Fs::<P>::format_with_policy(&mut sim, cfg(), policy.clone()).unwrap();
+    let mut fs = Fs::<P>::formatted_with(&mut sim, cfg(), policy.clone()).unwrap();
     let mut step = 0;
     while step < steps {
         step += 1;
@@ -188,18 +189,18 @@ fn churn<P: SpacePolicy + Clone>(
             fs.sync().unwrap();
             let u = used(&fs);
             fs.unmount().unwrap();
-            fs = Fs::<P>::mount_with_policy(&mut sim, policy.clone()).unwrap();
+            fs = Fs::<P>::mounted_with(&mut sim, policy.clone()).unwrap();
             assert_eq!(used(&fs), u, "{ctx}: used pages across a clean remount");
             check_all(&mut fs, &model, &format!("{ctx} (after remount)"));
         } else if crash {
             let (used_now, free) = (used(&fs), free_blocks(&fs));
             drop(fs);
             let p0 = sim.counters().programs;
-            match Fs::<P>::mount_with_policy(&mut sim, policy.clone()) {
+            match Fs::<P>::mounted_with(&mut sim, policy.clone()) {
                 Ok(f) => fs = f,
                 Err(e) => {
                     let p1 = sim.counters().programs;
-                    let again = Fs::<P>::mount_with_policy(&mut sim, policy.clone()).err();
+                    let again = Fs::<P>::mounted_with(&mut sim, policy.clone()).err();
                     panic!(
                         "{ctx}: recovery failed {e:?} after {} programs ({used_now} of 704 pages \
                          used, {free} free blocks at the crash); mounting again: {again:?}",
@@ -220,7 +221,7 @@ fn churn<P: SpacePolicy + Clone>(
     }
     check_all(&mut fs, &model, "end");
     fs.unmount().unwrap();
-    let mut fs = Fs::<P>::mount_with_policy(&mut sim, policy).unwrap();
+    let mut fs = Fs::<P>::mounted_with(&mut sim, policy).unwrap();
     check_all(&mut fs, &model, "end remount");
     drain(&mut fs, &model, 1, &format!("seed {seed}"));
     drop(fs);
@@ -286,7 +287,7 @@ fn cut_churn<P: SpacePolicy + Clone>(policy: P, seed: u64, steps: u32, live_targ
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(seed));
     let mut model: BTreeMap<u32, Obj> = BTreeMap::new();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let mut fs = Fs::<P>::format_with_policy(&mut sim, cfg(), policy.clone()).unwrap();
+    let mut fs = Fs::<P>::formatted_with(&mut sim, cfg(), policy.clone()).unwrap();
     let kinds = [
         CutKind::Clean,
         CutKind::Torn(TornMode::SomeBits),
@@ -391,7 +392,7 @@ fn cut_churn<P: SpacePolicy + Clone>(policy: P, seed: u64, steps: u32, live_targ
             } else {
                 sim.disarm();
             }
-            match Fs::<P>::mount_with_policy(&mut sim, policy.clone()) {
+            match Fs::<P>::mounted_with(&mut sim, policy.clone()) {
                 Ok(f) if f.flash().is_powered() => break f,
                 Ok(f) => drop(f),
                 Err(e) => {
@@ -474,7 +475,7 @@ fn cuts_para() {
 #[test]
 fn ids_past_the_first_table_leaf() {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(77));
-    let mut fs = Fs::<Greedy>::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::<Greedy>::formatted(&mut sim, cfg()).unwrap();
     let mut model: BTreeMap<u32, Obj> = BTreeMap::new();
     let per_leaf = 512 * 64;
     let mut keep = |id: u32| id % 4099 == 1 || (per_leaf - 3..per_leaf + 3).contains(&id);
@@ -512,10 +513,10 @@ fn ids_past_the_first_table_leaf() {
         o.data[100..3100].copy_from_slice(&d);
     }
     drop(fs);
-    let mut fs = Fs::<Greedy>::mount(&mut sim).unwrap();
+    let mut fs = Fs::<Greedy>::mounted(&mut sim).unwrap();
     check_all(&mut fs, &model, "after crash");
     fs.unmount().unwrap();
-    let mut fs = Fs::<Greedy>::mount(&mut sim).unwrap();
+    let mut fs = Fs::<Greedy>::mounted(&mut sim).unwrap();
     check_all(&mut fs, &model, "after remount");
     // Only the table root stays: emptied table leaves are dropped like objects' leaves.
     drain(&mut fs, &model, 1, "past the first table leaf");
@@ -532,7 +533,7 @@ fn ids_past_the_first_table_leaf() {
 fn sparse_objects_deep_chains() {
     for seed in 0..4 {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(900 + seed));
-        let mut fs = Fs::<Greedy>::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::<Greedy>::formatted(&mut sim, cfg()).unwrap();
         let mut rng = Rng(seed * 7919 + 3);
         // Object -> (size, page contents by lpn; unlisted pages read as zeros).
         let mut model: BTreeMap<u32, (u64, BTreeMap<u32, u8>)> = BTreeMap::new();
@@ -583,7 +584,7 @@ fn sparse_objects_deep_chains() {
                 }
                 17 => {
                     fs.unmount().unwrap();
-                    fs = Fs::<Greedy>::mount(&mut sim).unwrap();
+                    fs = Fs::<Greedy>::mounted(&mut sim).unwrap();
                     check(&mut fs, &model, &ctx);
                 }
                 18 => {
@@ -591,7 +592,7 @@ fn sparse_objects_deep_chains() {
                 }
                 _ => {
                     drop(fs);
-                    fs = match Fs::<Greedy>::mount(&mut sim) {
+                    fs = match Fs::<Greedy>::mounted(&mut sim) {
                         Ok(f) => f,
                         Err(e) => panic!("{ctx}: recovery failed: {e:?}"),
                     };
@@ -631,7 +632,7 @@ fn gc_with_a_leaf_per_page_near_capacity() {
 fn gc_leaf_per_page(pct: u64, leaves: u32, near_capacity: bool) {
     for seed in 0..2u64 {
         let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(300 + seed));
-        let mut fs = Fs::<Greedy>::format(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::<Greedy>::formatted(&mut sim, cfg()).unwrap();
         let n_objs = (fs.capacity_pages() * pct / 100 / (2 * leaves as u64 + 2)) as u32;
         let mut rng = Rng(seed + 99);
         let ids: Vec<u32> = (0..n_objs)
@@ -688,7 +689,7 @@ fn gc_leaf_per_page(pct: u64, leaves: u32, near_capacity: bool) {
             model.insert((id, lpn), b);
             if step % 500 == 499 {
                 fs.unmount().unwrap();
-                fs = Fs::<Greedy>::mount(&mut sim).unwrap();
+                fs = Fs::<Greedy>::mounted(&mut sim).unwrap();
             }
         }
         for (&(id, lpn), &b) in &model {
@@ -741,17 +742,17 @@ fn check_pages(fs: &mut Fs<'_, Greedy>, model: &BTreeMap<(u32, u32), u8>) {
 #[test]
 fn full_device_survives_two_crashes() {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(301));
-    let mut fs = Fs::<Greedy>::format(&mut sim, cfg()).unwrap();
+    let mut fs = Fs::<Greedy>::formatted(&mut sim, cfg()).unwrap();
     let model = fill_until_nospace(&mut fs);
     // What a user does next: read back, try to make it durable and unmount (both
     // fail: the failed write's page is still buffered; the store is gone), mount.
     check_pages(&mut fs, &model);
     let _ = fs.sync();
     let _ = fs.unmount();
-    let fs = Fs::<Greedy>::mount(&mut sim).unwrap();
+    let fs = Fs::<Greedy>::mounted(&mut sim).unwrap();
     let free = free_blocks(&fs);
     drop(fs);
-    match Fs::<Greedy>::mount(&mut sim) {
+    match Fs::<Greedy>::mounted(&mut sim) {
         Ok(mut fs) => check_pages(&mut fs, &model),
         Err(e) => panic!("second recovery: {e:?} (the first left {free} free blocks)"),
     }

@@ -2,6 +2,9 @@
 //! `mount` refuses such an image, and the smallest accepted window collects garbage
 //! under a GC-heavy load.
 
+mod common;
+use common::lifecycle::Lifecycle;
+
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, FormatError, MountError, ObjKind, Oftl, W25n01gv};
 
@@ -34,8 +37,8 @@ fn minimum_is_four_blocks_whatever_the_cache() {
 fn one_block_below_the_minimum_is_refused() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
     for err in [
-        Small::format(&mut sim, cfg(3)).err(),
-        Big::format(&mut sim, cfg(3)).err(),
+        Small::formatted(&mut sim, cfg(3)).err(),
+        Big::formatted(&mut sim, cfg(3)).err(),
     ] {
         assert_eq!(
             err,
@@ -48,20 +51,21 @@ fn one_block_below_the_minimum_is_refused() {
     // Nothing was written: the part is still unformatted.
     assert_eq!(sim.counters().programs, 0);
     assert!(matches!(
-        Small::mount(&mut sim),
+        Small::mounted(&mut sim),
         Err(MountError::NotFormatted)
     ));
 
-    let mut fs = Small::new(&mut sim);
+    let mut fs = Small::new(&mut sim, cfg(3), Default::default());
     assert_eq!(
-        fs.format_in_place(cfg(3)),
+        fs.format(),
         Err(FormatError::WindowTooSmall {
             needed_blocks: 4,
             given_blocks: 3
         })
     );
     assert_eq!(fs.create(ObjKind::Object), Err(oftl::WriteError::Poisoned));
-    fs.format_in_place(cfg(4)).unwrap();
+    let mut fs = Small::new(fs.into_flash(), cfg(4), Default::default());
+    fs.format().unwrap();
     fs.create(ObjKind::Object).unwrap();
 }
 
@@ -70,7 +74,7 @@ fn one_block_below_the_minimum_is_refused() {
 #[test]
 fn image_with_a_window_too_small_is_not_mounted() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
-    let mut fs = Small::format(&mut sim, cfg(6)).unwrap();
+    let mut fs = Small::formatted(&mut sim, cfg(6)).unwrap();
     let id = fs.create(ObjKind::Object).unwrap();
     fs.write(id, 0, &[7u8; 3000]).unwrap();
     fs.unmount().unwrap();
@@ -86,15 +90,15 @@ fn image_with_a_window_too_small_is_not_mounted() {
         sim.poke(page, 0, &d[..512], &[]);
     }
     assert_eq!(
-        Small::mount(&mut sim).err(),
+        Small::mounted(&mut sim).err(),
         Some(MountError::WindowTooSmall {
             needed_blocks: 4,
             given_blocks: 3
         })
     );
-    let mut small = Small::new(&mut sim);
+    let mut small = Small::new(&mut sim, oftl::Config::new(), Default::default());
     assert_eq!(
-        small.mount_in_place(),
+        small.mount(),
         Err(MountError::WindowTooSmall {
             needed_blocks: 4,
             given_blocks: 3
@@ -110,7 +114,7 @@ fn image_with_a_window_too_small_is_not_mounted() {
 fn boundary_window_survives_gc_heavy_overwrites() {
     const OBJS: usize = 6;
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
-    let mut fs = Small::format(&mut sim, cfg(4)).unwrap();
+    let mut fs = Small::formatted(&mut sim, cfg(4)).unwrap();
     let page = fs.payload() as u64;
     let per_obj = fs.capacity_pages() * 45 / 100 / OBJS as u64;
     let mut ids = [0; OBJS];
@@ -152,7 +156,7 @@ fn boundary_window_survives_gc_heavy_overwrites() {
     );
     let mut fs = {
         fs.unmount().unwrap();
-        Small::mount(&mut sim).unwrap()
+        Small::mounted(&mut sim).unwrap()
     };
     let mut buf = vec![0u8; page as usize];
     for (o, id) in ids.iter().enumerate() {

@@ -107,7 +107,7 @@ impl Which {
             Which::Compact => Box::new(stagefs::Stagefs::over(
                 dev,
                 "stagefs, compact (32 KiB)",
-                ::oftl::W25n01gvCompact::new,
+                |d| ::oftl::W25n01gvCompact::new(d, stagefs::CONFIG, ::oftl::Greedy::DEFAULT),
             )),
             Which::StagingOff => Box::new(stagefs::Stagefs::tuned(
                 dev,

@@ -14,7 +14,9 @@ use nand_hal::{
 };
 use std::collections::HashMap;
 
-use oftl::{Config, ObjKind, ObjectId, W25n01gv};
+use oftl::{Greedy, ObjKind, ObjectId, W25n01gv};
+
+use crate::stagefs::CONFIG;
 
 use crate::device::Device;
 use crate::workload::{Handle, Open, Target};
@@ -158,23 +160,33 @@ impl Target for Oftl {
     }
 
     fn format(&mut self) -> Result<(), String> {
-        let fs = Fs::format(Shared::new(self.dev.clone()), Config::default()).map_err(err)?;
+        let mut fs = Box::new(Fs::new(
+            Shared::new(self.dev.clone()),
+            CONFIG,
+            Greedy::DEFAULT,
+        ));
+        fs.format().map_err(err)?;
         fs.unmount().map_err(err)?;
         self.names.clear();
         Ok(())
     }
 
     fn mount(&mut self) -> Result<(), String> {
-        let fs = Fs::mount(Shared::new(self.dev.clone())).map_err(err)?;
-        self.fs = Some(Box::new(fs));
+        let mut fs = Box::new(Fs::new(
+            Shared::new(self.dev.clone()),
+            CONFIG,
+            Greedy::DEFAULT,
+        ));
+        fs.mount().map_err(err)?;
+        self.fs = Some(fs);
         self.files.clear();
         Ok(())
     }
 
     fn unmount(&mut self) -> Result<(), String> {
-        let fs = self.fs.take().ok_or("not mounted")?;
+        let mut fs = self.fs.take().ok_or("not mounted")?;
         self.files.clear();
-        fs.unmount().map(drop).map_err(err)
+        fs.unmount().map_err(err)
     }
 
     fn live_bytes(&mut self) -> Option<u64> {

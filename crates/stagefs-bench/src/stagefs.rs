@@ -3,12 +3,15 @@
 //! switched off for the ablation rows, or over another oftl configuration (the compact
 //! one). Unmount patches every staged record home, so the final drain is in the figures.
 
-use oftl::{Config, W25n01gv};
+use oftl::{Config, Greedy, W25n01gv};
 use stagefs_core::{File, Fs, OpenOptions, SeekFrom, Store, Tuning};
 
 use crate::device::Device;
 use crate::oftl::Shared;
 use crate::workload::{Handle, Open, Target};
+
+/// The store configuration every target formats with: the default.
+pub const CONFIG: Config = Config::new();
 
 /// The bytes of the pages an oftl store holds valid.
 pub trait LiveBytes {
@@ -50,7 +53,7 @@ impl Stagefs {
     pub fn tuned(dev: Device, tuning: Tuning, label: &'static str) -> Self {
         Stagefs {
             tuning,
-            ..Self::over(dev, label, W25n01gv::new)
+            ..Self::over(dev, label, |d| W25n01gv::new(d, CONFIG, Greedy::DEFAULT))
         }
     }
 }
@@ -106,7 +109,7 @@ where
 
     fn format(&mut self) -> Result<(), String> {
         let mut v = self.volume();
-        v.format(Config::default()).map_err(err)?;
+        v.format().map_err(err)?;
         v.unmount().map_err(err)
     }
 

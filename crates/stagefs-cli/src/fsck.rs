@@ -666,7 +666,7 @@ mod tests {
         let mut sim = crate::image::blank(&TINY);
         {
             let mut v = volume::over(&mut sim);
-            v.format(volume::config_for(&TINY)).unwrap();
+            v.format().unwrap();
             volume::write_file(&mut v, "/keep", &[1u8; 5000]).unwrap();
             v.sync().unwrap();
             for i in 0..6u8 {
@@ -729,7 +729,7 @@ mod tests {
         let mut want: Vec<(String, Vec<u8>)> = Vec::new();
         let synced = {
             let mut v = volume::over(&mut base);
-            v.format(volume::config_for(&TINY)).unwrap();
+            v.format().unwrap();
             v.create_dir("/d").unwrap();
             volume::write_file(&mut v, "/a", &[1u8; 5000]).unwrap();
             volume::write_file(&mut v, "/d/b", &[2u8; 200]).unwrap();

@@ -313,8 +313,7 @@ fn mkfs(profile: &Profile, from: Option<&Path>, bad: &[u32], image: &Path) -> Re
     }
     let files = {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(profile))
-            .map_err(|e| say("formatting", e))?;
+        v.format().map_err(|e| say("formatting", e))?;
         let files = match from {
             Some(dir) => {
                 if !dir.is_dir() {

@@ -24,7 +24,7 @@ use nand_hal::sim::WearStats;
 use stagefs_core::{Fs, OpenOptions, SeekFrom};
 
 use crate::image;
-use crate::volume::{self, FsError, Store, Vol};
+use crate::volume::{self, FsError, Vol};
 
 /// What one workload does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -383,8 +383,7 @@ pub fn run(
         .collect();
     let mut plan = {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(profile))
-            .map_err(|e| volume::say("formatting", e))?;
+        v.format().map_err(|e| volume::say("formatting", e))?;
         for r in &mut runners {
             r.setup(&mut v).map_err(|e| volume::say("setting up", e))?;
         }
@@ -467,7 +466,7 @@ pub fn run(
     sim.power_on();
     let t0 = sim.counters().time_ns;
     let c0 = sim.counters();
-    let mut v: Box<Vol<'_>> = Box::new(Fs::new(Store::new(&mut sim)));
+    let mut v: Box<Vol<'_>> = Box::new(Fs::new(volume::store(&mut sim)));
     v.mount()
         .map_err(|e| volume::say("mounting after the cut", e))?;
     plan.mount_after_cut_ns = v.store().flash().counters().time_ns - t0;

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use nand_hal::sim::profile::Profile;
-use oftl::Oftl;
+use nand_hal::{Geometry, NandFlash};
+use oftl::{Greedy, Oftl};
 use stagefs_core::{Error, Fs, Kind, OpenOptions};
 
 use crate::image::{self, Sim};
@@ -28,16 +29,28 @@ pub type FsError = Error<nand_hal::sim::SimError>;
 /// window on parts of fewer than 256 blocks (test parts), where 16 blocks would leave
 /// too little room.
 pub fn config_for(profile: &Profile) -> oftl::Config {
-    let mut c = oftl::Config::default();
-    if profile.geometry.blocks() < 256 {
-        c.window_blocks = 6;
+    config_for_geometry(&profile.geometry)
+}
+
+/// [`config_for`] a part of geometry `geometry`.
+pub fn config_for_geometry(geometry: &Geometry) -> oftl::Config {
+    let c = oftl::Config::new();
+    if geometry.blocks() < 256 {
+        c.window_blocks(6)
+    } else {
+        c
     }
-    c
+}
+
+/// The object store over `sim` (not mounted), configured for its part.
+pub fn store<F: NandFlash>(sim: F) -> Oftl<F, PAGE, MAX_BLOCKS, 12> {
+    let config = config_for_geometry(&sim.geometry());
+    Oftl::new(sim, config, Greedy::DEFAULT)
 }
 
 /// A volume over `sim` (not mounted).
 pub fn over(sim: &mut Sim) -> Box<Vol<'_>> {
-    Box::new(Fs::new(Store::new(sim)))
+    Box::new(Fs::new(store(sim)))
 }
 
 /// Loads `path` as an image of `profile`, with a readable error.

@@ -130,7 +130,7 @@ fn fsck_tells_clean_recovered_and_damaged_images_apart() {
         let mut sim = image::blank(&p);
         {
             let mut v = volume::over(&mut sim);
-            v.format(volume::config_for(&p)).unwrap();
+            v.format().unwrap();
             volume::write_file(&mut v, "/kept", b"acknowledged").unwrap();
             v.unmount().unwrap();
             v.mount().unwrap();

@@ -22,7 +22,7 @@ fn volume(clean: bool) -> (Sim, Vec<(String, Vec<u8>)>) {
     let mut want: Vec<(String, Vec<u8>)> = Vec::new();
     {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(&TINY)).unwrap();
+        v.format().unwrap();
         v.create_dir("/d").unwrap();
         for i in 0..40u32 {
             let path = format!("/d/f{i}");

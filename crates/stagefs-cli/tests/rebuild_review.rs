@@ -26,7 +26,7 @@ fn big_volume(clean: bool) -> (Sim, Vec<(String, Vec<u8>)>) {
     let mut want: Vec<(String, Vec<u8>)> = Vec::new();
     {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(&TINY)).unwrap();
+        v.format().unwrap();
         v.create_dir("/big").unwrap();
         for i in 0..160u32 {
             let path = format!("/big/file_with_a_longish_name_{i:04}");
@@ -120,7 +120,7 @@ fn p2_tables_plus_one_data_page() {
             let mut want: Vec<(String, Vec<u8>)> = Vec::new();
             {
                 let mut v = volume::over(&mut sim);
-                v.format(volume::config_for(&TINY)).unwrap();
+                v.format().unwrap();
                 v.create_dir("/d").unwrap();
                 for i in 0..20u32 {
                     let p = format!("/d/f{i}");
@@ -177,7 +177,7 @@ fn p3_last_data_page_lost_with_checkpoints() {
     let mut want: Vec<(String, Vec<u8>)> = Vec::new();
     {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(&TINY)).unwrap();
+        v.format().unwrap();
         for i in 0..6u32 {
             let p = format!("/f{i}");
             let data = bytes(i, 4096);
@@ -228,7 +228,7 @@ fn p4_staged_appends_and_a_lost_log_page() {
         let mut want: Vec<(String, Vec<u8>)> = Vec::new();
         {
             let mut v = volume::over(&mut sim);
-            v.format(volume::config_for(&TINY)).unwrap();
+            v.format().unwrap();
             for i in 0..8u32 {
                 let p = format!("/s{i}");
                 let data = bytes(i, 3000);
@@ -290,7 +290,7 @@ fn p5_cut_then_tables_lost() {
         let mut pending: Option<(String, Vec<u8>, Option<Vec<u8>>)> = None;
         {
             let mut v = volume::over(&mut sim);
-            v.format(volume::config_for(&TINY)).unwrap();
+            v.format().unwrap();
             v.create_dir("/d").unwrap();
             for i in 0..10u32 {
                 let p = format!("/d/base{i}");
@@ -423,7 +423,7 @@ fn p6_nearly_full() {
     let mut want: Vec<(String, Vec<u8>)> = Vec::new();
     {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(&TINY)).unwrap();
+        v.format().unwrap();
         let mut i = 0u32;
         loop {
             let p = format!("/full{i}");
@@ -485,7 +485,7 @@ fn p7_sweep_every_data_page_with_tables_lost() {
         let mut want: Vec<(String, Vec<u8>)> = Vec::new();
         {
             let mut v = volume::over(&mut sim);
-            v.format(volume::config_for(&TINY)).unwrap();
+            v.format().unwrap();
             v.create_dir("/d").unwrap();
             for i in 0..12u32 {
                 let p = format!("/d/f{i}");

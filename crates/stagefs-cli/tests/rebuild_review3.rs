@@ -27,7 +27,7 @@ fn many(n: u32, sync: bool, clean: bool) -> (Sim, Vec<(String, Vec<u8>)>) {
     let mut want = Vec::new();
     {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(&TINY)).unwrap();
+        v.format().unwrap();
         v.create_dir("/d").unwrap();
         if sync {
             v.sync().unwrap();

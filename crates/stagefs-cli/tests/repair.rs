@@ -64,7 +64,7 @@ fn staged_append_after_a_direct_overwrite_after_the_loss() {
     let mut f_states: Vec<Vec<u8>> = Vec::new();
     {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(&TINY)).unwrap();
+        v.format().unwrap();
         volume::write_file(&mut v, "/f", &[b'A'; 3000]).unwrap();
         v.sync().unwrap();
         f_states.push(vec![b'A'; 3000]);
@@ -126,7 +126,7 @@ fn inline_file_created_after_the_loss_with_staged_contents() {
     let mut sim = image::blank(&TINY);
     {
         let mut v = volume::over(&mut sim);
-        v.format(volume::config_for(&TINY)).unwrap();
+        v.format().unwrap();
         volume::write_file(&mut v, "/keep", &[1u8; 3000]).unwrap();
         v.sync().unwrap();
         volume::write_file(&mut v, "/g", &[0x47; 4096]).unwrap();

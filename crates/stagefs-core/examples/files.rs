@@ -6,7 +6,7 @@
 
 use nand_hal::sim::profile::W25N01GV;
 use nand_hal::sim::{CutKind, FaultPlan, HeapStorage, SimNand};
-use oftl::{Config, W25n01gv};
+use oftl::{Config, Greedy, W25n01gv};
 use stagefs_core::{Fs, OpenOptions};
 
 type Sim = SimNand<HeapStorage>;
@@ -16,8 +16,9 @@ fn main() {
     let records = 2000u32;
     {
         // The volume is large (the store's tables and cache): keep it off the stack.
-        let mut fs = Box::new(Fs::<_, 2048, 4>::new(W25n01gv::new(&mut sim)));
-        fs.format(Config::default()).expect("format");
+        let store = W25n01gv::new(&mut sim, const { Config::new() }, Greedy::DEFAULT);
+        let mut fs = Box::new(Fs::<_, 2048, 4>::new(store));
+        fs.format().expect("format");
         fs.create_dir("/logs").expect("mkdir");
         let rewrite = OpenOptions::new().write(true).create(true).truncate(true);
         let log = fs
@@ -67,7 +68,8 @@ fn main() {
     sim.power_on();
     sim.disarm();
     let t0 = sim.now_ns();
-    let mut fs = Box::new(Fs::<_, 2048, 4>::new(W25n01gv::new(&mut sim)));
+    let store = W25n01gv::new(&mut sim, const { Config::new() }, Greedy::DEFAULT);
+    let mut fs = Box::new(Fs::<_, 2048, 4>::new(store));
     fs.mount().expect("mount after the cut");
     let t1 = fs.store().flash().now_ns();
     let m = fs.metadata("/logs/sensor.log").expect("log");

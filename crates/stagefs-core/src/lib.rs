@@ -55,7 +55,7 @@ mod readdir;
 mod stage;
 mod store;
 
-use oftl::{Config, ObjKind, TxOp};
+use oftl::{ObjKind, TxOp};
 
 pub use error::{Error, PathError};
 pub use file::{File, OpenOptions, SeekFrom};
@@ -231,10 +231,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.store
     }
 
-    /// Formats the device (everything on it is lost) and mounts the empty volume.
-    pub fn format(&mut self, config: Config) -> Result<(), Error<S::FlashError>> {
+    /// Formats the device as its store was configured (`oftl::Oftl::new`; everything
+    /// on the device is lost) and mounts the empty volume.
+    pub fn format(&mut self) -> Result<(), Error<S::FlashError>> {
         self.vol = None;
-        self.store.format(config)?;
+        self.store.format()?;
         self.check_geometry()?;
         let first = self.store.next_object_id();
         if first != VOLUME_OBJECT {
@@ -299,7 +300,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
 
     /// Mounts a volume whose store's checkpoints, index pages or object-table pages
     /// no longer read, rebuilding the store's tables from a scan of every page's tag
-    /// (for `fsck --repair`; feature `alloc`; see [`oftl::Oftl::mount_rebuild_in_place`]
+    /// (for `fsck --repair`; feature `alloc`; see `oftl::Damaged::Rebuild`
     /// for what a scan cannot know). The volume is writable and mounts normally
     /// afterwards. [`Repair::rebuilt`] is set; [`Repair`] names the files whose state
     /// is in doubt (a metadata page that did not read). Files deleted long ago may

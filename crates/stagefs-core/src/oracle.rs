@@ -17,7 +17,7 @@ use std::vec::Vec;
 use nand_hal::powerloss::{CheckError, Scenario, Sim};
 use nand_hal::sim::profile::Profile;
 use nand_hal::ErrorKind;
-use oftl::{Config, Oftl};
+use oftl::{Config, Greedy, Oftl};
 
 use crate::store::Store;
 use crate::{Error, Fs, Kind, OpenOptions};
@@ -302,9 +302,9 @@ impl<const PAGE: usize, const BLOCKS: usize, const CACHE: usize> Scenario
     }
 
     fn setup(&self, nand: &mut Sim) -> Result<Expected, String> {
-        let mut fs: Volume<'_, PAGE, BLOCKS, CACHE> = Fs::new(Oftl::new(nand));
-        fs.format(self.config)
-            .map_err(|e| format!("format: {e:?}"))?;
+        let mut fs: Volume<'_, PAGE, BLOCKS, CACHE> =
+            Fs::new(Oftl::new(nand, self.config, Greedy::DEFAULT));
+        fs.format().map_err(|e| format!("format: {e:?}"))?;
         let mut now = Tree::new();
         for op in &self.preload {
             apply(&mut fs, op).map_err(|e| format!("preload {op:?}: {e:?}"))?;
@@ -318,7 +318,8 @@ impl<const PAGE: usize, const BLOCKS: usize, const CACHE: usize> Scenario
     }
 
     fn run(&self, nand: &mut Sim, o: &mut Expected) -> Result<(), String> {
-        let mut fs: Volume<'_, PAGE, BLOCKS, CACHE> = Fs::new(Oftl::new(nand));
+        let mut fs: Volume<'_, PAGE, BLOCKS, CACHE> =
+            Fs::new(Oftl::new(nand, self.config, Greedy::DEFAULT));
         fs.mount().map_err(|e| format!("mount: {e:?}"))?;
         for op in &self.ops {
             o.in_flight = effects(&o.now, op);
@@ -334,7 +335,8 @@ impl<const PAGE: usize, const BLOCKS: usize, const CACHE: usize> Scenario
     }
 
     fn check(&self, nand: &mut Sim, o: &Expected) -> Result<(), CheckError> {
-        let mut fs: Volume<'_, PAGE, BLOCKS, CACHE> = Fs::new(Oftl::new(nand));
+        let mut fs: Volume<'_, PAGE, BLOCKS, CACHE> =
+            Fs::new(Oftl::new(nand, self.config, Greedy::DEFAULT));
         if let Err(e) = fs.mount() {
             if power_loss(&e) {
                 return Err(CheckError::PowerLoss);

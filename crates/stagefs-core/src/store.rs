@@ -4,7 +4,7 @@
 
 use nand_hal::NandFlash;
 use oftl::{
-    Config, LogRecord, ObjKind, ObjectId, Oftl, SalvageReport, SpacePolicy, TxOp, ATTR_LEN,
+    Damaged, LogRecord, ObjKind, ObjectId, Oftl, SalvageReport, SpacePolicy, TxOp, ATTR_LEN,
 };
 
 use crate::error::Error;
@@ -14,15 +14,16 @@ pub trait Store {
     /// The flash's error.
     type FlashError;
 
-    /// Formats the device (everything on it is lost).
-    fn format(&mut self, config: Config) -> Result<(), Error<Self::FlashError>>;
+    /// Formats the device as the store was configured when built (everything on it is
+    /// lost).
+    fn format(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// Mounts (recovering after a crash).
     fn mount(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// Mounts a store that fails to mount for lost pages, repairing it in place (see
-    /// [`Oftl::mount_repair_in_place`]).
+    /// [`oftl::Damaged::Repair`]).
     fn mount_repair(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// Rebuilds the store's tables from a full scan and mounts it (see
-    /// [`Oftl::mount_rebuild_in_place`]).
+    /// `oftl::Damaged::Rebuild`).
     #[cfg(feature = "alloc")]
     fn mount_rebuild(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// What the last repair or rebuild mount left out.
@@ -107,12 +108,12 @@ impl<
 {
     type FlashError = F::Error;
 
-    fn format(&mut self, config: Config) -> Result<(), Error<F::Error>> {
-        self.format_in_place(config).map_err(Error::Format)
+    fn format(&mut self) -> Result<(), Error<F::Error>> {
+        Oftl::format(self).map_err(Error::Format)
     }
 
     fn mount(&mut self) -> Result<(), Error<F::Error>> {
-        self.mount_in_place().map_err(Error::Mount)?;
+        Oftl::mount(self).map_err(Error::Mount)?;
         let s = self.stats();
         info!(
             "stagefs: store mounted ({} pages scanned, {} replayed by crash recovery; {:?})",
@@ -124,7 +125,7 @@ impl<
     }
 
     fn mount_repair(&mut self) -> Result<(), Error<F::Error>> {
-        self.mount_repair_in_place().map_err(Error::Mount)?;
+        self.mount_damaged(Damaged::Repair).map_err(Error::Mount)?;
         let r = Oftl::salvage_report(self);
         warn!(
             "stagefs: store repaired in place (unreadable pages {:?}, back to the checkpoint: {}; rolled back: {:?}, more: {})",
@@ -142,8 +143,10 @@ impl<
         // as home (what staging held for it is gone; it is named) and as adopted by a
         // directory, so the staging replay neither re-applies old records over it nor
         // deletes it.
-        self.mount_rebuild_in_place(crate::stage::attrs_for(u64::MAX))
-            .map_err(Error::Mount)?;
+        self.mount_damaged(Damaged::Rebuild {
+            lost_meta_attrs: crate::stage::attrs_for(u64::MAX),
+        })
+        .map_err(Error::Mount)?;
         let r = Oftl::salvage_report(self);
         warn!(
             "stagefs: store rebuilt from a full scan (unreadable pages {:?}, in doubt: {:?}, more: {})",
@@ -159,7 +162,7 @@ impl<
     }
 
     fn unmount(&mut self) -> Result<(), Error<F::Error>> {
-        Ok(self.unmount_in_place()?)
+        Ok(Oftl::unmount(self)?)
     }
 
     fn discard(&mut self, obj: ObjectId) {

@@ -5,7 +5,7 @@ mod support;
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use stagefs_core::{Error, Kind, OpenOptions, PathError, SeekFrom, INLINE_MAX};
-use support::{cfg, create, pattern, read_all, rw, vol, write_file, Vol};
+use support::{create, pattern, read_all, rw, vol, write_file, Vol};
 
 fn names(fs: &mut Vol<'_>, path: &str) -> Vec<(String, Kind)> {
     let mut v: Vec<_> = fs
@@ -25,7 +25,7 @@ fn files_and_directories_survive_remount_and_crash() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         fs.create_dir("/etc").unwrap();
         fs.create_dir("/etc/net").unwrap();
         write_file(&mut fs, "/etc/hostname", b"stagefs");
@@ -67,7 +67,7 @@ fn files_and_directories_survive_remount_and_crash() {
 fn inline_files_grow_into_objects_and_back() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(2));
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     let f = fs.open("/f", create()).unwrap();
     fs.write(f, &pattern(3, INLINE_MAX)).unwrap();
     fs.fsync(f).unwrap();
@@ -105,7 +105,7 @@ fn inline_files_grow_into_objects_and_back() {
 fn renames_replace_and_refuse_what_they_must() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/a").unwrap();
     fs.create_dir("/b").unwrap();
     write_file(&mut fs, "/a/x", b"x");
@@ -162,7 +162,7 @@ fn misuse_gets_its_own_errors() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
     let mut fs = vol(&mut sim);
     assert_eq!(fs.metadata("/"), Err(Error::NotMounted));
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     assert_eq!(fs.create_dir("x"), Err(Error::Path(PathError::NotAbsolute)));
     assert_eq!(fs.create_dir("/"), Err(Error::Path(PathError::Root)));
     assert_eq!(
@@ -204,7 +204,7 @@ fn misuse_gets_its_own_errors() {
 fn large_directories_split_and_stay_exact() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/many").unwrap();
     let n = 1500;
     for i in 0..n {
@@ -257,7 +257,7 @@ fn small_fsyncs_are_staged_one_sector_each() {
     let mut want = pattern(7, 1000);
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         write_file(&mut fs, "/log", &want);
         fs.sync().unwrap();
         let f = fs.open("/log", OpenOptions::new().append(true)).unwrap();
@@ -322,7 +322,7 @@ fn the_bypass_sends_scattered_fsyncs_home_and_tuning_switches_it() {
         let mut want = pattern(3, 40 * 1024);
         {
             let mut fs = vol(&mut sim);
-            fs.format(cfg()).unwrap();
+            fs.format().unwrap();
             fs.set_tuning(tuning);
             write_file(&mut fs, "/db", &want);
             fs.sync().unwrap();
@@ -374,7 +374,7 @@ fn file_views_speak_embedded_io_and_std_io() {
     use embedded_io::{Read as _, Seek as _, Write as _};
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(7));
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     let f = fs.open("/v", create()).unwrap();
     {
         let mut v = fs.view(f);
@@ -410,7 +410,7 @@ fn file_views_speak_embedded_io_and_std_io() {
 fn background_steps_patch_and_go_idle() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(8));
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     write_file(&mut fs, "/log", &pattern(1, 600));
     let f = fs.open("/log", OpenOptions::new().append(true)).unwrap();
     for i in 0..5 {
@@ -448,7 +448,7 @@ fn truncate_open_large_rewrite_lands_at_close_and_leaks_nothing() {
     let objects_before;
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         write_file(&mut fs, "/f", &pattern(1, 1000));
         fs.sync().unwrap();
         objects_before = fs.store().object_count();
@@ -486,7 +486,7 @@ fn truncate_open_large_rewrite_lands_at_close_and_leaks_nothing() {
 fn path_walks_are_remembered_until_a_rename_or_removed_directory() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(31));
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/a").unwrap();
     fs.create_dir("/a/d").unwrap();
     for i in 0..40 {
@@ -531,7 +531,7 @@ fn a_full_volume_unmounts_cleanly_with_records_it_cannot_patch() {
     let mut model: Vec<(String, Vec<u8>)> = Vec::new();
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         for i in 0..12 {
             let d = pattern(
                 i,
@@ -589,7 +589,7 @@ fn a_volume_filled_with_names_and_small_files_unmounts_cleanly() {
     for (seed, size) in [(5u32, 300usize), (6, 40), (7, 1500), (8, 5000)] {
         let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(seed as u64));
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         let mut made = Vec::new();
         'fill: for d in 0..400u32 {
             let dir = format!("/d{d}");
@@ -639,7 +639,7 @@ fn a_failed_close_on_a_full_volume_leaves_nothing_for_unmount_to_trip_on() {
     let mut failed_closes = 0;
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         write_file(&mut fs, "/keep", &old);
         // An object of its own with no pages left: its next page is growth.
         let t = fs.open("/keep", rw()).unwrap();

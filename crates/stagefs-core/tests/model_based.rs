@@ -8,7 +8,10 @@ mod model;
 
 use model::{apply, effects, observe, valid, Node, Op, Store, Tree, Vol};
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
-use oftl::Config;
+use oftl::{Config, Greedy};
+
+/// The store configuration of these runs.
+const CONFIG: Config = Config::new().window_blocks(6).format_id(9);
 use proptest::prelude::*;
 use stagefs_core::{Fs, Kind};
 
@@ -64,12 +67,12 @@ proptest! {
     fn the_volume_follows_the_model(steps in prop::collection::vec(step(), 1..120)) {
         let mut sim: SimNand<HeapStorage> = SimNand::heap(profile::TINY, FaultPlan::seeded(11));
         {
-            let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim));
-            fs.format(Config { window_blocks: 6, format_id: 9, ..Default::default() }).unwrap();
+            let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim, CONFIG, Greedy::DEFAULT));
+            fs.format().unwrap();
             fs.unmount().unwrap();
         }
         let mut want = Tree::new();
-        let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim));
+        let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim, CONFIG, Greedy::DEFAULT));
         fs.mount().unwrap();
         for s in steps {
             match s {
@@ -89,7 +92,7 @@ proptest! {
                 Step::Crash => {
                     // Forget the volume's RAM (open handles, buffers) as a reset would.
                     drop(fs);
-                    fs = Fs::new(Store::new(&mut sim));
+                    fs = Fs::new(Store::new(&mut sim, CONFIG, Greedy::DEFAULT));
                     fs.mount().unwrap();
                     check(&mut fs, &want)?;
                 }

@@ -38,7 +38,7 @@ fn replay_with_nine_objects_replays_superseded_record() {
     let new = vec![0xAAu8; 64];
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         for (i, f) in files.iter().enumerate() {
             write_file(&mut fs, f, &pattern(i as u32, 600));
         }
@@ -89,7 +89,7 @@ fn truncate_open_then_large_write_loses_old_contents_before_close() {
     let old = pattern(5, 100);
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         write_file(&mut fs, "/f", &old);
         fs.sync().unwrap();
         let f = fs.open("/f", create().truncate(true)).unwrap();
@@ -113,7 +113,7 @@ fn truncate_open_object_file_then_large_write_loses_old_contents_before_close() 
     let old = pattern(5, 5000);
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         write_file(&mut fs, "/f", &old);
         fs.sync().unwrap();
         let f = fs.open("/f", create().truncate(true)).unwrap();
@@ -137,7 +137,7 @@ fn fresh(seed: u64) -> Sim {
 fn misuse_returns_clean_errors() {
     let mut sim = fresh(20);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/d").unwrap();
     write_file(&mut fs, "/d/f", b"hello");
     assert_eq!(fs.remove("/").unwrap_err(), Error::Path(PathError::Root));
@@ -258,7 +258,7 @@ fn misuse_returns_clean_errors() {
 fn gaps_read_as_zeros() {
     let mut sim = fresh(21);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     // Inline, seek past end, write past INLINE_MAX: promote + gap.
     let f = fs.open("/a", create()).unwrap();
     fs.write(f, &[7u8; 10]).unwrap();
@@ -420,7 +420,7 @@ fn random_walk(seed: u64, steps: usize) {
     }
     let mut t: BTreeMap<String, MNode> = BTreeMap::new();
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     for step in 0..steps {
         let k = rng.below(100);
         let pick_path = |rng: &mut Rng| -> String {
@@ -768,7 +768,7 @@ fn count_objects(fs: &mut Vol<'_>) -> Result<u32, String> {
 fn rename_over_inline_file_same_dir_breaks_entry_count() {
     let mut sim = fresh(30);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/d").unwrap();
     write_file(&mut fs, "/d/a", b"a");
     write_file(&mut fs, "/d/b", b"b");
@@ -784,7 +784,7 @@ fn rename_over_inline_file_same_dir_breaks_entry_count() {
 fn rename_over_inline_file_across_dirs_breaks_entry_count() {
     let mut sim = fresh(31);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/d").unwrap();
     write_file(&mut fs, "/a", b"a");
     write_file(&mut fs, "/d/b", b"b");
@@ -821,7 +821,7 @@ fn random_walk2(seed: u64, steps: usize) {
     let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
     let mut sim = fresh(1000 + seed);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/a").unwrap();
     fs.create_dir("/a/b").unwrap();
     let mut files: BTreeMap<String, MFile> = BTreeMap::new();
@@ -1084,7 +1084,7 @@ fn random_walks_with_open_handles() {
 fn big_directory_split_rename_remove_all() {
     let mut sim = fresh(40);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     fs.create_dir("/d").unwrap();
     let n = 700;
     let name = |i: usize| format!("/d/{:0>60}", i);
@@ -1170,7 +1170,7 @@ fn fill(fs: &mut Vol<'_>) -> Vec<String> {
 fn failed_write_after_truncate_open_empties_file_on_full_device() {
     let mut sim = fresh(41);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     write_file(&mut fs, "/keep", &pattern(1, 100));
     let made = fill(&mut fs);
     assert!(!made.is_empty());
@@ -1196,7 +1196,7 @@ fn failed_write_after_truncate_open_empties_file_on_full_device() {
 fn failed_append_on_full_device_keeps_sizes_consistent() {
     let mut sim = fresh(42);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     write_file(&mut fs, "/obj", &pattern(1, 3000));
     let made = fill(&mut fs);
     let f = fs.open("/obj", rw()).unwrap();
@@ -1234,7 +1234,7 @@ fn failed_append_on_full_device_keeps_sizes_consistent() {
 fn unmount_failing_close_leaves_volume_mounted() {
     let mut sim = fresh(43);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     write_file(&mut fs, "/small", b"x");
     let _made = fill(&mut fs);
     // Keep filling with inline files until even those fail.
@@ -1265,7 +1265,7 @@ fn unmount_failing_close_leaves_volume_mounted() {
 fn full_device_allows_deletes() {
     let mut sim = fresh(44);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     let made = fill(&mut fs);
     let mut n = 0;
     while let Ok(f) = fs.open(&format!("/i{n}"), create()) {
@@ -1315,8 +1315,8 @@ impl Scenario for Work {
         profile::TINY
     }
     fn setup(&self, nand: &mut powerloss::Sim) -> Result<Oracle, String> {
-        let mut fs: model::Vol<'_> = Fs::new(model::Store::new(nand));
-        fs.format(cfg()).map_err(|e| format!("format: {e:?}"))?;
+        let mut fs: model::Vol<'_> = Fs::new(model::Store::new(nand, cfg(), oftl::Greedy::DEFAULT));
+        fs.format().map_err(|e| format!("format: {e:?}"))?;
         let mut now = model::Tree::new();
         for op in &self.preload {
             model::apply(&mut fs, op).map_err(|e| format!("preload {op:?}: {e:?}"))?;
@@ -1329,7 +1329,7 @@ impl Scenario for Work {
         })
     }
     fn run(&self, nand: &mut powerloss::Sim, o: &mut Oracle) -> Result<(), String> {
-        let mut fs: model::Vol<'_> = Fs::new(model::Store::new(nand));
+        let mut fs: model::Vol<'_> = Fs::new(model::Store::new(nand, cfg(), oftl::Greedy::DEFAULT));
         fs.mount().map_err(|e| format!("mount: {e:?}"))?;
         for op in &self.ops {
             o.in_flight = model::effects(&o.now, op);
@@ -1340,7 +1340,7 @@ impl Scenario for Work {
         fs.unmount().map_err(|e| format!("unmount: {e:?}"))
     }
     fn check(&self, nand: &mut powerloss::Sim, o: &Oracle) -> Result<(), CheckError> {
-        let mut fs: model::Vol<'_> = Fs::new(model::Store::new(nand));
+        let mut fs: model::Vol<'_> = Fs::new(model::Store::new(nand, cfg(), oftl::Greedy::DEFAULT));
         if let Err(e) = fs.mount() {
             if model::power_loss(&e) {
                 return Err(CheckError::PowerLoss);
@@ -1473,7 +1473,7 @@ fn sweep_rename_chains() {
 fn closed_handle_aliases_the_next_file_opened_in_its_slot() {
     let mut sim = fresh(50);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     write_file(&mut fs, "/a", b"aaaa");
     write_file(&mut fs, "/b", b"bbbb");
     let fa = fs.open("/a", rw()).unwrap();
@@ -1501,7 +1501,7 @@ fn rename_can_push_entries_past_max_depth() {
     const MAX_DEPTH: usize = 32;
     let mut sim = fresh(51);
     let mut fs = vol(&mut sim);
-    fs.format(cfg()).unwrap();
+    fs.format().unwrap();
     let mut p = String::new();
     for i in 0..MAX_DEPTH {
         p += &format!("/d{i}");
@@ -1525,7 +1525,7 @@ fn replay_with_nine_objects_regrows_truncated_file() {
     let files: Vec<String> = (0..9).map(|i| format!("/f{i}")).collect();
     {
         let mut fs = vol(&mut sim);
-        fs.format(cfg()).unwrap();
+        fs.format().unwrap();
         for (i, f) in files.iter().enumerate() {
             write_file(&mut fs, f, &pattern(i as u32, 600));
         }

@@ -52,7 +52,7 @@ fn main() -> ExitCode {
     println!("data-logger: {FIRST_RUN} records of 16 B, each fsynced, rotated at {LIMIT} B");
     {
         let mut fs = host::volume(&mut sim);
-        fs.format(host::config()).expect("format");
+        fs.format().expect("format");
         let mut log = Logger::open(&mut fs, LIMIT).expect("open the log");
         let before = fs.store().flash().counters();
         for seq in 0..FIRST_RUN {

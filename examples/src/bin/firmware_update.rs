@@ -74,7 +74,7 @@ fn main() -> ExitCode {
     );
     {
         let mut fs = host::volume(&mut sim);
-        fs.format(host::config()).expect("format");
+        fs.format().expect("format");
         let before = fs.store().flash().counters();
         let r = install(&mut fs, &v1);
         let d = fs.store().flash().counters() - before;

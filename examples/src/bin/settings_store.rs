@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     );
     let changed = {
         let mut fs = host::volume(&mut sim);
-        fs.format(host::config()).expect("format");
+        fs.format().expect("format");
         // First boot.
         let (s, source) = settings::boot(&mut fs).expect("boot");
         c.check(

@@ -4,6 +4,8 @@
 use nand_hal::sim::{CutKind, FaultConfig, FaultPlan};
 use oftl::{MountError, SalvageReport};
 
+use super::lifecycle::Lifecycle;
+
 use super::{Fs, Sim};
 
 /// Repairs copies of `damaged` with `len` reads in a row failing from each read of an
@@ -21,7 +23,9 @@ pub fn with_read_errors(
     let reads = {
         let mut t = damaged.clone();
         t.arm(FaultPlan::seeded(3));
-        Fs::new(&mut t).mount_repair_in_place().unwrap();
+        Fs::new(&mut t, oftl::Config::new(), Default::default())
+            .mount_damaged(oftl::Damaged::Repair)
+            .unwrap();
         t.reads_since_arm()
     };
     let mut runs = 0;
@@ -36,8 +40,8 @@ pub fn with_read_errors(
             let tag = format!("{name} read {k} x{len}");
             runs += 1;
             let repair = |t: &mut Sim| {
-                let mut fs = Fs::new(t);
-                fs.mount_repair_in_place()
+                let mut fs = Fs::new(t, oftl::Config::new(), Default::default());
+                fs.mount_damaged(oftl::Damaged::Repair)
                     .map(|()| fs.salvage_report().clone())
             };
             let mut report = repair(&mut t);
@@ -52,7 +56,7 @@ pub fn with_read_errors(
                     continue;
                 }
             };
-            match Fs::mount(&mut t) {
+            match Fs::mounted(&mut t) {
                 Ok(mut fs) => check(&tag, &report, &mut fs, problems),
                 Err(e) => problems.push(format!("{tag}: mount after repair {e:?}")),
             }
@@ -72,7 +76,7 @@ pub fn losses_that_refuse_a_mount(synced: &Sim, crashed: &Sim) -> Vec<u32> {
         .filter(|&v| {
             let mut s = crashed.clone();
             super::pages::kill(&mut s, v);
-            matches!(Fs::mount(&mut s), Err(MountError::MediaLoss { .. }))
+            matches!(Fs::mounted(&mut s), Err(MountError::MediaLoss { .. }))
         })
         .collect()
 }
@@ -91,8 +95,8 @@ pub fn with_power_cuts<T: PartialEq + core::fmt::Debug>(
 ) -> u32 {
     let salvaged = {
         let mut t = damaged.clone();
-        let mut fs = Fs::new(&mut t);
-        fs.mount_salvage_in_place().unwrap();
+        let mut fs = Fs::new(&mut t, oftl::Config::new(), Default::default());
+        fs.mount_damaged(oftl::Damaged::Salvage).unwrap();
         snapshot(&mut fs)
     };
     let mut runs = 0;
@@ -101,7 +105,10 @@ pub fn with_power_cuts<T: PartialEq + core::fmt::Debug>(
         for kind in CutKind::ALL {
             let mut c = damaged.clone();
             c.arm(FaultPlan::seeded(k).with_cut(k, kind));
-            if Fs::new(&mut c).mount_repair_in_place().is_ok() {
+            if Fs::new(&mut c, oftl::Config::new(), Default::default())
+                .mount_damaged(oftl::Damaged::Repair)
+                .is_ok()
+            {
                 continue;
             }
             fired = true;
@@ -109,13 +116,15 @@ pub fn with_power_cuts<T: PartialEq + core::fmt::Debug>(
             c.power_on();
             c.disarm();
             let tag = format!("{name} cut {k} {kind:?}");
-            if let Err(MountError::MediaLoss { .. }) = Fs::mount(&mut c) {
-                if let Err(e) = Fs::new(&mut c).mount_repair_in_place() {
+            if let Err(MountError::MediaLoss { .. }) = Fs::mounted(&mut c) {
+                if let Err(e) = Fs::new(&mut c, oftl::Config::new(), Default::default())
+                    .mount_damaged(oftl::Damaged::Repair)
+                {
                     problems.push(format!("{tag}: repair again {e:?}"));
                     continue;
                 }
             }
-            match Fs::mount(&mut c) {
+            match Fs::mounted(&mut c) {
                 Ok(mut fs) => {
                     let after = snapshot(&mut fs);
                     if after != salvaged {

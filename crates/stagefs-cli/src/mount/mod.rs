@@ -33,7 +33,7 @@ use nand_hal::sim::profile::Profile;
 use nand_hal::sim::FaultPlan;
 use stagefs_core::{Fs, Kind, NAME_MAX};
 
-use crate::volume::{self, OwnedStore};
+use crate::volume;
 use mounted::{Attr, Mounted};
 
 /// How to mount.
@@ -82,7 +82,7 @@ pub fn run(profile: &Profile, spec: &MountSpec) -> Result<(), String> {
         )
     })?;
     let sim = volume::load(profile, &spec.image)?;
-    let mut vol = Box::new(Fs::new(OwnedStore::new(sim)));
+    let mut vol = Box::new(Fs::new(volume::store(sim)));
     vol.mount()
         .map_err(|e| volume::say(&format!("mounting {}", spec.image.display()), e))?;
     if let Some(plan) = spec.faults {

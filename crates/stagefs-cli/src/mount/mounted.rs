@@ -620,13 +620,12 @@ impl Mounted {
 mod tests {
     use super::*;
     use crate::part;
-    use crate::volume::OwnedStore;
     use stagefs_core::Fs;
 
     fn fresh() -> Mounted {
         let profile = part::by_name("tiny").unwrap();
-        let mut vol = Box::new(Fs::new(OwnedStore::new(crate::image::blank(&profile))));
-        vol.format(volume::config_for(&profile)).unwrap();
+        let mut vol = Box::new(Fs::new(volume::store(crate::image::blank(&profile))));
+        vol.format().unwrap();
         Mounted::new(vol, false)
     }
 

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use nand_hal::sim::{HeapStorage, SimNand};
-use oftl::{Config, Oftl};
+use oftl::{Config, Greedy, Oftl};
 use stagefs_core::{Fs, OpenOptions};
 
 pub type Sim = SimNand<HeapStorage>;
@@ -20,7 +20,7 @@ pub fn cfg() -> Config {
 }
 
 pub fn vol(sim: &mut Sim) -> Vol<'_> {
-    Fs::new(Store::new(sim))
+    Fs::new(Store::new(sim, cfg(), Greedy::DEFAULT))
 }
 
 pub fn rw() -> OpenOptions {
