@@ -205,14 +205,7 @@ impl<
     /// Settles block states and picks the next window.
     fn settle_window(&mut self) {
         let ppb = self.dev.ppb();
-        let mut carried = [NONE; HEADS];
-        for (h, c) in self.dev.heads.iter_mut().zip(carried.iter_mut()) {
-            if h.block != NONE && h.next_page >= ppb {
-                h.block = NONE;
-                h.next_page = 0;
-            }
-            *c = h.block;
-        }
+        let carried = self.dev.heads.leave_full_blocks(ppb);
         let unused = self.dev.table.restart_window();
         for b in 0..self.dev.geo.blocks() {
             if carried.contains(&b) || unused.contains(&b) {
@@ -362,7 +355,7 @@ impl<
         self.pbuf.fill(0xFF);
         self.put(&mut sink, &hdr.encode())?;
         for h in 0..HEADS {
-            let r: HeadRecord = self.dev.heads[h].record();
+            let r: HeadRecord = self.dev.heads.get(h).record();
             self.put(&mut sink, &r.encode())?;
         }
         for i in 0..self.dev.table.window().len() {
@@ -539,7 +532,7 @@ mod tests {
                 .map(|b: &BlockInfo| (b.state(), b.valid(), b.erases()))
                 .collect(),
             heads: core::array::from_fn(|h| {
-                let r = fs.dev.heads[h].record();
+                let r = fs.dev.heads.get(h).record();
                 (r.block, r.next_page, r.next_seq)
             }),
             window: fs.dev.table.window_unused().to_vec(),

@@ -393,10 +393,10 @@ mod tests {
         fs.write(o, 0, &data).unwrap();
         fs.sync().unwrap();
         fs.write(o, 0, &data[..2048 * 7]).unwrap();
-        let w = fs.dev.heads[DATA_HEAD].next_seq;
+        let w = fs.dev.heads.next_seq(DATA_HEAD);
         let moved = fs.gc_step(64).unwrap().copied;
         assert!(moved > 0);
-        let cold = fs.dev.heads[COLD_HEAD];
+        let cold = fs.dev.heads.get(COLD_HEAD);
         assert_ne!(cold.block, crate::format::checkpoint::NONE);
         let mut seen = 0;
         for i in 0..cold.next_page {
@@ -404,10 +404,10 @@ mod tests {
             if let Scan::Bp(bp) = fs.dev.scan_read(page).unwrap() {
                 assert!(bp.relocated && bp.commit && bp.tx_delta == 0);
                 assert!(
-                    bp.seq >= w && bp.seq <= fs.dev.heads[DATA_HEAD].next_seq,
+                    bp.seq >= w && bp.seq <= fs.dev.heads.next_seq(DATA_HEAD),
                     "watermark {} outside {w}..={}",
                     bp.seq,
-                    fs.dev.heads[DATA_HEAD].next_seq
+                    fs.dev.heads.next_seq(DATA_HEAD)
                 );
                 seen += 1;
             }
@@ -415,7 +415,7 @@ mod tests {
         assert_eq!(seen, moved);
         let last = cold.next_seq.wrapping_sub(1);
         fs.sync().unwrap();
-        assert!(crate::mount::seq_cmp(fs.dev.heads[DATA_HEAD].next_seq, last).is_gt());
+        assert!(crate::mount::seq_cmp(fs.dev.heads.next_seq(DATA_HEAD), last).is_gt());
         let mut back = vec![0u8; data.len()];
         fs.read(o, 0, &mut back).unwrap();
         assert_eq!(back, data);
@@ -435,11 +435,11 @@ mod tests {
             },
         )
         .unwrap();
-        let n = fs.dev.heads[DATA_HEAD].next_seq;
+        let n = fs.dev.heads.next_seq(DATA_HEAD);
         fs.dev.seal_watermark();
-        assert_eq!(fs.dev.heads[DATA_HEAD].next_seq, n, "no copy, no skip");
-        fs.dev.heads[COLD_HEAD].next_seq = n.wrapping_add(1);
+        assert_eq!(fs.dev.heads.next_seq(DATA_HEAD), n, "no copy, no skip");
+        fs.dev.heads.number_from(COLD_HEAD, n.wrapping_add(1));
         fs.dev.seal_watermark();
-        assert_eq!(fs.dev.heads[DATA_HEAD].next_seq, n.wrapping_add(1));
+        assert_eq!(fs.dev.heads.next_seq(DATA_HEAD), n.wrapping_add(1));
     }
 }

@@ -23,7 +23,6 @@ use crate::format::backpointer::{
 };
 use crate::format::checkpoint::NONE;
 use crate::gc::COLD_HEAD;
-use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
 use crate::{Dev, DATA_HEAD, INDEX_HEAD};
 
@@ -229,7 +228,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     /// Pages left in `head`'s current block.
     pub fn head_room(&self, head: usize) -> u64 {
-        let h = &self.heads[head];
+        let h = self.heads.get(head);
         if h.block == NONE {
             0
         } else {
@@ -282,17 +281,15 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// durable checkpoint has a watermark below that checkpoint's data-head start, and
     /// recovery can tell stale copies (in window blocks not yet erased) from new ones.
     pub fn seal_watermark(&mut self) {
-        let cold = self.heads[COLD_HEAD].next_seq;
-        if seq_cmp(cold, self.heads[DATA_HEAD].next_seq).is_gt() {
-            self.heads[DATA_HEAD].next_seq = cold;
-        }
+        let cold = self.heads.next_seq(COLD_HEAD);
+        self.heads.move_past(DATA_HEAD, cold);
     }
 
     /// Makes sure `head` has a page to program, taking and erasing the next window
     /// block when needed.
     pub fn head_ready(&mut self, head: usize) -> Result<(), FaultOf<F>> {
         loop {
-            let h = self.heads[head];
+            let h = self.heads.get(head);
             if h.block != NONE && h.next_page < self.ppb() {
                 return Ok(());
             }
@@ -332,8 +329,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         match self.flash.erase(BlockAddr(b)) {
             Ok(()) => {
                 self.table.erased(b);
-                self.heads[head].block = b;
-                self.heads[head].next_page = 0;
+                self.heads.took_block(head, b);
                 Ok(())
             }
             Err(e) if e.kind() == ErrorKind::EraseFailed => {
@@ -405,12 +401,14 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     ) -> Result<(u32, Backpointer), FaultOf<F>> {
         loop {
             self.head_ready(head)?;
-            let h = self.heads[head];
-            let page = self.geo.page(BlockAddr(h.block), h.next_page).0;
-            self.heads[head].next_page += 1;
+            let h = self.heads.get(head);
+            let page = self
+                .geo
+                .page(BlockAddr(h.block), self.heads.take_page(head))
+                .0;
             if head == COLD_HEAD {
                 // A relocated copy: its number is the data head's watermark.
-                bp.seq = self.heads[DATA_HEAD].next_seq;
+                bp.seq = self.heads.next_seq(DATA_HEAD);
                 bp.relocated = true;
                 bp.commit = true;
                 bp.tx_delta = 0;
@@ -426,7 +424,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 Ok(()) => {
                     // The cold head's counter mirrors one past its last watermark, so a
                     // checkpoint can move the data head past it (see `seal_watermark`).
-                    self.heads[head].next_seq = bp.seq.wrapping_add(1);
+                    self.heads.stamped(head, bp.seq);
                     self.stats.pages_programmed += 1;
                     if head == INDEX_HEAD {
                         self.index_pages = self.index_pages.saturating_add(1);

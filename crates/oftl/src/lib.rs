@@ -194,6 +194,7 @@ mod blocks;
 mod cache;
 mod checkpoint;
 mod gc;
+mod heads;
 mod io;
 mod log;
 mod mapping;
@@ -203,6 +204,26 @@ mod para;
 mod read;
 #[cfg(feature = "alloc")]
 mod rebuild;
+
+/// Fuzzing builds only (`cfg(fuzzing)`, as cargo-fuzz sets it).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    use core::sync::atomic::{AtomicBool, Ordering};
+
+    static SKIP_CRC: AtomicBool = AtomicBool::new(false);
+
+    /// Makes every stored CRC compare equal (`on`), so an image fuzzer reaches the
+    /// parsers behind the CRCs; off by default, and off for the operation fuzzers,
+    /// whose checks rely on the CRCs catching torn sectors.
+    pub fn skip_crc_checks(on: bool) {
+        SKIP_CRC.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn crc_checks_skipped() -> bool {
+        SKIP_CRC.load(Ordering::Relaxed)
+    }
+}
 mod recovery;
 mod space;
 mod txn;
@@ -224,7 +245,7 @@ pub use recovery::SalvageReport;
 pub use txn::TxOp;
 
 use format::backpointer::Placement;
-use format::checkpoint::{HeadRecord, HEADS, NONE};
+use format::checkpoint::NONE;
 use format::superblock::Superblock;
 
 /// Write-back buffers in the default configurations (see [`Oftl`]'s `WBUF`).
@@ -433,28 +454,6 @@ impl Stats {
     };
 }
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Head {
-    pub block: u32,
-    pub next_page: u32,
-    pub next_seq: u32,
-}
-
-impl Head {
-    pub const NONE: Head = Head {
-        block: NONE,
-        next_page: 0,
-        next_seq: 1,
-    };
-    pub fn record(&self) -> HeadRecord {
-        HeadRecord {
-            block: self.block,
-            next_page: self.next_page,
-            next_seq: self.next_seq,
-        }
-    }
-}
-
 /// The device half of the state: flash, geometry, block table, heads and window.
 pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     pub flash: F,
@@ -465,7 +464,7 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     pub payload: u32,
     pub oob_span: usize,
     pub table: blocks::BlockTable<BLOCKS>,
-    pub heads: [Head; HEADS],
+    pub heads: heads::Heads,
     pub policy: P,
     pub stats: Stats,
     pub recovering: bool,
@@ -657,7 +656,7 @@ impl<
                 payload: 0,
                 oob_span: 0,
                 table: blocks::BlockTable::new(),
-                heads: [Head::NONE; HEADS],
+                heads: heads::Heads::NONE,
                 policy,
                 stats: Stats::ZERO,
                 recovering: false,
@@ -703,7 +702,7 @@ impl<
         d.payload = placement.payload(geo.page_size());
         d.oob_span = caps.oob.span();
         d.table.reset(geo.blocks());
-        d.heads = [Head::NONE; HEADS];
+        d.heads.reset();
         d.stats = Stats::default();
         d.recovering = false;
         d.index_pages = 0;

@@ -359,7 +359,7 @@ impl<
         let k = k as u32;
         self.prepare_on(LOG_HEAD, 1, 1, 1, Room::Grow)?;
         let end = self.obj(stream)?.size;
-        let h = self.dev.heads[LOG_HEAD];
+        let h = self.dev.heads.get(LOG_HEAD);
         let head_last = (h.block != NONE && h.next_page > 0)
             .then(|| self.dev.geo.page(BlockAddr(h.block), h.next_page - 1).0);
         let programs = self.log_programs_per_page();
@@ -476,12 +476,12 @@ impl<
             Some(p) => p,
             None => {
                 self.dev.head_ready(LOG_HEAD)?;
-                let h = self.dev.heads[LOG_HEAD];
-                self.dev.heads[LOG_HEAD].next_page += 1;
-                self.dev.geo.page(BlockAddr(h.block), h.next_page).0
+                let block = self.dev.heads.get(LOG_HEAD).block;
+                let p = self.dev.heads.take_page(LOG_HEAD);
+                self.dev.geo.page(BlockAddr(block), p).0
             }
         };
-        let base = self.dev.heads[LOG_HEAD].next_seq;
+        let base = self.dev.heads.next_seq(LOG_HEAD);
         let members = (from..to)
             .filter(|&s| sector_at(&self.pbuf, pu, s).is_some())
             .count() as u32;
@@ -505,7 +505,7 @@ impl<
             .program(PageAddr(page), a as u32, &self.pbuf[a..b], &[])
         {
             Ok(()) => {
-                self.dev.heads[LOG_HEAD].next_seq = base.wrapping_add(n);
+                self.dev.heads.number_from(LOG_HEAD, base.wrapping_add(n));
                 Ok(Attempt::Done(page))
             }
             Err(e) if e.kind() == ErrorKind::ProgramFailed => {

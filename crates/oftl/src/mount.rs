@@ -572,9 +572,7 @@ impl<
             let mut r = [0u8; 12];
             self.take(&mut src, &mut r)?;
             let rec = HeadRecord::parse(&r, geo.blocks(), geo.pages_per_block())?;
-            self.dev.heads[h].block = rec.block;
-            self.dev.heads[h].next_page = rec.next_page;
-            self.dev.heads[h].next_seq = rec.next_seq;
+            self.dev.heads.loaded(h, &rec);
         }
         self.dev.table.clear_window();
         for _ in 0..hdr.window_len {
@@ -607,7 +605,7 @@ impl<
                 return Err(Fault::Corrupted);
             }
         }
-        for h in self.dev.heads {
+        for h in self.dev.heads.all() {
             if h.block != crate::format::checkpoint::NONE
                 && self.dev.table.get(h.block).state() != BlockState::Window
             {

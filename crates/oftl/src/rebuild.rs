@@ -677,9 +677,12 @@ impl<
         let skip = (MAX_WINDOW as u32 + self.recovery_extra_blocks() + 1) * ppb;
         for (h, per) in [(DATA_HEAD, 1), (LOG_HEAD, spp), (INDEX_HEAD, 1)] {
             let next = sc.newest[h].map_or(0, |n| n.wrapping_add(1));
-            self.dev.heads[h].next_seq = next.wrapping_add(skip.saturating_mul(per));
+            self.dev
+                .heads
+                .number_from(h, next.wrapping_add(skip.saturating_mul(per)));
         }
-        self.dev.heads[COLD_HEAD].next_seq = self.dev.heads[DATA_HEAD].next_seq;
+        let data = self.dev.heads.next_seq(DATA_HEAD);
+        self.dev.heads.number_from(COLD_HEAD, data);
         self.ckpt.cur = 0;
         self.ckpt.next_page = 0;
         self.ckpt.switch = true;

@@ -342,17 +342,12 @@ impl<
         }
         // Pass 1 applies log sectors, whose cache write-backs go to the index head: to
         // a fresh block (the recorded one may hold pages written after the checkpoint).
-        self.dev.heads[INDEX_HEAD].block = NONE;
-        self.dev.heads[INDEX_HEAD].next_page = 0;
+        self.dev.heads.left_block(INDEX_HEAD);
         let mut sc = self.scan_window()?;
         if !no_write {
             self.open_recovery_window(&sc)?;
         } else {
-            for (head, &seq) in self.dev.heads.iter_mut().zip(sc.next_seq.iter()) {
-                head.block = NONE;
-                head.next_page = 0;
-                head.next_seq = seq;
-            }
+            self.dev.heads.restart(&sc.next_seq);
             self.dev.table.clear_window();
         }
         self.dev.recovering = true;
@@ -384,7 +379,7 @@ impl<
         let spp = self.sectors_per_page();
         let pu = self.dev.pu();
         let mut walk = Walk::new();
-        for (i, h) in self.dev.heads.iter().enumerate() {
+        for (i, h) in self.dev.heads.all().into_iter().enumerate() {
             // The index head's pages are a cache recovery rebuilds: not scanned.
             if h.block != NONE && i != INDEX_HEAD {
                 walk.push((h.block, h.next_page))
@@ -407,8 +402,8 @@ impl<
             }
         }
         let fresh: [Track; HEADS] = core::array::from_fn(|h| Track {
-            start: self.dev.heads[h].next_seq,
-            expected: self.dev.heads[h].next_seq,
+            start: self.dev.heads.next_seq(h),
+            expected: self.dev.heads.next_seq(h),
             span: if h == LOG_HEAD { spp } else { 1 },
         });
         let mut track = fresh;
@@ -742,11 +737,7 @@ impl<
     #[inline(never)]
     fn open_recovery_window(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
         self.dev.table.clear_window();
-        for (head, &seq) in self.dev.heads.iter_mut().zip(sc.next_seq.iter()) {
-            head.block = NONE;
-            head.next_page = 0;
-            head.next_seq = seq;
-        }
+        self.dev.heads.restart(&sc.next_seq);
         self.dev.grow_window(self.dev.sb.window_blocks as usize);
         if self.dev.table.window().is_empty() {
             return Err(Fault::NoSpace);
@@ -976,9 +967,7 @@ impl<
         let spp = self.sectors_per_page();
         for (h, per_page) in [(DATA_HEAD, 1), (LOG_HEAD, spp), (COLD_HEAD, 1)] {
             let past = sc.next_seq[h].wrapping_add(pages.saturating_mul(per_page));
-            if seq_cmp(past, self.dev.heads[h].next_seq).is_gt() {
-                self.dev.heads[h].next_seq = past;
-            }
+            self.dev.heads.move_past(h, past);
         }
     }
 
@@ -1259,7 +1248,7 @@ mod tests {
         let mut fs = Fs::formatted(&mut sim, cfg).unwrap();
         let o = fs.create(ObjKind::Object).unwrap();
         fs.sync().unwrap();
-        let start = fs.dev.heads[DATA_HEAD].next_seq;
+        let start = fs.dev.heads.next_seq(DATA_HEAD);
         for i in 0..5u64 {
             fs.write(o, i * 2048, &[i as u8; 2048]).unwrap();
             fs.flush(o).unwrap();

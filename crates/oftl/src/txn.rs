@@ -184,7 +184,7 @@ impl<
             Room::Grow
         };
         self.prepare(total, ops.len() as u32, growth, room)?;
-        let first = self.dev.heads[DATA_HEAD].next_seq;
+        let first = self.dev.heads.next_seq(DATA_HEAD);
         let mut remaining = total;
         for op in ops {
             match *op {

@@ -333,7 +333,7 @@ impl<
         if !prepared {
             self.prepare(total, 1, growth as u64, Room::Grow)?;
         }
-        let first = self.dev.heads[DATA_HEAD].next_seq;
+        let first = self.dev.heads.next_seq(DATA_HEAD);
         for (k, &(lpn, s)) in dirty.iter().enumerate() {
             let s = s as usize;
             let pu = p as usize;

@@ -2,8 +2,8 @@
 //! every module documents its bytes and names its fields as byte ranges (its private
 //! `field` module), which its encoder and its parser both use through
 //! `format::field`'s little-endian helpers. Parsers never panic: bad input is
-//! [`Corrupted`]. Stored CRCs are compared in one place, which agrees with anything
-//! under `cfg(fuzzing)` so the image fuzzer reaches the checks behind them.
+//! [`Corrupted`]. Stored CRCs are compared in one place, which an image fuzzer
+//! can make agree with anything (`cfg(fuzzing)` builds) to reach the checks behind them.
 //!
 //! [`Corrupted`]: crate::errors::Corrupted
 
