@@ -110,14 +110,14 @@ struct Shape {
 
 impl Shape {
     fn of<F: NandFlash, P, const BLOCKS: usize>(dev: &Dev<F, P, BLOCKS>) -> Self {
-        let payload = dev.payload as usize;
+        let payload = dev.payload() as usize;
         let epp = (payload / 4) as u32;
         let e = epp as u64;
         Shape {
             payload,
             epp,
-            rpp: table::records_per_page(dev.payload),
-            pages: dev.geo.pages(),
+            rpp: table::records_per_page(dev.payload()),
+            pages: dev.geo().pages(),
             max_size: (e * e).min(crate::format::backpointer::MAX_U24 as u64) * payload as u64,
         }
     }
@@ -421,7 +421,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
                     // One program per freed slot, as for any dirty victim: the root is
                     // cached, so writing the leaf loads nothing, and the leaf's slot
                     // (clean now) is the one freed.
-                    dev.stats.index_evictions += 1;
+                    dev.stats_mut().index_evictions += 1;
                     let lk = self.key(l);
                     self.write_slot(dev, l)?;
                     if self.find_slot(lk) == Some(l) && !self.slots[l].dirty {
@@ -435,7 +435,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
                 self.slots[v].used = false;
                 return Ok(v);
             }
-            dev.stats.index_evictions += 1;
+            dev.stats_mut().index_evictions += 1;
             self.write_slot(dev, v)?;
         }
     }
@@ -465,7 +465,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         } else {
             PageKind::Index
         };
-        let mut bp = Backpointer::single(kind, k.obj, k.idx, dev.payload as u16);
+        let mut bp = Backpointer::single(kind, k.obj, k.idx, dev.payload() as u16);
         // Table and index pages never close a transaction: recovery ignores them.
         bp.commit = false;
         let (page, _) = dev.program(INDEX_HEAD, &mut self.slots[v].data, bp, false, None)?;
@@ -558,7 +558,7 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn records_per_page(&self) -> u32 {
-        table::records_per_page(self.dev.payload)
+        table::records_per_page(self.dev.payload())
     }
 
     /// The record of `id` in cached table page slot `s`.

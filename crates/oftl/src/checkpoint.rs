@@ -80,16 +80,16 @@ impl<
                 return Err(e);
             }
         }
-        self.dev.stats.checkpoints += 1;
-        self.dev.index_pages = 0;
+        self.dev.stats_mut().checkpoints += 1;
+        self.dev.index_pages_checkpointed();
         self.gc_stuck = None;
         self.need_marker = clean;
         if !clean {
             // Its window is about to be used: say so (see `mark_checkpoint_used`).
             self.mark_checkpoint_used()?;
         }
-        for b in 0..self.dev.geo.blocks() {
-            let bi = self.dev.table.get(b);
+        for b in 0..self.dev.geo().blocks() {
+            let bi = self.dev.table().get(b);
             if bi.state() == BlockState::Bad && bi.retire() {
                 self.dev.retire_now(b)?;
             }
@@ -101,8 +101,8 @@ impl<
 
     /// Pages the largest checkpoint takes, and the marker after it.
     fn largest_checkpoint(&self) -> u32 {
-        CkptHeader::stream_len(self.dev.geo.blocks(), crate::MAX_WINDOW as u16)
-            .div_ceil(self.dev.payload)
+        CkptHeader::stream_len(self.dev.geo().blocks(), crate::MAX_WINDOW as u16)
+            .div_ceil(self.dev.payload())
             + 1
     }
 
@@ -151,7 +151,7 @@ impl<
         let most = self.largest_checkpoint();
         self.place_checkpoint(most)?;
         self.commit_checkpoint(false, most)?;
-        self.dev.stats.checkpoints += 1;
+        self.dev.stats_mut().checkpoints += 1;
         Ok(())
     }
 
@@ -175,10 +175,10 @@ impl<
         }
         let room = self.ckpt.next_page + pages.min(ppb) <= ppb;
         if (self.ckpt.switch || !room) && !self.switch_ckpt_block()? {
-            let cur = self.dev.sb.ckpt_blocks[self.ckpt.cur];
+            let cur = self.dev.sb().ckpt_blocks[self.ckpt.cur];
             let usable = room
                 && self.ckpt.frontier_known
-                && self.dev.table.get(cur).state() != BlockState::Bad
+                && self.dev.table().get(cur).state() != BlockState::Bad
                 && self.page_erased(self.ckpt_page(self.ckpt.next_page))?
                 && self.failed_pages_read_used()?;
             if !usable {
@@ -205,13 +205,13 @@ impl<
     /// Settles block states and picks the next window.
     fn settle_window(&mut self) {
         let ppb = self.dev.ppb();
-        let carried = self.dev.heads.leave_full_blocks(ppb);
-        let unused = self.dev.table.restart_window();
-        for b in 0..self.dev.geo.blocks() {
+        let carried = self.dev.heads_mut().leave_full_blocks(ppb);
+        let unused = self.dev.table_mut().restart_window();
+        for b in 0..self.dev.geo().blocks() {
             if carried.contains(&b) || unused.contains(&b) {
                 continue;
             }
-            match self.dev.table.settle(b) {
+            match self.dev.table_mut().settle(b) {
                 Settled::Freed | Settled::Retired
                     if self.gc_victim.is_some_and(|(v, _, _)| v == b) =>
                 {
@@ -230,11 +230,11 @@ impl<
                 .count(),
         );
         for b in unused {
-            if self.dev.table.window().len() >= want
-                || self.dev.table.get(b).retire()
-                || !self.dev.table.keep_in_window(b)
+            if self.dev.table().window().len() >= want
+                || self.dev.table().get(b).retire()
+                || !self.dev.table_mut().keep_in_window(b)
             {
-                self.dev.table.leave_window(b);
+                self.dev.table_mut().leave_window(b);
             }
         }
         // Leave as many free blocks as the window is long, plus the extra, for a
@@ -243,21 +243,22 @@ impl<
         // window from the free blocks).
         let extra = self.recovery_extra_blocks() as usize;
         let mut free = self.free_blocks() as usize;
-        while free < self.dev.table.window().len() + extra {
-            if self.dev.table.release_last().is_none() {
+        while free < self.dev.table().window().len() + extra {
+            if self.dev.table_mut().release_last().is_none() {
                 break;
             }
             free += 1;
         }
-        while self.dev.table.window().len() < want
-            && free > self.dev.table.window().len() + 1 + extra
+        while self.dev.table().window().len() < want
+            && free > self.dev.table().window().len() + 1 + extra
         {
             free -= 1;
-            let Some(b) = self.dev.table.pick_free(&mut self.dev.policy) else {
+            let (table, policy) = self.dev.table_and_policy();
+            let Some(b) = table.pick_free(policy) else {
                 break;
             };
             if self.dev.may_join_window(b) {
-                self.dev.table.admit(b);
+                self.dev.table_mut().admit(b);
             }
         }
     }
@@ -265,7 +266,7 @@ impl<
     /// Reads back the `total` pages of checkpoint `seq` written from page `first` of the
     /// current checkpoint block; `Corrupted` if one does not read back as written.
     fn verify_checkpoint(&mut self, first: u32, total: u32, seq: u32) -> Result<(), FaultOf<F>> {
-        let payload = self.dev.payload as usize;
+        let payload = self.dev.payload() as usize;
         for i in 0..total {
             let page = self.ckpt_page(first + i);
             match self.dev.read_payload(
@@ -316,17 +317,17 @@ impl<
 
     /// Writes the checkpoint stream; returns its first page, page count and sequence.
     fn write_checkpoint(&mut self, clean: bool) -> Result<(u32, u32, u32), FaultOf<F>> {
-        let payload = self.dev.payload as usize;
+        let payload = self.dev.payload() as usize;
         let ppb = self.dev.ppb();
-        let n_blocks = self.dev.geo.blocks();
+        let n_blocks = self.dev.geo().blocks();
         let hdr = CkptHeader {
             clean,
             seq: self.ckpt.seq.wrapping_add(1),
-            total_len: CkptHeader::stream_len(n_blocks, self.dev.table.window().len() as u16),
+            total_len: CkptHeader::stream_len(n_blocks, self.dev.table().window().len() as u16),
             n_blocks,
             n_objects: self.live_objects,
             next_obj_id: self.next_obj_id,
-            window_len: self.dev.table.window().len() as u16,
+            window_len: self.dev.table().window().len() as u16,
             table_root: self.cache.table_root(),
         };
         let total = hdr.total_len.div_ceil(payload as u32);
@@ -344,7 +345,7 @@ impl<
         self.ckpt.next_page += total;
         self.ckpt.seq = hdr.seq;
         let mut sink = Sink {
-            block: self.dev.sb.ckpt_blocks[self.ckpt.cur],
+            block: self.dev.sb().ckpt_blocks[self.ckpt.cur],
             first,
             idx: 0,
             total,
@@ -355,15 +356,15 @@ impl<
         self.pbuf.fill(0xFF);
         self.put(&mut sink, &hdr.encode())?;
         for h in 0..HEADS {
-            let r: HeadRecord = self.dev.heads.get(h).record();
+            let r: HeadRecord = self.dev.heads().get(h).record();
             self.put(&mut sink, &r.encode())?;
         }
-        for i in 0..self.dev.table.window().len() {
-            let b = self.dev.table.window()[i];
+        for i in 0..self.dev.table().window().len() {
+            let b = self.dev.table().window()[i];
             self.put(&mut sink, &b.to_le_bytes())?;
         }
         for b in 0..n_blocks {
-            let bi = self.dev.table.get(b);
+            let bi = self.dev.table().get(b);
             let e = BstEntry {
                 state: bi.state(),
                 valid: bi.valid(),
@@ -386,24 +387,29 @@ impl<
     /// stays authoritative; nor, after a mount that loaded an unmarked checkpoint, the
     /// block of the one before it (`ckpt.spare`). `false` if there is no such block (nothing changed).
     fn switch_ckpt_block(&mut self) -> Result<bool, FaultOf<F>> {
-        let n = self.dev.sb.ckpt_blocks.len();
+        let n = self.dev.sb().ckpt_blocks.len();
         for step in 1..n {
             let i = (self.ckpt.cur + step) % n;
             if self.ckpt.durable == Some(i) || self.ckpt.spare == Some(i) {
                 continue;
             }
-            let b = self.dev.sb.ckpt_blocks[i];
-            if self.dev.table.get(b).state() == BlockState::Bad {
+            let b = self.dev.sb().ckpt_blocks[i];
+            if self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
             // Retired by an earlier (failed) mount after the checkpoint we loaded.
-            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-                self.dev.table.found_bad(b);
+            if self
+                .dev
+                .flash_mut()
+                .is_bad(BlockAddr(b))
+                .map_err(Fault::Flash)?
+            {
+                self.dev.table_mut().found_bad(b);
                 continue;
             }
-            match self.dev.flash.erase(BlockAddr(b)) {
+            match self.dev.flash_mut().erase(BlockAddr(b)) {
                 Ok(()) => {
-                    self.dev.table.erased(b);
+                    self.dev.table_mut().erased(b);
                     self.ckpt.cur = i;
                     self.ckpt.next_page = 0;
                     self.ckpt.switch = false;
@@ -419,7 +425,7 @@ impl<
 
     fn put(&mut self, sink: &mut Sink, mut bytes: &[u8]) -> Result<(), FaultOf<F>> {
         sink.digest.update(bytes);
-        let payload = self.dev.payload as usize;
+        let payload = self.dev.payload() as usize;
         while !bytes.is_empty() {
             let n = (payload - sink.pos).min(bytes.len());
             self.pbuf[sink.pos..sink.pos + n].copy_from_slice(&bytes[..n]);
@@ -435,7 +441,7 @@ impl<
     fn emit(&mut self, sink: &mut Sink) -> Result<(), FaultOf<F>> {
         let page = self
             .dev
-            .geo
+            .geo()
             .page(BlockAddr(sink.block), sink.first + sink.idx)
             .0;
         let bp = Backpointer {
@@ -459,19 +465,19 @@ impl<
 
     fn ckpt_page(&self, idx: u32) -> u32 {
         self.dev
-            .geo
-            .page(BlockAddr(self.dev.sb.ckpt_blocks[self.ckpt.cur]), idx)
+            .geo()
+            .page(BlockAddr(self.dev.sb().ckpt_blocks[self.ckpt.cur]), idx)
             .0
     }
 
     /// Whether a page reads fully erased (data and spare).
     fn page_erased(&mut self, page: u32) -> Result<bool, FaultOf<F>> {
-        let span = self.dev.geo.oob_size() as usize;
+        let span = self.dev.geo().oob_size() as usize;
         let mut oob = [0u8; 256];
         let span = span.min(256);
         match self
             .dev
-            .flash
+            .flash_mut()
             .read(PageAddr(page), 0, &mut self.rbuf, &mut oob[..span])
         {
             // A torn program whose few landed bits ECC "corrected" reads all 0xFF too:
@@ -532,10 +538,10 @@ mod tests {
                 .map(|b: &BlockInfo| (b.state(), b.valid(), b.erases()))
                 .collect(),
             heads: core::array::from_fn(|h| {
-                let r = fs.dev.heads.get(h).record();
+                let r = fs.dev.heads().get(h).record();
                 (r.block, r.next_page, r.next_seq)
             }),
-            window: fs.dev.table.window_unused().to_vec(),
+            window: fs.dev.table().window_unused().to_vec(),
             table_root: fs.cache.table_root(),
             live_objects: fs.live_objects,
             next_obj_id: fs.next_obj_id,

@@ -93,9 +93,9 @@ impl<
             }
             let more = self.gc_victim.is_some() || {
                 let ppb = self.dev.ppb();
-                let d = &mut self.dev;
-                d.table
-                    .pick_victim(&mut d.policy, ppb, Urgency::Background, self.gc_stuck)
+                let (table, policy) = self.dev.table_and_policy();
+                table
+                    .pick_victim(policy, ppb, Urgency::Background, self.gc_stuck)
                     .is_some()
             };
             Ok(GcProgress { copied, more })
@@ -127,14 +127,12 @@ impl<
         let ppb = self.dev.ppb();
         // A block left alone because a referenced page did not read is hidden from the
         // policy (shown as full of valid pages) until the next checkpoint.
-        let d = &mut self.dev;
-        let Some(v) = d
-            .table
-            .pick_victim(&mut d.policy, ppb, urgency, self.gc_stuck)
-        else {
+        let stuck = self.gc_stuck;
+        let (table, policy) = self.dev.table_and_policy();
+        let Some(v) = table.pick_victim(policy, ppb, urgency, stuck) else {
             return false;
         };
-        let bi = d.table.get(v);
+        let bi = table.get(v);
         debug!(
             "oftl: gc victim block {} ({} valid pages, scrub {}, retire {}, {:?})",
             v,
@@ -145,7 +143,8 @@ impl<
         );
         self.gc_victim = Some((v, 0, bi.erases()));
         self.gc_unreadable = false;
-        self.gc_head = match d.policy.relocation(d.table.all(), v, ppb) {
+        let (table, policy) = self.dev.table_and_policy();
+        self.gc_head = match policy.relocation(table.all(), v, ppb) {
             Relocation::Cold => COLD_HEAD,
             Relocation::Data => DATA_HEAD,
         };
@@ -170,7 +169,7 @@ impl<
     /// log head if it holds log pages (which head wrote a block is not recorded, so
     /// both must have the room).
     fn copy_room(&self) -> u64 {
-        let reserve = self.window_need(0) + self.dev.index_pages as u64;
+        let reserve = self.window_need(0) + self.dev.index_pages() as u64;
         self.dev
             .copy_room(self.gc_head, reserve)
             .min(self.dev.copy_room(crate::log::LOG_HEAD, reserve))
@@ -187,7 +186,7 @@ impl<
         let Some((b, mut next, erases)) = self.gc_victim else {
             return Ok(0);
         };
-        let bi = self.dev.table.get(b);
+        let bi = self.dev.table().get(b);
         if bi.state() != BlockState::Full || bi.erases() != erases {
             // A checkpoint since the last step freed the victim (its remaining pages
             // were overwritten meanwhile): it may be a head's block by now, or even
@@ -199,7 +198,7 @@ impl<
         let ppb = self.dev.ppb();
         let mut copied = 0;
         while next < ppb && copied < budget {
-            if self.dev.table.get(b).valid() == 0 {
+            if self.dev.table().get(b).valid() == 0 {
                 break;
             }
             if self.index_room() < self.index_need(1, 1) {
@@ -207,7 +206,7 @@ impl<
                 // checkpoint: stop here, the caller checkpoints and comes back.
                 break;
             }
-            let page = self.dev.geo.page(BlockAddr(b), next).0;
+            let page = self.dev.geo().page(BlockAddr(b), next).0;
             next += 1;
             let moved = match self.dev.scan_read(page)? {
                 Scan::Bp(bp) if bp.kind == PageKind::Log => self.relocate_log(page, false)?,
@@ -239,7 +238,7 @@ impl<
                 Reloc::Unreadable => self.gc_unreadable = true,
             }
         }
-        if next >= ppb || self.dev.table.get(b).valid() == 0 {
+        if next >= ppb || self.dev.table().get(b).valid() == 0 {
             self.gc_victim = None;
             let unreadable = core::mem::take(&mut self.gc_unreadable);
             // Pages the counts call valid but no backpointer claims: the counts were
@@ -247,7 +246,7 @@ impl<
             // that did not read they may be the same, so the block keeps its data (a
             // later collection, once they read, moves them) and collection leaves it
             // alone until the next checkpoint.
-            if self.dev.table.collected(b, unreadable) != 0 {
+            if self.dev.table_mut().collected(b, unreadable) != 0 {
                 warn!("oftl: gc leaves block {}: pages in it did not read", b);
                 self.gc_stuck = Some(b);
             }
@@ -308,9 +307,9 @@ impl<
         if bp.kind == PageKind::Log {
             return self.relocate_log(page, from_rbuf).map(|_| ());
         }
-        self.dev.stats.relocated_pages += 1;
+        self.dev.stats_mut().relocated_pages += 1;
         let pu = self.dev.pu();
-        let payload = self.dev.payload as usize;
+        let payload = self.dev.payload() as usize;
         let mut nbp = *bp;
         nbp.commit = true;
         nbp.tx_delta = 0;
@@ -393,21 +392,21 @@ mod tests {
         fs.write(o, 0, &data).unwrap();
         fs.sync().unwrap();
         fs.write(o, 0, &data[..2048 * 7]).unwrap();
-        let w = fs.dev.heads.next_seq(DATA_HEAD);
+        let w = fs.dev.heads().next_seq(DATA_HEAD);
         let moved = fs.gc_step(64).unwrap().copied;
         assert!(moved > 0);
-        let cold = fs.dev.heads.get(COLD_HEAD);
+        let cold = fs.dev.heads().get(COLD_HEAD);
         assert_ne!(cold.block, crate::format::checkpoint::NONE);
         let mut seen = 0;
         for i in 0..cold.next_page {
-            let page = fs.dev.geo.page(BlockAddr(cold.block), i).0;
+            let page = fs.dev.geo().page(BlockAddr(cold.block), i).0;
             if let Scan::Bp(bp) = fs.dev.scan_read(page).unwrap() {
                 assert!(bp.relocated && bp.commit && bp.tx_delta == 0);
                 assert!(
-                    bp.seq >= w && bp.seq <= fs.dev.heads.next_seq(DATA_HEAD),
+                    bp.seq >= w && bp.seq <= fs.dev.heads().next_seq(DATA_HEAD),
                     "watermark {} outside {w}..={}",
                     bp.seq,
-                    fs.dev.heads.next_seq(DATA_HEAD)
+                    fs.dev.heads().next_seq(DATA_HEAD)
                 );
                 seen += 1;
             }
@@ -415,7 +414,7 @@ mod tests {
         assert_eq!(seen, moved);
         let last = cold.next_seq.wrapping_sub(1);
         fs.sync().unwrap();
-        assert!(crate::mount::seq_cmp(fs.dev.heads.next_seq(DATA_HEAD), last).is_gt());
+        assert!(crate::mount::seq_cmp(fs.dev.heads().next_seq(DATA_HEAD), last).is_gt());
         let mut back = vec![0u8; data.len()];
         fs.read(o, 0, &mut back).unwrap();
         assert_eq!(back, data);
@@ -435,11 +434,11 @@ mod tests {
             },
         )
         .unwrap();
-        let n = fs.dev.heads.next_seq(DATA_HEAD);
+        let n = fs.dev.heads().next_seq(DATA_HEAD);
         fs.dev.seal_watermark();
-        assert_eq!(fs.dev.heads.next_seq(DATA_HEAD), n, "no copy, no skip");
-        fs.dev.heads.number_from(COLD_HEAD, n.wrapping_add(1));
+        assert_eq!(fs.dev.heads().next_seq(DATA_HEAD), n, "no copy, no skip");
+        fs.dev.heads_mut().number_from(COLD_HEAD, n.wrapping_add(1));
         fs.dev.seal_watermark();
-        assert_eq!(fs.dev.heads.next_seq(DATA_HEAD), n.wrapping_add(1));
+        assert_eq!(fs.dev.heads().next_seq(DATA_HEAD), n.wrapping_add(1));
     }
 }

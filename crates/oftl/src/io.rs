@@ -15,16 +15,168 @@
 //! never reads back when written after the last checkpoint) takes its blocks straight
 //! from the free pool, so cache write-backs never eat into the window.
 
-use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
+use nand_hal::{BlockAddr, Capabilities, Error, ErrorKind, Geometry, NandFlash, PageAddr};
 
+use crate::blocks::BlockTable;
 use crate::errors::Fault;
 use crate::format::backpointer::{
     payload_crc, Backpointer, Placement, BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN,
 };
 use crate::format::checkpoint::NONE;
+use crate::format::superblock::Superblock;
 use crate::gc::COLD_HEAD;
+use crate::heads::Heads;
 use crate::policy::SpacePolicy;
-use crate::{Dev, DATA_HEAD, INDEX_HEAD};
+use crate::{Stats, DATA_HEAD, INDEX_HEAD};
+
+/// The device half of the state: the flash, what the mounted store knows of it
+/// (geometry, capabilities, superblock, backpointer placement), the block table, the
+/// write heads, the space policy and the figures. Its fields are its own: the rest of
+/// the crate reads them through the accessors below and changes the block table and
+/// the heads only through their events.
+pub(crate) struct Dev<F, P, const BLOCKS: usize> {
+    flash: F,
+    geo: Geometry,
+    caps: Capabilities,
+    sb: Superblock,
+    placement: Placement,
+    payload: u32,
+    oob_span: usize,
+    table: BlockTable<BLOCKS>,
+    heads: Heads,
+    policy: P,
+    stats: Stats,
+    recovering: bool,
+    /// Pages the index head programmed since the last checkpoint. They count against
+    /// the window budget although they sit outside it: a crash recovery replaying the
+    /// window writes about as many cache pages back, into the recovery reserve, which
+    /// is sized by the window.
+    index_pages: u32,
+}
+
+impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
+    /// Over `flash`, before any mount: `geo` and `caps` stand in until
+    /// [`Dev::reset`] reads the device's.
+    pub const fn new(flash: F, policy: P, geo: Geometry, caps: Capabilities) -> Self {
+        Dev {
+            flash,
+            geo,
+            caps,
+            sb: Superblock::BLANK,
+            placement: Placement::Oob,
+            payload: 0,
+            oob_span: 0,
+            table: BlockTable::new(),
+            heads: Heads::NONE,
+            policy,
+            stats: Stats::ZERO,
+            recovering: false,
+            index_pages: 0,
+        }
+    }
+
+    pub fn flash(&self) -> &F {
+        &self.flash
+    }
+
+    pub fn flash_mut(&mut self) -> &mut F {
+        &mut self.flash
+    }
+
+    pub fn into_flash(self) -> F {
+        self.flash
+    }
+
+    pub fn geo(&self) -> Geometry {
+        self.geo
+    }
+
+    pub fn caps(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    pub fn sb(&self) -> &Superblock {
+        &self.sb
+    }
+
+    /// Format settled the superblock's fixed blocks.
+    pub fn set_superblock(&mut self, sb: Superblock) {
+        self.sb = sb;
+    }
+
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// Object payload bytes per page.
+    pub fn payload(&self) -> u32 {
+        self.payload
+    }
+
+    pub fn table(&self) -> &BlockTable<BLOCKS> {
+        &self.table
+    }
+
+    pub fn table_mut(&mut self) -> &mut BlockTable<BLOCKS> {
+        &mut self.table
+    }
+
+    pub fn heads(&self) -> &Heads {
+        &self.heads
+    }
+
+    pub fn heads_mut(&mut self) -> &mut Heads {
+        &mut self.heads
+    }
+
+    /// The block table and the policy together (victim and free-block choices).
+    pub fn table_and_policy(&mut self) -> (&mut BlockTable<BLOCKS>, &mut P) {
+        (&mut self.table, &mut self.policy)
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    /// A crash recovery (or rebuild) is running: reads take the step-aware path.
+    pub fn set_recovering(&mut self, on: bool) {
+        self.recovering = on;
+    }
+
+    pub fn index_pages(&self) -> u32 {
+        self.index_pages
+    }
+
+    /// A checkpoint made the index head's pages since the last one part of the store.
+    pub fn index_pages_checkpointed(&mut self) {
+        self.index_pages = 0;
+    }
+}
+
+impl<F: NandFlash, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
+    /// Everything known of the device starts again for superblock `sb`: the device's
+    /// geometry and capabilities, the placement `sb` records, an empty block table,
+    /// heads and figures (the flash and the policy stay).
+    pub fn reset(&mut self, sb: Superblock) {
+        let geo = self.flash.geometry();
+        let caps = *self.flash.capabilities();
+        self.geo = geo;
+        self.caps = caps;
+        self.placement = sb.placement;
+        self.payload = sb.placement.payload(geo.page_size());
+        self.oob_span = caps.oob.span();
+        self.sb = sb;
+        self.table.reset(geo.blocks());
+        self.heads.reset();
+        self.stats = Stats::default();
+        self.recovering = false;
+        self.index_pages = 0;
+    }
+}
 
 /// What a scan read found in a page's backpointer slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -237,6 +237,7 @@ pub use errors::{Corrupted, FormatError, Mismatch, MountError, ReadError, WriteE
 pub use format::checkpoint::{BlockState, ObjKind};
 pub use format::meta::ATTR_LEN;
 pub use gc::GcProgress;
+use io::Dev;
 pub use log::LogRecord;
 pub use objtab::ObjectIds;
 pub use para::ParaGc;
@@ -244,7 +245,6 @@ pub use policy::{Greedy, Relocation, SpacePolicy, Urgency};
 pub use recovery::SalvageReport;
 pub use txn::TxOp;
 
-use format::backpointer::Placement;
 use format::checkpoint::NONE;
 use format::superblock::Superblock;
 
@@ -454,27 +454,6 @@ impl Stats {
     };
 }
 
-/// The device half of the state: flash, geometry, block table, heads and window.
-pub(crate) struct Dev<F, P, const BLOCKS: usize> {
-    pub flash: F,
-    pub geo: Geometry,
-    pub caps: Capabilities,
-    pub sb: Superblock,
-    pub placement: Placement,
-    pub payload: u32,
-    pub oob_span: usize,
-    pub table: blocks::BlockTable<BLOCKS>,
-    pub heads: heads::Heads,
-    pub policy: P,
-    pub stats: Stats,
-    pub recovering: bool,
-    /// Pages the index head programmed since the last checkpoint. They count against
-    /// the window budget although they sit outside it: a crash recovery replaying the
-    /// window writes about as many cache pages back, into the recovery reserve, which
-    /// is sized by the window.
-    pub index_pages: u32,
-}
-
 /// Where checkpoints go next.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CkptPos {
@@ -647,21 +626,7 @@ impl<
         let geometry = part.geometry;
         let capabilities = part.capabilities;
         Oftl {
-            dev: Dev {
-                flash,
-                geo: geometry,
-                caps: capabilities,
-                sb: Superblock::BLANK,
-                placement: Placement::Oob,
-                payload: 0,
-                oob_span: 0,
-                table: blocks::BlockTable::new(),
-                heads: heads::Heads::NONE,
-                policy,
-                stats: Stats::ZERO,
-                recovering: false,
-                index_pages: 0,
-            },
+            dev: Dev::new(flash, policy, geometry, capabilities),
             config,
             live_objects: 0,
             cache: cache::PageCache::new(),
@@ -691,21 +656,7 @@ impl<
     /// Resets every in-RAM table in place for superblock `sb` (the flash and the policy
     /// stay). The store stays poisoned: the caller clears that once it is mounted.
     pub(crate) fn reset_state(&mut self, sb: Superblock) {
-        let geo = self.dev.flash.geometry();
-        let caps = *self.dev.flash.capabilities();
-        let placement = sb.placement;
-        let d = &mut self.dev;
-        d.geo = geo;
-        d.caps = caps;
-        d.sb = sb;
-        d.placement = placement;
-        d.payload = placement.payload(geo.page_size());
-        d.oob_span = caps.oob.span();
-        d.table.reset(geo.blocks());
-        d.heads.reset();
-        d.stats = Stats::default();
-        d.recovering = false;
-        d.index_pages = 0;
+        self.dev.reset(sb);
         self.live_objects = 0;
         self.cache.reset(NONE);
         for w in self.wbuf.iter_mut() {
@@ -730,49 +681,49 @@ impl<
 
     /// The flash device.
     pub fn flash(&self) -> &F {
-        &self.dev.flash
+        self.dev.flash()
     }
 
     /// The flash device, mutably (for tests and tools; writing behind the OFTL's back
     /// breaks it).
     pub fn flash_mut(&mut self) -> &mut F {
-        &mut self.dev.flash
+        self.dev.flash_mut()
     }
 
     /// Gives the flash device back, writing nothing: [`Oftl::unmount`] first to keep
     /// what is buffered.
     pub fn into_flash(self) -> F {
-        self.dev.flash
+        self.dev.into_flash()
     }
 
     /// Figures since mount.
     pub fn stats(&self) -> Stats {
-        self.dev.stats
+        *self.dev.stats()
     }
 
     /// The block table (coarse state, valid pages, erase count).
     pub fn blocks(&self) -> &[BlockInfo] {
-        self.dev.table.all()
+        self.dev.table().all()
     }
 
     /// Object payload bytes per page.
     pub fn payload(&self) -> u32 {
-        self.dev.payload
+        self.dev.payload()
     }
 
     /// Pages currently valid (data, metadata and index).
     pub fn used_pages(&self) -> u64 {
-        self.dev.table.valid_total()
+        self.dev.table().valid_total()
     }
 
     pub(crate) fn entries_per_index(&self) -> usize {
-        self.dev.payload as usize / 4
+        self.dev.payload() as usize / 4
     }
 
     /// Largest object size this format can index.
     pub fn max_object_size(&self) -> u64 {
         let e = self.entries_per_index() as u64;
-        (e * e).min(format::backpointer::MAX_U24 as u64) * self.dev.payload as u64
+        (e * e).min(format::backpointer::MAX_U24 as u64) * self.dev.payload() as u64
     }
 
     /// Whether the store can write, and if not, why.

@@ -214,7 +214,7 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn sectors_per_page(&self) -> u32 {
-        self.dev.geo.page_size() / self.dev.caps.program_unit
+        self.dev.geo().page_size() / self.dev.caps().program_unit
     }
 
     fn sector_payload(&self) -> usize {
@@ -233,10 +233,10 @@ impl<
     /// with a failed one ([`NandFlash::delivers_good_steps`]; parts without ECC need
     /// none): there a torn partial program would hide the page's acknowledged records.
     pub fn log_programs_per_page(&self) -> u8 {
-        let able = self.dev.caps.ecc.kind == nand_hal::EccKind::None
-            || self.dev.flash.delivers_good_steps();
+        let able = self.dev.caps().ecc.kind == nand_hal::EccKind::None
+            || self.dev.flash().delivers_good_steps();
         if able {
-            self.dev.sb.log_programs
+            self.dev.sb().log_programs
         } else {
             1
         }
@@ -245,7 +245,7 @@ impl<
     /// Bit errors a sector may show and still read as never programmed (see
     /// [`blank`]): the part's ECC strength, at least 1.
     pub(crate) fn blank_flips(&self) -> u32 {
-        (self.dev.caps.ecc.strength as u32).max(1)
+        (self.dev.caps().ecc.strength as u32).max(1)
     }
 
     /// Positions of a log stream's index: logical page `p` lives at `p % ring`, so a
@@ -281,7 +281,7 @@ impl<
     pub(crate) fn index_pages(&self, o: &ObjRecord) -> u32 {
         let (per, most) = match o.kind {
             ObjKind::Log => (self.sectors_per_page() as u64, self.log_ring()),
-            ObjKind::Object => (self.dev.payload as u64, u32::MAX as u64),
+            ObjKind::Object => (self.dev.payload() as u64, u32::MAX as u64),
         };
         o.size.div_ceil(per).min(most) as u32
     }
@@ -359,9 +359,9 @@ impl<
         let k = k as u32;
         self.prepare_on(LOG_HEAD, 1, 1, 1, Room::Grow)?;
         let end = self.obj(stream)?.size;
-        let h = self.dev.heads.get(LOG_HEAD);
+        let h = self.dev.heads().get(LOG_HEAD);
         let head_last = (h.block != NONE && h.next_page > 0)
-            .then(|| self.dev.geo.page(BlockAddr(h.block), h.next_page - 1).0);
+            .then(|| self.dev.geo().page(BlockAddr(h.block), h.next_page - 1).0);
         let programs = self.log_programs_per_page();
         let cont = self
             .log_tail
@@ -476,12 +476,12 @@ impl<
             Some(p) => p,
             None => {
                 self.dev.head_ready(LOG_HEAD)?;
-                let block = self.dev.heads.get(LOG_HEAD).block;
-                let p = self.dev.heads.take_page(LOG_HEAD);
-                self.dev.geo.page(BlockAddr(block), p).0
+                let block = self.dev.heads().get(LOG_HEAD).block;
+                let p = self.dev.heads_mut().take_page(LOG_HEAD);
+                self.dev.geo().page(BlockAddr(block), p).0
             }
         };
-        let base = self.dev.heads.next_seq(LOG_HEAD);
+        let base = self.dev.heads().next_seq(LOG_HEAD);
         let members = (from..to)
             .filter(|&s| sector_at(&self.pbuf, pu, s).is_some())
             .count() as u32;
@@ -501,11 +501,13 @@ impl<
         let (a, b) = (from as usize * pu, to as usize * pu);
         match self
             .dev
-            .flash
+            .flash_mut()
             .program(PageAddr(page), a as u32, &self.pbuf[a..b], &[])
         {
             Ok(()) => {
-                self.dev.heads.number_from(LOG_HEAD, base.wrapping_add(n));
+                self.dev
+                    .heads_mut()
+                    .number_from(LOG_HEAD, base.wrapping_add(n));
                 Ok(Attempt::Done(page))
             }
             Err(e) if e.kind() == ErrorKind::ProgramFailed => {
@@ -513,7 +515,7 @@ impl<
                 // page) and its block retired once its data has moved, as in
                 // `Dev::program`.
                 let b = self.dev.block_of(page) as u32;
-                self.dev.table.program_failed(b);
+                self.dev.table_mut().program_failed(b);
                 Ok(Attempt::Failed)
             }
             Err(e) => Err(Fault::Flash(e)),
@@ -679,21 +681,22 @@ impl<
             self.pbuf.copy_from_slice(self.log_tail.image());
             return Ok(complete_slots(&self.pbuf, pu, spp));
         }
-        let no_ecc = self.dev.caps.ecc.kind == nand_hal::EccKind::None;
+        let no_ecc = self.dev.caps().ecc.kind == nand_hal::EccKind::None;
         let flips = self.blank_flips();
         let attempts = crate::io::READ_RETRIES + 1;
         let mut best = 0u32;
         let mut mask = 0;
         for attempt in 0..2 * attempts {
-            let report = match self
-                .dev
-                .flash
-                .read_steps(PageAddr(page), &mut self.pbuf, &mut [])
-            {
-                Ok(r) => r,
-                Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
-                Err(e) => return Err(Fault::Flash(e)),
-            };
+            let report =
+                match self
+                    .dev
+                    .flash_mut()
+                    .read_steps(PageAddr(page), &mut self.pbuf, &mut [])
+                {
+                    Ok(r) => r,
+                    Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
+                    Err(e) => return Err(Fault::Flash(e)),
+                };
             // A step reported uncorrectable may hold anything, even what the buffer
             // held before (implementations that cannot deliver it): never parse it.
             for s in 0..spp {
@@ -775,7 +778,7 @@ impl<
         if last == 0 {
             return Ok(Reloc::Stale);
         }
-        self.dev.stats.relocated_pages += 1;
+        self.dev.stats_mut().relocated_pages += 1;
         self.log_tail.moved(page);
         loop {
             // A retry restamps the same numbers over the same sectors.

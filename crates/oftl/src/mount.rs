@@ -61,8 +61,8 @@ impl<
     }
 
     fn format_inner(&mut self, config: Config) -> Result<(), FormatError<F::Error>> {
-        let geo = self.dev.flash.geometry();
-        let caps = *self.dev.flash.capabilities();
+        let geo = self.dev.flash_mut().geometry();
+        let caps = *self.dev.flash_mut().capabilities();
         Self::check_fit(&geo, &caps).map_err(FormatError::Unsupported)?;
         let w = config.window_blocks as u32;
         if !(2..=MAX_WINDOW as u32).contains(&w)
@@ -95,11 +95,11 @@ impl<
         for b in 0..geo.blocks() {
             if self
                 .dev
-                .flash
+                .flash_mut()
                 .is_bad(BlockAddr(b))
                 .map_err(FormatError::Flash)?
             {
-                self.dev.table.found_bad(b);
+                self.dev.table_mut().found_bad(b);
             }
         }
         let search = SB_SEARCH.min(geo.blocks());
@@ -115,15 +115,15 @@ impl<
             [fixed[0], fixed[1]],
             [fixed[2], fixed[3], fixed[4], fixed[5]],
         );
-        self.dev.sb = sb;
+        self.dev.set_superblock(sb);
         self.erase_leftovers(&fixed).map_err(FormatError::Flash)?;
         let mut good = 0u32;
         for b in 0..geo.blocks() {
-            if self.dev.table.get(b).state() == BlockState::Bad {
+            if self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
             if fixed.contains(&b) {
-                self.dev.table.reserved(b);
+                self.dev.table_mut().reserved(b);
             } else {
                 good += 1;
             }
@@ -131,7 +131,7 @@ impl<
         if good < 3 * w + 4 {
             return Err(FormatError::NotEnoughGoodBlocks);
         }
-        let total = CkptHeader::stream_len(geo.blocks(), w as u16).div_ceil(self.dev.payload);
+        let total = CkptHeader::stream_len(geo.blocks(), w as u16).div_ceil(self.dev.payload());
         if total > geo.pages_per_block() {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
@@ -142,7 +142,7 @@ impl<
         for b in [fixed[0], fixed[1]] {
             let page = geo.page(BlockAddr(b), 0);
             self.dev
-                .flash
+                .flash_mut()
                 .program(page, 0, &self.pbuf[..len], &[])
                 .map_err(FormatError::Flash)?;
         }
@@ -168,15 +168,15 @@ impl<
     /// its bad-block marker read before it joins the window (a factory image written
     /// onto a part with bad blocks of its own, see `Dev::may_join_window`).
     fn erase_leftovers(&mut self, fixed: &[u32]) -> Result<(), F::Error> {
-        for b in 0..self.dev.geo.blocks() {
-            if fixed.contains(&b) || self.dev.table.get(b).state() == BlockState::Bad {
+        for b in 0..self.dev.geo().blocks() {
+            if fixed.contains(&b) || self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
-            match self.dev.flash.erase(BlockAddr(b)) {
+            match self.dev.flash_mut().erase(BlockAddr(b)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::EraseFailed => {
-                    self.dev.table.found_bad(b);
-                    self.dev.flash.mark_bad(BlockAddr(b))?;
+                    self.dev.table_mut().found_bad(b);
+                    self.dev.flash_mut().mark_bad(BlockAddr(b))?;
                 }
                 Err(e) => return Err(e),
             }
@@ -188,14 +188,14 @@ impl<
     /// erase fails bad on the way.
     fn pick_erased(&mut self, to: u32, taken: &[u32]) -> Result<Option<u32>, F::Error> {
         for b in 0..to {
-            if self.dev.table.get(b).state() == BlockState::Bad || taken.contains(&b) {
+            if self.dev.table().get(b).state() == BlockState::Bad || taken.contains(&b) {
                 continue;
             }
-            match self.dev.flash.erase(BlockAddr(b)) {
+            match self.dev.flash_mut().erase(BlockAddr(b)) {
                 Ok(()) => return Ok(Some(b)),
                 Err(e) if e.kind() == ErrorKind::EraseFailed => {
-                    self.dev.table.found_bad(b);
-                    self.dev.flash.mark_bad(BlockAddr(b))?;
+                    self.dev.table_mut().found_bad(b);
+                    self.dev.flash_mut().mark_bad(BlockAddr(b))?;
                 }
                 Err(e) => return Err(e),
             }
@@ -255,7 +255,7 @@ impl<
     /// The first superblock copy that reads, checked against the device and this
     /// build's limits.
     pub(crate) fn checked_superblock(&mut self) -> Result<Superblock, MountError<F::Error>> {
-        let flash = &mut self.dev.flash;
+        let flash = self.dev.flash_mut();
         let geo = flash.geometry();
         let caps = *flash.capabilities();
         let sb = find_superblock(flash)?;
@@ -283,14 +283,14 @@ impl<
         self.poisoned = false;
         let clean = self.load_newest_checkpoint()?;
         // Checkpoint blocks retired after the loaded checkpoint still say "reserved".
-        for b in self.dev.sb.ckpt_blocks {
+        for b in self.dev.sb().ckpt_blocks {
             if self
                 .dev
-                .flash
+                .flash_mut()
                 .is_bad(BlockAddr(b))
                 .map_err(MountError::Flash)?
             {
-                self.dev.table.found_bad(b);
+                self.dev.table_mut().found_bad(b);
             }
         }
         if clean {
@@ -345,25 +345,25 @@ impl<
     /// already promised). A read-only mount only retires it in RAM.
     fn check_recorded_window(&mut self) -> Result<(), MountError<F::Error>> {
         let mut retired = false;
-        for i in 0..self.dev.table.window_unused().len() {
-            let b = self.dev.table.window_unused()[i];
-            if self.dev.table.get(b).erases() > 0 {
+        for i in 0..self.dev.table().window_unused().len() {
+            let b = self.dev.table().window_unused()[i];
+            if self.dev.table().get(b).erases() > 0 {
                 continue;
             }
             if self
                 .dev
-                .flash
+                .flash_mut()
                 .is_bad(BlockAddr(b))
                 .map_err(MountError::Flash)?
             {
-                self.dev.table.found_bad(b);
+                self.dev.table_mut().found_bad(b);
                 retired = true;
             }
         }
         if !retired {
             return Ok(());
         }
-        self.dev.table.drop_bad_from_window();
+        self.dev.table_mut().drop_bad_from_window();
         if self.salvage && !self.repair {
             return Ok(());
         }
@@ -401,10 +401,10 @@ impl<
         let mut last_used = [None::<u32>; CKPT_BLOCKS];
         let mut top_ok = [false; CKPT_BLOCKS];
         for cur in 0..CKPT_BLOCKS {
-            let b = self.dev.sb.ckpt_blocks[cur];
+            let b = self.dev.sb().ckpt_blocks[cur];
             if self
                 .dev
-                .flash
+                .flash_mut()
                 .is_bad(BlockAddr(b))
                 .map_err(MountError::Flash)?
             {
@@ -417,7 +417,7 @@ impl<
             let (mut lo, mut hi) = (0, ppb);
             while lo < hi {
                 let mid = (lo + hi) / 2;
-                let page = self.dev.geo.page(BlockAddr(b), mid).0;
+                let page = self.dev.geo().page(BlockAddr(b), mid).0;
                 if self.dev.scan_read(page).map_err(MountError::from)? == Scan::Erased {
                     hi = mid;
                 } else {
@@ -428,7 +428,7 @@ impl<
             let mut found = 0;
             let mut readable_seen = false;
             for i in (0..lo).rev() {
-                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(BlockAddr(b), i).0;
                 let bp = match self.dev.scan_read(page).map_err(MountError::from)? {
                     Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
                         bp
@@ -500,9 +500,9 @@ impl<
                         // It has a marker: committed, read back, maybe used.
                         let page = self
                             .dev
-                            .geo
+                            .geo()
                             .page(
-                                BlockAddr(self.dev.sb.ckpt_blocks[c.cur]),
+                                BlockAddr(self.dev.sb().ckpt_blocks[c.cur]),
                                 c.first + c.pages - 1,
                             )
                             .0;
@@ -545,9 +545,9 @@ impl<
 
     /// Loads one checkpoint into RAM. Returns its clean flag.
     fn load_checkpoint(&mut self, c: &Candidate) -> Result<bool, FaultOf<F>> {
-        let geo = self.dev.geo;
+        let geo = self.dev.geo();
         let mut src = Source {
-            block: self.dev.sb.ckpt_blocks[c.cur],
+            block: self.dev.sb().ckpt_blocks[c.cur],
             first: c.first,
             idx: 0,
             pages: c.pages,
@@ -564,7 +564,7 @@ impl<
             || (hdr.table_root != NONE && hdr.table_root >= geo.pages())
             || hdr.next_obj_id == 0
             || hdr.window_len as usize > MAX_WINDOW
-            || hdr.total_len.div_ceil(self.dev.payload) != c.pages
+            || hdr.total_len.div_ceil(self.dev.payload()) != c.pages
         {
             return Err(Fault::Corrupted);
         }
@@ -572,9 +572,9 @@ impl<
             let mut r = [0u8; 12];
             self.take(&mut src, &mut r)?;
             let rec = HeadRecord::parse(&r, geo.blocks(), geo.pages_per_block())?;
-            self.dev.heads.loaded(h, &rec);
+            self.dev.heads_mut().loaded(h, &rec);
         }
-        self.dev.table.clear_window();
+        self.dev.table_mut().clear_window();
         for _ in 0..hdr.window_len {
             let mut r = [0u8; 4];
             self.take(&mut src, &mut r)?;
@@ -582,16 +582,16 @@ impl<
             if b >= geo.blocks() {
                 return Err(Fault::Corrupted);
             }
-            if !self.dev.table.load_window(b) {
+            if !self.dev.table_mut().load_window(b) {
                 return Err(Fault::Corrupted);
             }
         }
-        self.dev.table.begin_load();
+        self.dev.table_mut().begin_load();
         for b in 0..geo.blocks() {
             let mut r = [0u8; 4];
             self.take(&mut src, &mut r)?;
             let e = BstEntry::unpack(u32::from_le_bytes(r), geo.pages_per_block())?;
-            self.dev.table.loaded(b, e.state, e.valid, e.erases);
+            self.dev.table_mut().loaded(b, e.state, e.valid, e.erases);
         }
         let expect = src.digest.clone().finalize();
         let mut r = [0u8; 4];
@@ -600,21 +600,21 @@ impl<
             return Err(Fault::Corrupted);
         }
         // Every block the window or a head names must be in the window state.
-        for &b in self.dev.table.window() {
-            if self.dev.table.get(b).state() != BlockState::Window {
+        for &b in self.dev.table().window() {
+            if self.dev.table().get(b).state() != BlockState::Window {
                 return Err(Fault::Corrupted);
             }
         }
-        for h in self.dev.heads.all() {
+        for h in self.dev.heads().all() {
             if h.block != crate::format::checkpoint::NONE
-                && self.dev.table.get(h.block).state() != BlockState::Window
+                && self.dev.table().get(h.block).state() != BlockState::Window
             {
                 return Err(Fault::Corrupted);
             }
         }
-        for cb in self.dev.sb.ckpt_blocks {
+        for cb in self.dev.sb().ckpt_blocks {
             if !matches!(
-                self.dev.table.get(cb).state(),
+                self.dev.table().get(cb).state(),
                 BlockState::Reserved | BlockState::Bad
             ) {
                 return Err(Fault::Corrupted);
@@ -635,10 +635,10 @@ impl<
                 }
                 let page = self
                     .dev
-                    .geo
+                    .geo()
                     .page(BlockAddr(src.block), src.first + src.idx)
                     .0;
-                let payload = self.dev.payload as usize;
+                let payload = self.dev.payload() as usize;
                 let owner = src.seq & crate::format::backpointer::MAX_U24;
                 match self.dev.read_payload(
                     page,

@@ -54,7 +54,7 @@ impl<
             return Ok(0);
         }
         let len = (size - offset).min(buf.len() as u64) as usize;
-        let p = self.dev.payload as u64;
+        let p = self.dev.payload() as u64;
         let mut pos = 0usize;
         while pos < len {
             let abs = offset + pos as u64;
@@ -74,7 +74,7 @@ impl<
                 // read again by the commit).
                 self.wbuf_fill(s, obj, lpn, page)?;
                 out.copy_from_slice(&self.wbuf[s].data[..n]);
-            } else if self.dev.placement == Placement::InBand {
+            } else if self.dev.placement() == Placement::InBand {
                 // Only a whole-payload read can be checked against the payload CRC.
                 let p = p as usize;
                 self.dev.read_payload(

@@ -142,7 +142,7 @@ impl<
         lost_meta_attrs: [u8; crate::ATTR_LEN],
     ) -> Result<(), MountError<F::Error>> {
         let r = self.rebuild_inner(lost_meta_attrs);
-        self.dev.recovering = false;
+        self.dev.set_recovering(false);
         self.poisoned = r.is_err();
         r
     }
@@ -179,8 +179,8 @@ impl<
     /// log pages take the part's partial programs (both only steer later writes).
     /// Refuses (`Corrupted`) a device where these are not found unambiguously.
     fn rebuild_superblock(&mut self) -> Result<Superblock, FaultOf<F>> {
-        let geo = self.dev.flash.geometry();
-        let caps = *self.dev.flash.capabilities();
+        let geo = self.dev.flash_mut().geometry();
+        let caps = *self.dev.flash_mut().capabilities();
         let ppb = geo.pages_per_block();
         let describe = |w: u16, sbb: [u32; 2], cb: [u32; CKPT_BLOCKS]| {
             Superblock::describe(
@@ -200,7 +200,12 @@ impl<
         // Newest checkpoint page 0: (seq, page).
         let mut newest_first: Option<(u32, u32)> = None;
         for b in 0..geo.blocks() {
-            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
+            if self
+                .dev
+                .flash_mut()
+                .is_bad(BlockAddr(b))
+                .map_err(Fault::Flash)?
+            {
                 continue;
             }
             let mut used = 0u32;
@@ -251,7 +256,7 @@ impl<
         // window size only steers later allocation).
         let mut window = 0u16;
         if let Some((seq, page)) = newest_first {
-            let payload = self.dev.payload as usize;
+            let payload = self.dev.payload() as usize;
             let owner = seq & crate::format::backpointer::MAX_U24;
             if self
                 .dev
@@ -277,11 +282,14 @@ impl<
         let pu = self.dev.pu();
         let len = SB_LEN.div_ceil(pu) * pu;
         for b in sbb {
-            self.dev.flash.erase(BlockAddr(b)).map_err(Fault::Flash)?;
+            self.dev
+                .flash_mut()
+                .erase(BlockAddr(b))
+                .map_err(Fault::Flash)?;
             self.pbuf.fill(0xFF);
             self.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
             self.dev
-                .flash
+                .flash_mut()
                 .program(geo.page(BlockAddr(b), 0), 0, &self.pbuf[..len], &[])
                 .map_err(Fault::Flash)?;
         }
@@ -294,12 +302,12 @@ impl<
 
     /// Step 1: every page's backpointer (see the module docs).
     fn rebuild_scan(&mut self) -> Result<Scanned, FaultOf<F>> {
-        let geo = self.dev.geo;
+        let geo = self.dev.geo();
         let ppb = self.dev.ppb();
         let pu = self.dev.pu();
         let mut sc = Scanned::default();
         let fixed: [u32; 2 + CKPT_BLOCKS] = {
-            let sb = &self.dev.sb;
+            let sb = &self.dev.sb();
             let mut f = [0; 2 + CKPT_BLOCKS];
             f[..2].copy_from_slice(&sb.sb_blocks);
             f[2..].copy_from_slice(&sb.ckpt_blocks);
@@ -307,8 +315,13 @@ impl<
         };
         let mut ckpt_newest: Option<u32> = None;
         for b in 0..geo.blocks() {
-            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-                self.dev.table.found_bad(b);
+            if self
+                .dev
+                .flash_mut()
+                .is_bad(BlockAddr(b))
+                .map_err(Fault::Flash)?
+            {
+                self.dev.table_mut().found_bad(b);
                 continue;
             }
             let reserved = fixed.contains(&b);
@@ -319,7 +332,7 @@ impl<
             let mut index_only = true;
             let mut used_index = false;
             if reserved {
-                self.dev.table.reserved(b);
+                self.dev.table_mut().reserved(b);
             }
             for i in 0..ppb {
                 let page = geo.page(BlockAddr(b), i).0;
@@ -407,13 +420,13 @@ impl<
         self.ckpt.seq = ckpt_newest
             .unwrap_or(0)
             .wrapping_add(CKPT_BLOCKS as u32 * ppb);
-        self.dev.stats.recovery_scanned_pages = sc.pages_scanned;
+        self.dev.stats_mut().recovery_scanned_pages = sc.pages_scanned;
         Ok(sc)
     }
 
     /// Step 2: the objects the pages describe (see the module docs).
     fn rebuild_decide(&mut self, sc: &Scanned) -> Result<Vec<Rebuilt>, FaultOf<F>> {
-        let payload = self.dev.payload as u64;
+        let payload = self.dev.payload() as u64;
         // The data head's newest commit page: anything numbered after it is the
         // transaction a cut left unfinished.
         let last_commit = sc
@@ -652,7 +665,7 @@ impl<
     ) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
-        let mut holds = alloc::vec![false; self.dev.geo.blocks() as usize];
+        let mut holds = alloc::vec![false; self.dev.geo().blocks() as usize];
         // A block with a lost page (one that did not read, outside an index block) is
         // kept from reuse until the checkpoint commits (then it is free): a cut before
         // that leaves the next rebuild the same evidence, so it names the same objects.
@@ -669,20 +682,20 @@ impl<
         }
         // Erase counts are not on the pages: they start again.
         for (b, &h) in holds.iter().enumerate() {
-            self.dev.table.rebuilt(b as u32, h);
+            self.dev.table_mut().rebuilt(b as u32, h);
         }
-        self.dev.table.begin_load();
+        self.dev.table_mut().begin_load();
         // Past every number seen, and past any an unreadable page or an interrupted
         // earlier attempt may carry (as recovery skips them).
         let skip = (MAX_WINDOW as u32 + self.recovery_extra_blocks() + 1) * ppb;
         for (h, per) in [(DATA_HEAD, 1), (LOG_HEAD, spp), (INDEX_HEAD, 1)] {
             let next = sc.newest[h].map_or(0, |n| n.wrapping_add(1));
             self.dev
-                .heads
+                .heads_mut()
                 .number_from(h, next.wrapping_add(skip.saturating_mul(per)));
         }
-        let data = self.dev.heads.next_seq(DATA_HEAD);
-        self.dev.heads.number_from(COLD_HEAD, data);
+        let data = self.dev.heads().next_seq(DATA_HEAD);
+        self.dev.heads_mut().number_from(COLD_HEAD, data);
         self.ckpt.cur = 0;
         self.ckpt.next_page = 0;
         self.ckpt.switch = true;
@@ -690,10 +703,10 @@ impl<
         self.ckpt.durable = None;
         self.ckpt.spare = None;
         self.ckpt.frontier_known = false;
-        self.dev.recovering = true;
+        self.dev.set_recovering(true);
         // Recovery's writes go to a window of blocks found holding nothing chosen.
-        self.dev.grow_window(self.dev.sb.window_blocks as usize);
-        if self.dev.table.window().is_empty() {
+        self.dev.grow_window(self.dev.sb().window_blocks as usize);
+        if self.dev.table().window().is_empty() {
             return Err(Fault::NoSpace);
         }
         for o in objects.iter().filter(|o| o.rec.meta != NONE) {
@@ -720,7 +733,7 @@ impl<
             }
         }
         self.checkpoint(false)?;
-        self.dev.recovering = false;
+        self.dev.set_recovering(false);
         Ok(())
     }
 }

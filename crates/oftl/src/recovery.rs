@@ -342,15 +342,15 @@ impl<
         }
         // Pass 1 applies log sectors, whose cache write-backs go to the index head: to
         // a fresh block (the recorded one may hold pages written after the checkpoint).
-        self.dev.heads.left_block(INDEX_HEAD);
+        self.dev.heads_mut().left_block(INDEX_HEAD);
         let mut sc = self.scan_window()?;
         if !no_write {
             self.open_recovery_window(&sc)?;
         } else {
-            self.dev.heads.restart(&sc.next_seq);
-            self.dev.table.clear_window();
+            self.dev.heads_mut().restart(&sc.next_seq);
+            self.dev.table_mut().clear_window();
         }
-        self.dev.recovering = true;
+        self.dev.set_recovering(true);
         let last_block = self.replay_window(&mut sc);
         let r = last_block.and_then(|lb| {
             if no_write {
@@ -368,7 +368,7 @@ impl<
             // Still recovering: the checkpoint's index flush may need more blocks.
             self.checkpoint(false)
         });
-        self.dev.recovering = false;
+        self.dev.set_recovering(false);
         r
     }
 
@@ -379,31 +379,36 @@ impl<
         let spp = self.sectors_per_page();
         let pu = self.dev.pu();
         let mut walk = Walk::new();
-        for (i, h) in self.dev.heads.all().into_iter().enumerate() {
+        for (i, h) in self.dev.heads().all().into_iter().enumerate() {
             // The index head's pages are a cache recovery rebuilds: not scanned.
             if h.block != NONE && i != INDEX_HEAD {
                 walk.push((h.block, h.next_page))
                     .map_err(|_| Fault::Corrupted)?;
             }
         }
-        for &b in self.dev.table.window() {
+        for &b in self.dev.table().window() {
             walk.push((b, 0)).map_err(|_| Fault::Corrupted)?;
         }
         // A window block whose erase failed after the checkpoint was marked bad at once.
         for &(b, _) in walk.iter() {
-            if self.dev.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-                if self.salvage && self.dev.table.get(b).state() != BlockState::Bad {
+            if self
+                .dev
+                .flash_mut()
+                .is_bad(BlockAddr(b))
+                .map_err(Fault::Flash)?
+            {
+                if self.salvage && self.dev.table().get(b).state() != BlockState::Bad {
                     // Its erase failed (then it holds nothing new), or its marker is
                     // damaged and what it held cannot be read: which objects that
                     // touches cannot be told.
                     self.salvaged.left_out_unnamed();
                 }
-                self.dev.table.found_bad(b);
+                self.dev.table_mut().found_bad(b);
             }
         }
         let fresh: [Track; HEADS] = core::array::from_fn(|h| Track {
-            start: self.dev.heads.next_seq(h),
-            expected: self.dev.heads.next_seq(h),
+            start: self.dev.heads().next_seq(h),
+            expected: self.dev.heads().next_seq(h),
             span: if h == LOG_HEAD { spp } else { 1 },
         });
         let mut track = fresh;
@@ -453,7 +458,7 @@ impl<
         // Heads take window blocks in order: the first window block that no head
         // started after the checkpoint (its first page still holds an older life, or it
         // holds nothing at all) ends the walk, and the blocks after it are not read.
-        let carried = walk.len() - self.dev.table.window().len();
+        let carried = walk.len() - self.dev.table().window().len();
         let stale = |bp: &Backpointer| match head_of(bp.kind) {
             // Index, table and checkpoint pages never go to window blocks.
             None => true,
@@ -464,12 +469,12 @@ impl<
         };
         let mut walk_end = walk.len();
         'walk: for (wi, &(b, start)) in walk.iter().enumerate() {
-            if self.dev.table.get(b).state() == BlockState::Bad {
+            if self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
             let mut started = false;
             for i in start..ppb {
-                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(BlockAddr(b), i).0;
                 scanned += 1;
                 // A block the log head wrote holds only log pages: read them whole at
                 // once (no spare-area read first).
@@ -652,7 +657,7 @@ impl<
             }
         }
         walk.truncate(walk_end);
-        self.dev.stats.recovery_scanned_pages = scanned;
+        self.dev.stats_mut().recovery_scanned_pages = scanned;
         if salvage {
             // An unreadable page at the end (a metadata record that does not read, say)
             // is taken for the page a cut tore, as in any recovery; it is reported.
@@ -736,10 +741,10 @@ impl<
     /// free.
     #[inline(never)]
     fn open_recovery_window(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
-        self.dev.table.clear_window();
-        self.dev.heads.restart(&sc.next_seq);
-        self.dev.grow_window(self.dev.sb.window_blocks as usize);
-        if self.dev.table.window().is_empty() {
+        self.dev.table_mut().clear_window();
+        self.dev.heads_mut().restart(&sc.next_seq);
+        self.dev.grow_window(self.dev.sb().window_blocks as usize);
+        if self.dev.table().window().is_empty() {
             return Err(Fault::NoSpace);
         }
         Ok(())
@@ -779,13 +784,13 @@ impl<
         for (wi, &(b, start)) in walk.iter().enumerate() {
             // Blocks with log pages or cold copies hold nothing else (a block holds the
             // pages of one head between erases).
-            if self.dev.table.get(b).state() == BlockState::Bad
+            if self.dev.table().get(b).state() == BlockState::Bad
                 || (sc.cold_blocks | sc.log_blocks) & (1 << wi) != 0
             {
                 continue;
             }
             for i in start..ppb {
-                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(BlockAddr(b), i).0;
                 let bp = match suspect {
                     Some((sp, sbp)) if sp == page => sbp,
                     _ => match self.dev.scan_read(page)? {
@@ -847,18 +852,19 @@ impl<
         let mut prev_log: Option<u32> = None;
         if !sc.log_again {
             replayed += sc.replayed_logs;
-            self.dev.stats.recovery_replayed_pages = replayed;
+            self.dev.stats_mut().recovery_replayed_pages = replayed;
             last_block[LOG_HEAD] = sc.bound[LOG_HEAD]
                 .last_acc
                 .map(|(p, _)| self.dev.block_of(p) as u32);
             return Ok(last_block);
         }
         for (wi, &(b, start)) in walk.iter().enumerate() {
-            if sc.log_blocks & (1 << wi) == 0 || self.dev.table.get(b).state() == BlockState::Bad {
+            if sc.log_blocks & (1 << wi) == 0 || self.dev.table().get(b).state() == BlockState::Bad
+            {
                 continue;
             }
             for i in start..ppb {
-                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(BlockAddr(b), i).0;
                 let superseded = sc.superseded.contains(&page);
                 let mask = if sc.log_suspect == Some(page) {
                     self.pbuf.copy_from_slice(self.log_tail.image());
@@ -897,7 +903,7 @@ impl<
                 return Err(Fault::MediaLoss(page));
             }
         }
-        self.dev.stats.recovery_replayed_pages = replayed;
+        self.dev.stats_mut().recovery_replayed_pages = replayed;
         Ok(last_block)
     }
 
@@ -967,7 +973,7 @@ impl<
         let spp = self.sectors_per_page();
         for (h, per_page) in [(DATA_HEAD, 1), (LOG_HEAD, spp), (COLD_HEAD, 1)] {
             let past = sc.next_seq[h].wrapping_add(pages.saturating_mul(per_page));
-            self.dev.heads.move_past(h, past);
+            self.dev.heads_mut().move_past(h, past);
         }
     }
 
@@ -997,7 +1003,7 @@ impl<
             // A cold block's pages stay cold; the data head's go back to it.
             let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
             for i in 0..ppb {
-                let page = self.dev.geo.page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(BlockAddr(b), i).0;
                 if sc.suspect.is_some_and(|(sp, _)| sp == page) || sc.log_suspect == Some(page) {
                     continue;
                 }
@@ -1070,12 +1076,12 @@ impl<
         while cold.wi < walk.len() {
             let (b, _) = walk[cold.wi];
             let usable = cold.blocks & (1 << cold.wi) != 0
-                && self.dev.table.get(b).state() != BlockState::Bad;
+                && self.dev.table().get(b).state() != BlockState::Bad;
             while usable && cold.i < ppb {
                 if (cold.wi, cold.i) >= cold.cut {
                     return Ok(None);
                 }
-                let page = self.dev.geo.page(BlockAddr(b), cold.i).0;
+                let page = self.dev.geo().page(BlockAddr(b), cold.i).0;
                 if let Scan::Bp(bp) = self.dev.scan_read(page)? {
                     if is_cold_copy(&bp, cold.start) {
                         cold.peeked = Some((page, bp));
@@ -1120,7 +1126,7 @@ impl<
     fn read_suspect(&mut self, page: u32, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
         let r = match bp.kind {
             PageKind::Data => {
-                let payload = self.dev.payload as usize;
+                let payload = self.dev.payload() as usize;
                 self.dev
                     .read_payload(
                         page,
@@ -1248,7 +1254,7 @@ mod tests {
         let mut fs = Fs::formatted(&mut sim, cfg).unwrap();
         let o = fs.create(ObjKind::Object).unwrap();
         fs.sync().unwrap();
-        let start = fs.dev.heads.next_seq(DATA_HEAD);
+        let start = fs.dev.heads().next_seq(DATA_HEAD);
         for i in 0..5u64 {
             fs.write(o, i * 2048, &[i as u8; 2048]).unwrap();
             fs.flush(o).unwrap();

@@ -102,7 +102,8 @@ impl<
         // Operations that add no pages (delete, truncate, attributes, rewrites in place)
         // are never refused for capacity: on a full device they are how room is made.
         let index_slack = 2 * (growth / self.entries_per_index() as u64 + ops as u64 + 1);
-        if growth > 0 && self.dev.table.valid_total() + growth + index_slack > self.capacity_pages()
+        if growth > 0
+            && self.dev.table().valid_total() + growth + index_slack > self.capacity_pages()
         {
             return Err(Fault::NoSpace);
         }
@@ -114,9 +115,9 @@ impl<
         }
         // A transaction larger than the configured window gets a larger one at the
         // checkpoint before it (never a checkpoint inside it).
-        self.window_target = (blocks as u16).max(self.dev.sb.window_blocks);
+        self.window_target = (blocks as u16).max(self.dev.sb().window_blocks);
         let r = self.make_room(need, room, head);
-        self.window_target = self.dev.sb.window_blocks;
+        self.window_target = self.dev.sb().window_blocks;
         r
     }
 
@@ -200,7 +201,7 @@ impl<
     /// Pool size above which no foreground collection is needed: the configured
     /// window, its recovery reserve, the index head's room and the delete reserve.
     fn pool_comfortable(&self) -> u32 {
-        2 * self.dev.sb.window_blocks as u32
+        2 * self.dev.sb().window_blocks as u32
             + self.recovery_extra_blocks()
             + self.index_reserve_blocks()
             + DELETE_RESERVE
@@ -212,13 +213,13 @@ impl<
     /// delete reserve (see the `space` module docs). Near it, garbage collection gains
     /// little per victim; nothing is lost, and deleting data makes room.
     pub fn capacity_pages(&self) -> u64 {
-        let ppb = self.dev.geo.pages_per_block() as u64;
+        let ppb = self.dev.geo().pages_per_block() as u64;
         let usable = self
             .blocks()
             .iter()
             .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
             .count() as u64;
-        let reserve = 3 * self.dev.sb.window_blocks as u64
+        let reserve = 3 * self.dev.sb().window_blocks as u64
             + self.recovery_extra_blocks() as u64
             + self.index_reserve_blocks() as u64
             + DELETE_RESERVE as u64
@@ -341,7 +342,7 @@ impl<
     /// a collection or a crash recovery might find no room.
     pub fn min_good_blocks(&self) -> u32 {
         let ppb = self.dev.ppb().max(1) as u64;
-        self.dev.table.valid_total().div_ceil(ppb) as u32 + self.pool_floor(Room::Shrink)
+        self.dev.table().valid_total().div_ceil(ppb) as u32 + self.pool_floor(Room::Shrink)
     }
 
     /// Turns the store read-only if grown bad blocks left too few good blocks (or
@@ -349,10 +350,10 @@ impl<
     pub(crate) fn check_health(&mut self) {
         let good_ckpt = self
             .dev
-            .sb
+            .sb()
             .ckpt_blocks
             .iter()
-            .filter(|&&b| self.dev.table.get(b).state() != BlockState::Bad)
+            .filter(|&&b| self.dev.table().get(b).state() != BlockState::Bad)
             .count();
         if good_ckpt < 2 {
             self.go_read_only(crate::ReadOnlyReason::CheckpointBlocks);

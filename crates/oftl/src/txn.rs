@@ -140,7 +140,7 @@ impl<
             if let Some(obj) = op.target() {
                 if !cleared(obj) && !self.tx_created(obj, ops) && self.obj_get(obj)?.is_some() {
                     self.flush_obj(obj, false)?;
-                    let p = self.dev.payload as u64;
+                    let p = self.dev.payload() as u64;
                     match *op {
                         TxOp::Write { offset, data, .. } if !data.is_empty() => {
                             let last = offset.saturating_add(data.len() as u64 - 1) / p;
@@ -184,7 +184,7 @@ impl<
             Room::Grow
         };
         self.prepare(total, ops.len() as u32, growth, room)?;
-        let first = self.dev.heads.next_seq(DATA_HEAD);
+        let first = self.dev.heads().next_seq(DATA_HEAD);
         let mut remaining = total;
         for op in ops {
             match *op {
@@ -296,7 +296,7 @@ impl<
         op: &TxOp<'_>,
         earlier: &[TxOp<'_>],
     ) -> Result<(u32, u32, bool), FaultOf<F>> {
-        let p = self.dev.payload as u64;
+        let p = self.dev.payload() as u64;
         match *op {
             TxOp::Write { obj, offset, data } => {
                 let (kind, size) = self.state_after(obj, earlier)?;

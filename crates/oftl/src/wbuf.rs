@@ -131,7 +131,7 @@ impl<
         if end > self.max_object_size() {
             return Err(Fault::TooLarge);
         }
-        let p = self.dev.payload as u64;
+        let p = self.dev.payload() as u64;
         let lpn = offset / p;
         if WBUF == 0 || (end - 1) / p != lpn {
             self.flush_obj(obj, true)?;
@@ -199,7 +199,7 @@ impl<
         if !whole {
             let old = self.index_get(obj, lpn)?;
             if old == UNMAPPED {
-                let p = self.dev.payload as usize;
+                let p = self.dev.payload() as usize;
                 self.wbuf[s].data[..p].fill(0);
             } else {
                 self.wbuf_fill(s, obj, lpn, old)?;
@@ -213,7 +213,7 @@ impl<
     /// free buffer or else the least recently used clean one; never a dirty one (a read
     /// programs nothing). The buffer is marked unused until [`Oftl::wbuf_fill`] succeeds.
     pub(crate) fn wbuf_spare(&mut self, n: usize) -> Option<usize> {
-        if n != self.dev.payload as usize {
+        if n != self.dev.payload() as usize {
             return None;
         }
         let tick = self.tick;
@@ -238,9 +238,9 @@ impl<
         lpn: u32,
         page: u32,
     ) -> Result<(), FaultOf<F>> {
-        let p = self.dev.payload as usize;
+        let p = self.dev.payload() as usize;
         let expect = Some((PageKind::Data, obj, lpn));
-        if self.dev.placement == Placement::InBand {
+        if self.dev.placement() == Placement::InBand {
             self.dev
                 .read_payload(page, 0, &mut self.rbuf[..p], expect)?;
             self.wbuf[s].data[..p].copy_from_slice(&self.rbuf[..p]);
@@ -325,7 +325,7 @@ impl<
         }
         dirty.sort_unstable();
         let o = self.obj(obj)?;
-        let p = self.dev.payload as u64;
+        let p = self.dev.payload() as u64;
         let size = self.pending_size(&o);
         let have = o.size.div_ceil(p);
         let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
@@ -333,7 +333,7 @@ impl<
         if !prepared {
             self.prepare(total, 1, growth as u64, Room::Grow)?;
         }
-        let first = self.dev.heads.next_seq(DATA_HEAD);
+        let first = self.dev.heads().next_seq(DATA_HEAD);
         for (k, &(lpn, s)) in dirty.iter().enumerate() {
             let s = s as usize;
             let pu = p as usize;

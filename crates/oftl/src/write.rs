@@ -154,7 +154,7 @@ impl<
 
     /// Applies a metadata record found at `page` (normal path and recovery replay).
     pub(crate) fn apply_meta(&mut self, rec: &MetaRecord, page: u32) -> Result<(), FaultOf<F>> {
-        let p = self.dev.payload as u64;
+        let p = self.dev.payload() as u64;
         self.next_obj_id = self.next_obj_id.max(rec.id + 1);
         match self.obj_get(rec.id)? {
             Some(o) if rec.deleted => {
@@ -215,7 +215,7 @@ impl<
             return Ok(());
         }
         self.index_set(bp.owner, bp.lpn, page)?;
-        let end = bp.lpn as u64 * self.dev.payload as u64 + bp.len as u64;
+        let end = bp.lpn as u64 * self.dev.payload() as u64 + bp.len as u64;
         if end > self.obj(bp.owner)?.size {
             self.obj_update(bp.owner, |o| o.size = end)?;
         }
@@ -230,7 +230,7 @@ impl<
         first: u32,
         remaining: &mut u32,
     ) -> Result<(), FaultOf<F>> {
-        let p = self.dev.payload as usize;
+        let p = self.dev.payload() as usize;
         let size = self.obj(obj)?.size;
         let new_size = size.max(offset + data.len() as u64);
         let mut pos = 0usize;
@@ -280,7 +280,7 @@ impl<
         first: u32,
         remaining: &mut u32,
     ) -> Result<(), FaultOf<F>> {
-        let p = self.dev.payload as u64;
+        let p = self.dev.payload() as u64;
         let o = self.obj(obj)?;
         let cur = o.size;
         let tail_lpn = (size / p) as u32;
