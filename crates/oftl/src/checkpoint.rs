@@ -57,7 +57,7 @@ impl<
     /// then ahead of flash).
     #[inline(never)]
     pub(crate) fn checkpoint(&mut self, clean: bool) -> Result<(), FaultOf<F>> {
-        if self.read_only {
+        if self.session.read_only().is_some() {
             return Err(Fault::ReadOnly);
         }
         // The checkpoint records the log head past its last page: recovery would not
@@ -76,13 +76,13 @@ impl<
             Ok(()) => {}
             Err(Fault::ReadOnly) => return Err(Fault::ReadOnly),
             Err(e) => {
-                self.poisoned = true;
+                self.session.poison();
                 return Err(e);
             }
         }
         self.dev.stats_mut().checkpoints += 1;
         self.dev.index_pages_checkpointed();
-        self.gc_stuck = None;
+        self.gc.checkpointed();
         self.need_marker = clean;
         if !clean {
             // Its window is about to be used: say so (see `mark_checkpoint_used`).
@@ -211,14 +211,12 @@ impl<
             if carried.contains(&b) || unused.contains(&b) {
                 continue;
             }
-            match self.dev.table_mut().settle(b) {
+            if matches!(
+                self.dev.table_mut().settle(b),
                 Settled::Freed | Settled::Retired
-                    if self.gc_victim.is_some_and(|(v, _, _)| v == b) =>
-                {
-                    // Nothing left to collect in it; it is free from now on.
-                    self.gc_victim = None;
-                }
-                _ => {}
+            ) {
+                // Nothing left to collect in it; it is free from now on.
+                self.gc.block_freed(b);
             }
         }
         // The cold head's carried block comes on top of the window target: GC copies

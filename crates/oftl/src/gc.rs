@@ -41,6 +41,101 @@ use crate::{Oftl, DATA_HEAD};
 /// [`Relocation::Cold`].
 pub(crate) const COLD_HEAD: usize = 2;
 
+/// The block being collected: the next page to look at, and its erase count when it
+/// was picked (a checkpoint may free it meanwhile; a changed count tells).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Victim {
+    pub block: u32,
+    pub next: u32,
+    pub erases: u32,
+}
+
+/// Where collection stands between steps. Changed only through its events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Collection {
+    victim: Option<Victim>,
+    /// Head the victim's pages are copied to (the policy's choice).
+    head: usize,
+    /// A page of the victim did not read (it may be referenced).
+    unreadable: bool,
+    /// A block collection left alone (a referenced page did not read), until the next
+    /// checkpoint.
+    stuck: Option<u32>,
+}
+
+impl Collection {
+    /// Nothing being collected.
+    pub const IDLE: Collection = Collection {
+        victim: None,
+        head: DATA_HEAD,
+        unreadable: false,
+        stuck: None,
+    };
+
+    pub fn victim(&self) -> Option<Victim> {
+        self.victim
+    }
+
+    pub fn head(&self) -> usize {
+        self.head
+    }
+
+    /// The block collection leaves alone until the next checkpoint.
+    pub fn stuck(&self) -> Option<u32> {
+        self.stuck
+    }
+
+    /// Collection starts on `block` (erased `erases` times), copying through `head`.
+    fn picked(&mut self, block: u32, erases: u32, head: usize) {
+        self.victim = Some(Victim {
+            block,
+            next: 0,
+            erases,
+        });
+        self.head = head;
+        self.unreadable = false;
+    }
+
+    /// The victim's pages below `next` are done.
+    fn advanced(&mut self, next: u32) {
+        if let Some(v) = &mut self.victim {
+            v.next = next;
+        }
+    }
+
+    fn page_unreadable(&mut self) {
+        self.unreadable = true;
+    }
+
+    /// The victim is no longer one (freed by a checkpoint, or gone under it).
+    fn dropped(&mut self) {
+        self.victim = None;
+    }
+
+    /// The victim holds nothing more to copy; whether a page of it did not read.
+    fn finished(&mut self) -> bool {
+        self.victim = None;
+        core::mem::take(&mut self.unreadable)
+    }
+
+    /// Collection leaves `block` alone until the next checkpoint.
+    fn left_alone(&mut self, block: u32) {
+        self.stuck = Some(block);
+    }
+
+    /// A checkpoint: a block left alone may be tried again.
+    pub fn checkpointed(&mut self) {
+        self.stuck = None;
+    }
+
+    /// A checkpoint freed (or retired) `block`: nothing left to collect in it.
+    pub fn block_freed(&mut self, block: u32) {
+        if self.victim.is_some_and(|v| v.block == block) {
+            self.victim = None;
+        }
+    }
+}
+
 /// What a [`Oftl::gc_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -71,7 +166,7 @@ impl<
     pub fn gc_step(&mut self, budget: u32) -> Result<GcProgress, WriteError<F::Error>> {
         let r = (|| -> Result<_, FaultOf<F>> {
             self.check_usable()?;
-            if self.read_only {
+            if self.session.read_only().is_some() {
                 return Err(Fault::ReadOnly);
             }
             if self.need_marker {
@@ -80,22 +175,23 @@ impl<
             let mut copied = 0;
             let mut idle = 0;
             while copied < budget {
-                if self.gc_victim.is_none() && !self.pick_gc_victim(Urgency::Background) {
+                if self.gc.victim().is_none() && !self.pick_gc_victim(Urgency::Background) {
                     break;
                 }
-                let at = self.gc_victim;
+                let at = self.gc.victim();
                 let room = self.gc_room(idle > 0)?;
                 copied += self.gc_advance((budget - copied).min(room))?;
-                idle = if self.gc_victim == at { idle + 1 } else { 0 };
+                idle = if self.gc.victim() == at { idle + 1 } else { 0 };
                 if idle > 2 {
                     return Err(Fault::NoSpace);
                 }
             }
-            let more = self.gc_victim.is_some() || {
+            let more = self.gc.victim().is_some() || {
                 let ppb = self.dev.ppb();
+                let stuck = self.gc.stuck();
                 let (table, policy) = self.dev.table_and_policy();
                 table
-                    .pick_victim(policy, ppb, Urgency::Background, self.gc_stuck)
+                    .pick_victim(policy, ppb, Urgency::Background, stuck)
                     .is_some()
             };
             Ok(GcProgress { copied, more })
@@ -105,15 +201,15 @@ impl<
 
     /// Collects one whole victim. `false` if there is none.
     pub(crate) fn gc_collect_one(&mut self) -> Result<bool, FaultOf<F>> {
-        if self.gc_victim.is_none() && !self.pick_gc_victim(Urgency::Foreground) {
+        if self.gc.victim().is_none() && !self.pick_gc_victim(Urgency::Foreground) {
             return Ok(false);
         }
         let mut idle = 0;
-        while self.gc_victim.is_some() {
-            let at = self.gc_victim;
+        while self.gc.victim().is_some() {
+            let at = self.gc.victim();
             let room = self.gc_room(idle > 0)?;
             self.gc_advance(room)?;
-            idle = if self.gc_victim == at { idle + 1 } else { 0 };
+            idle = if self.gc.victim() == at { idle + 1 } else { 0 };
             if idle > 2 {
                 // Neither a checkpoint nor the pool gives room to copy into.
                 return Err(Fault::NoSpace);
@@ -127,7 +223,7 @@ impl<
         let ppb = self.dev.ppb();
         // A block left alone because a referenced page did not read is hidden from the
         // policy (shown as full of valid pages) until the next checkpoint.
-        let stuck = self.gc_stuck;
+        let stuck = self.gc.stuck();
         let (table, policy) = self.dev.table_and_policy();
         let Some(v) = table.pick_victim(policy, ppb, urgency, stuck) else {
             return false;
@@ -141,13 +237,12 @@ impl<
             bi.retire(),
             urgency
         );
-        self.gc_victim = Some((v, 0, bi.erases()));
-        self.gc_unreadable = false;
         let (table, policy) = self.dev.table_and_policy();
-        self.gc_head = match policy.relocation(table.all(), v, ppb) {
+        let head = match policy.relocation(table.all(), v, ppb) {
             Relocation::Cold => COLD_HEAD,
             Relocation::Data => DATA_HEAD,
         };
+        self.gc.picked(v, bi.erases(), head);
         true
     }
 
@@ -171,7 +266,7 @@ impl<
     fn copy_room(&self) -> u64 {
         let reserve = self.window_need(0) + self.dev.index_pages() as u64;
         self.dev
-            .copy_room(self.gc_head, reserve)
+            .copy_room(self.gc.head(), reserve)
             .min(self.dev.copy_room(crate::log::LOG_HEAD, reserve))
     }
 
@@ -183,7 +278,12 @@ impl<
 
     /// Moves up to `budget` valid pages of the current victim; returns pages copied.
     fn gc_advance(&mut self, budget: u32) -> Result<u32, FaultOf<F>> {
-        let Some((b, mut next, erases)) = self.gc_victim else {
+        let Some(Victim {
+            block: b,
+            mut next,
+            erases,
+        }) = self.gc.victim()
+        else {
             return Ok(0);
         };
         let bi = self.dev.table().get(b);
@@ -192,7 +292,7 @@ impl<
             // were overwritten meanwhile): it may be a head's block by now, or even
             // full again with other pages (resuming it half-way would skip those and
             // then take the count for wrong).
-            self.gc_victim = None;
+            self.gc.dropped();
             return Ok(0);
         }
         let ppb = self.dev.ppb();
@@ -212,7 +312,7 @@ impl<
                 Scan::Bp(bp) if bp.kind == PageKind::Log => self.relocate_log(page, false)?,
                 Scan::Bp(bp) => {
                     if self.is_valid(page, &bp)? {
-                        match self.relocate(page, &bp, false, self.gc_head) {
+                        match self.relocate(page, &bp, false, self.gc.head()) {
                             Ok(()) => Reloc::Moved,
                             Err(Fault::Corrupted) => Reloc::Unreadable,
                             Err(Fault::Flash(e))
@@ -235,12 +335,11 @@ impl<
             match moved {
                 Reloc::Moved => copied += 1,
                 Reloc::Stale => {}
-                Reloc::Unreadable => self.gc_unreadable = true,
+                Reloc::Unreadable => self.gc.page_unreadable(),
             }
         }
         if next >= ppb || self.dev.table().get(b).valid() == 0 {
-            self.gc_victim = None;
-            let unreadable = core::mem::take(&mut self.gc_unreadable);
+            let unreadable = self.gc.finished();
             // Pages the counts call valid but no backpointer claims: the counts were
             // wrong (the content is unreachable anyway) and are corrected; with pages
             // that did not read they may be the same, so the block keeps its data (a
@@ -248,10 +347,10 @@ impl<
             // alone until the next checkpoint.
             if self.dev.table_mut().collected(b, unreadable) != 0 {
                 warn!("oftl: gc leaves block {}: pages in it did not read", b);
-                self.gc_stuck = Some(b);
+                self.gc.left_alone(b);
             }
         } else {
-            self.gc_victim = Some((b, next, erases));
+            self.gc.advanced(next);
         }
         Ok(copied)
     }

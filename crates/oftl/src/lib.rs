@@ -225,6 +225,7 @@ pub mod fuzzing {
     }
 }
 mod recovery;
+mod session;
 mod space;
 mod txn;
 mod wbuf;
@@ -530,32 +531,12 @@ pub struct Oftl<
     pub(crate) ckpt: CkptPos,
     pub(crate) next_obj_id: u32,
     pub(crate) need_marker: bool,
-    pub(crate) poisoned: bool,
-    /// Writes are refused ([`WriteError::ReadOnly`]): a salvage mount, or too few good
-    /// blocks left to write safely.
-    pub(crate) read_only: bool,
-    /// Why, when `read_only`.
-    pub(crate) read_only_reason: ReadOnlyReason,
-    /// A salvage mount is running (see [`Damaged::Salvage`]).
-    pub(crate) salvage: bool,
-    /// With `salvage`: recovery writes (relocations and its closing checkpoint), so the
-    /// salvaged state becomes the store's (see [`Damaged::Repair`]).
-    pub(crate) repair: bool,
+    /// Mounted or not, read-only or not, and the kind of mount running.
+    pub(crate) session: session::Session,
     /// What the last salvage or repair mount left out.
     pub(crate) salvaged: recovery::SalvageReport,
-    /// Recovery replays in RAM only, writing nothing but cache pages (salvage, or a
-    /// recovery with too few good blocks to finish).
-    pub(crate) no_write_recovery: bool,
-    /// The block being collected, the next page to look at and its erase count
-    /// when it was picked.
-    pub(crate) gc_victim: Option<(u32, u32, u32)>,
-    /// Head the current victim's pages are copied to (the policy's choice).
-    pub(crate) gc_head: usize,
-    /// A page of the current victim did not read (it may be referenced).
-    pub(crate) gc_unreadable: bool,
-    /// A block collection left alone (a referenced page did not read), until the next
-    /// checkpoint.
-    pub(crate) gc_stuck: Option<u32>,
+    /// Where collection stands between steps.
+    pub(crate) gc: gc::Collection,
     /// Window size the next checkpoint allocates.
     pub(crate) window_target: u16,
 }
@@ -638,17 +619,9 @@ impl<
             ckpt: CkptPos::START,
             next_obj_id: 1,
             need_marker: false,
-            poisoned: true,
-            read_only: false,
-            read_only_reason: ReadOnlyReason::GoodBlocks,
-            salvage: false,
-            repair: false,
+            session: session::Session::UNMOUNTED,
             salvaged: recovery::SalvageReport::new(),
-            no_write_recovery: false,
-            gc_victim: None,
-            gc_head: DATA_HEAD,
-            gc_unreadable: false,
-            gc_stuck: None,
+            gc: gc::Collection::IDLE,
             window_target: 0,
         }
     }
@@ -669,13 +642,8 @@ impl<
         self.ckpt = CkptPos::START;
         self.next_obj_id = 1;
         self.need_marker = false;
-        self.poisoned = true;
-        self.read_only = false;
-        self.read_only_reason = ReadOnlyReason::GoodBlocks;
-        self.gc_victim = None;
-        self.gc_head = DATA_HEAD;
-        self.gc_unreadable = false;
-        self.gc_stuck = None;
+        self.session.reset();
+        self.gc = gc::Collection::IDLE;
         self.window_target = sb.window_blocks;
     }
 
@@ -728,19 +696,16 @@ impl<
 
     /// Whether the store can write, and if not, why.
     pub fn health(&self) -> Health {
-        if self.read_only {
-            Health::ReadOnly(self.read_only_reason)
-        } else {
-            Health::Writable
+        match self.session.read_only() {
+            Some(reason) => Health::ReadOnly(reason),
+            None => Health::Writable,
         }
     }
 
     /// Turns the store read-only for `reason` (nothing changes on flash).
     pub(crate) fn go_read_only(&mut self, reason: ReadOnlyReason) {
-        if !self.read_only {
+        if self.session.go_read_only(reason) {
             warn!("oftl: the store goes read-only ({:?})", reason);
-            self.read_only = true;
-            self.read_only_reason = reason;
         }
     }
 
@@ -748,14 +713,14 @@ impl<
     /// nothing changed) when the store is read-only.
     pub(crate) fn check_writable<E>(&self) -> Result<(), errors::Fault<E>> {
         self.check_usable()?;
-        if self.read_only {
+        if self.session.read_only().is_some() {
             return Err(errors::Fault::ReadOnly);
         }
         Ok(())
     }
 
     pub(crate) fn check_usable<E>(&self) -> Result<(), errors::Fault<E>> {
-        if self.poisoned {
+        if self.session.poisoned() {
             Err(errors::Fault::Poisoned)
         } else {
             Ok(())

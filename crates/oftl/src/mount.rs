@@ -16,6 +16,7 @@ use crate::format::checkpoint::{
 use crate::format::superblock::{SbParseError, Superblock, CKPT_BLOCKS, CRC32, SB_LEN, SB_SEARCH};
 use crate::io::{FaultOf, Scan};
 use crate::policy::SpacePolicy;
+use crate::session::MountKind;
 use crate::{Config, Damaged, Oftl, ReadOnlyReason, SalvageReport, MAX_WINDOW};
 
 /// A complete checkpoint found on flash.
@@ -56,7 +57,7 @@ impl<
     /// (a mount fails); format again.
     pub fn format(&mut self) -> Result<(), FormatError<F::Error>> {
         let r = self.format_inner(self.config);
-        self.poisoned = r.is_err();
+        self.session.ended(r.is_ok());
         r
     }
 
@@ -91,7 +92,7 @@ impl<
         // The block table doubles as the factory bad-block map while the fixed blocks
         // are picked.
         self.reset_state(describe([0; 2], [0; CKPT_BLOCKS]));
-        self.poisoned = false;
+        self.session.opened();
         for b in 0..geo.blocks() {
             if self
                 .dev
@@ -211,8 +212,14 @@ impl<
     /// Power loss: recovery writes only to blocks the last checkpoint calls free, so a
     /// cut during it makes the next mount start over.
     pub fn mount(&mut self) -> Result<(), MountError<F::Error>> {
+        self.mount_as(MountKind::Normal)
+    }
+
+    fn mount_as(&mut self, kind: MountKind) -> Result<(), MountError<F::Error>> {
+        self.session.begin_mount(kind);
         let r = self.mount_inner();
-        self.poisoned = r.is_err();
+        self.session.end_mount();
+        self.session.ended(r.is_ok());
         r
     }
 
@@ -223,25 +230,14 @@ impl<
     pub fn mount_damaged(&mut self, how: Damaged) -> Result<(), MountError<F::Error>> {
         match how {
             Damaged::Salvage => {
-                self.salvage = true;
-                let r = self.mount_inner();
-                self.salvage = false;
-                self.poisoned = r.is_err();
+                let r = self.mount_as(MountKind::Salvage);
                 if r.is_ok() {
-                    self.read_only = false;
-                    self.go_read_only(ReadOnlyReason::Salvage);
+                    warn!("oftl: salvage mount: the store is read-only");
+                    self.session.salvaged();
                 }
                 r
             }
-            Damaged::Repair => {
-                self.salvage = true;
-                self.repair = true;
-                let r = self.mount_inner();
-                self.salvage = false;
-                self.repair = false;
-                self.poisoned = r.is_err();
-                r
-            }
+            Damaged::Repair => self.mount_as(MountKind::Repair),
             #[cfg(feature = "alloc")]
             Damaged::Rebuild { lost_meta_attrs } => self.mount_rebuild(lost_meta_attrs),
         }
@@ -280,7 +276,7 @@ impl<
         self.salvaged = SalvageReport::new();
         let sb = self.checked_superblock()?;
         self.reset_state(sb);
-        self.poisoned = false;
+        self.session.opened();
         let clean = self.load_newest_checkpoint()?;
         // Checkpoint blocks retired after the loaded checkpoint still say "reserved".
         for b in self.dev.sb().ckpt_blocks {
@@ -299,17 +295,17 @@ impl<
         } else {
             match self.recover() {
                 Ok(()) => {}
-                Err(Fault::ReadOnly | Fault::NoSpace | Fault::Exhausted) if !self.salvage => {
+                Err(Fault::ReadOnly | Fault::NoSpace | Fault::Exhausted)
+                    if !self.session.salvaging() =>
+                {
                     // Too few good blocks to finish a recovery (or to checkpoint it):
                     // replay again in RAM only and mount read-only, so everything
                     // readable can still be read.
                     self.reset_state(sb);
-                    self.poisoned = false;
+                    self.session.opened();
                     self.load_newest_checkpoint()?;
-                    self.no_write_recovery = true;
-                    let r = self.recover();
-                    self.no_write_recovery = false;
-                    r.map_err(mount_fault)?;
+                    self.session.replay_in_ram_only();
+                    self.recover().map_err(mount_fault)?;
                     self.go_read_only(ReadOnlyReason::GoodBlocks);
                 }
                 Err(e) => return Err(mount_fault(e)),
@@ -324,16 +320,16 @@ impl<
     /// poisoned as after any failed write; mounting again recovers.
     pub fn unmount(&mut self) -> Result<(), WriteError<F::Error>> {
         self.check_usable().map_err(|e| self.fail(e))?;
-        if self.read_only {
+        if self.session.read_only().is_some() {
             // Nothing was written (writes are refused): nothing to make durable.
-            self.poisoned = true;
+            self.session.poison();
             return Ok(());
         }
         self.flush_all().map_err(|e| self.fail(e))?;
         if !self.need_marker {
             self.checkpoint(true).map_err(|e| self.fail(e))?;
         }
-        self.poisoned = true;
+        self.session.poison();
         Ok(())
     }
 
@@ -364,7 +360,7 @@ impl<
             return Ok(());
         }
         self.dev.table_mut().drop_bad_from_window();
-        if self.salvage && !self.repair {
+        if self.session.replay_only() {
             return Ok(());
         }
         self.checkpoint(false).map_err(mount_fault)

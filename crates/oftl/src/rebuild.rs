@@ -143,7 +143,7 @@ impl<
     ) -> Result<(), MountError<F::Error>> {
         let r = self.rebuild_inner(lost_meta_attrs);
         self.dev.set_recovering(false);
-        self.poisoned = r.is_err();
+        self.session.ended(r.is_ok());
         r
     }
 
@@ -158,7 +158,7 @@ impl<
             Err(e) => return Err(e),
         };
         self.reset_state(sb);
-        self.poisoned = false;
+        self.session.opened();
         self.salvaged = SalvageReport::new();
         self.salvaged.rebuilt = true;
         let sc = self.rebuild_scan().map_err(MountError::from)?;

@@ -336,7 +336,7 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
-        let no_write = (self.salvage && !self.repair) || self.no_write_recovery;
+        let no_write = self.session.replay_only();
         if self.ckpt.fell_back && !no_write {
             self.restate_checkpoint()?;
         }
@@ -397,7 +397,7 @@ impl<
                 .is_bad(BlockAddr(b))
                 .map_err(Fault::Flash)?
             {
-                if self.salvage && self.dev.table().get(b).state() != BlockState::Bad {
+                if self.session.salvaging() && self.dev.table().get(b).state() != BlockState::Bad {
                     // Its erase failed (then it holds nothing new), or its marker is
                     // damaged and what it held cannot be read: which objects that
                     // touches cannot be told.
@@ -419,7 +419,7 @@ impl<
                 next_seq[h] = seq.wrapping_add(1);
             }
         };
-        let salvage = self.salvage;
+        let salvage = self.session.salvaging();
         let mut scanned = 0u32;
         let mut log_blocks = 0u64;
         let mut log_suspect: Option<u32> = None;
@@ -755,7 +755,7 @@ impl<
     fn replay_window(&mut self, sc: &mut Scanned) -> Result<[Option<u32>; HEADS], FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
-        let salvage = self.salvage;
+        let salvage = self.session.salvaging();
         let suspect = sc.suspect;
         let walk = sc.walk.clone();
         let bound = sc.bound;
@@ -919,7 +919,7 @@ impl<
         if !bound.replays(bp.seq) {
             // Named when a page did not read (the dropped tail may have been
             // acknowledged) or a loss stopped the replay.
-            if self.salvage
+            if self.session.salvaging()
                 && (sc.loss[DATA_HEAD].is_some()
                     || self.salvaged.to_checkpoint
                     || !self.salvaged.unreadable_pages().is_empty())
@@ -1269,7 +1269,7 @@ mod tests {
         let mut fs = Fs::new(&mut sim, crate::Config::new(), crate::Greedy::DEFAULT);
         let sb = fs.checked_superblock().unwrap();
         fs.reset_state(sb);
-        fs.poisoned = false;
+        fs.session.opened();
         assert!(
             !fs.load_newest_checkpoint().unwrap(),
             "not a clean checkpoint"

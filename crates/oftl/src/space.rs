@@ -93,7 +93,7 @@ impl<
         room: Room,
     ) -> Result<(), FaultOf<F>> {
         self.check_health();
-        if self.read_only {
+        if self.session.read_only().is_some() {
             return Err(Fault::ReadOnly);
         }
         if self.need_marker {

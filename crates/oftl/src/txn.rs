@@ -100,7 +100,7 @@ impl<
     /// Marks the handle poisoned after a failure that may have left RAM ahead of flash.
     pub(crate) fn fail(&mut self, e: FaultOf<F>) -> WriteError<F::Error> {
         if matches!(e, Fault::Flash(_) | Fault::Corrupted | Fault::Exhausted) {
-            self.poisoned = true;
+            self.session.poison();
         }
         e.into()
     }
@@ -109,7 +109,7 @@ impl<
     /// so only running out of room for that poisons the handle.
     pub(crate) fn fail_read(&mut self, e: FaultOf<F>) -> ReadError<F::Error> {
         if matches!(e, Fault::Exhausted) {
-            self.poisoned = true;
+            self.session.poison();
         }
         e.into()
     }

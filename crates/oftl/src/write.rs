@@ -93,7 +93,7 @@ impl<
     pub fn sync(&mut self) -> Result<(), WriteError<F::Error>> {
         let r = self.check_usable().and_then(|()| {
             self.flush_all()?;
-            if self.need_marker || self.read_only {
+            if self.need_marker || self.session.read_only().is_some() {
                 // Nothing changed since the clean checkpoint.
                 return Ok(());
             }
