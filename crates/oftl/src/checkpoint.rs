@@ -39,6 +39,104 @@ struct Sink {
 /// More attempts a checkpoint gets after one fails to program or to read back.
 const CKPT_ATTEMPTS: u32 = 3;
 
+/// Where checkpoints go next. Its fields are this module's; mount, recovery and the
+/// rebuild set it through the events below.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CkptPos {
+    seq: u32,
+    /// The checkpoint block in use (0 or 1 of the superblock's pair... see `ckpt_blocks`).
+    cur: usize,
+    next_page: u32,
+    /// The next checkpoint goes to a freshly erased block.
+    switch: bool,
+    /// Check that the next checkpoint page is really erased before programming it.
+    verify: bool,
+    /// The checkpoint block holding the newest checkpoint a mount would load (never
+    /// erased for the next one).
+    durable: Option<usize>,
+    /// After a mount that loaded a checkpoint without a marker (its program may have
+    /// been torn by the cut and read well only this once): the block of the checkpoint
+    /// before it, kept too until this session commits one.
+    spare: Option<usize>,
+    /// The mount went back past a checkpoint (or pages) it could not load: recovery
+    /// first commits the loaded state again (see `checkpoint::restate_checkpoint`).
+    fell_back: bool,
+    /// Every page of the current block this session did not program is known to be
+    /// erased (it erased the block, or formatted); not so for the block a mount found
+    /// (a torn page may read as erased).
+    frontier_known: bool,
+    /// First page of the last checkpoint written (or attempted) in the current block.
+    attempt_first: u32,
+}
+
+impl CkptPos {
+    pub const START: CkptPos = CkptPos {
+        seq: 0,
+        cur: 0,
+        next_page: 0,
+        switch: false,
+        verify: false,
+        durable: None,
+        spare: None,
+        fell_back: false,
+        frontier_known: false,
+        attempt_first: 0,
+    };
+
+    /// Format: the first checkpoint goes to the first checkpoint block, erased.
+    pub fn formatted(&mut self) {
+        self.cur = 0;
+        self.next_page = 0;
+        self.frontier_known = true;
+    }
+
+    /// A mount loaded checkpoint block `cur`'s newest checkpoint: the next one is
+    /// numbered `seq` and goes to page `next_page` there, or to the other block when
+    /// `switch`; `spare` is an older block kept loadable, `fell_back` says the mount
+    /// went back past something it could not load.
+    pub fn loaded(
+        &mut self,
+        seq: u32,
+        cur: usize,
+        next_page: u32,
+        spare: Option<usize>,
+        fell_back: bool,
+        switch: bool,
+    ) {
+        self.seq = seq;
+        self.cur = cur;
+        self.durable = Some(cur);
+        self.spare = spare;
+        self.fell_back = fell_back;
+        self.next_page = next_page;
+        self.verify = true;
+        self.switch |= switch;
+    }
+
+    /// A rebuild: checkpoints are numbered from `seq` on, in a freshly erased block;
+    /// none on flash is trusted.
+    pub fn rebuilt(&mut self, seq: u32) {
+        self.seq = seq;
+        self.cur = 0;
+        self.next_page = 0;
+        self.switch = true;
+        self.verify = true;
+        self.durable = None;
+        self.spare = None;
+        self.frontier_known = false;
+    }
+
+    /// The mount went back past a checkpoint (or pages) it could not load.
+    pub fn fell_back(&self) -> bool {
+        self.fell_back
+    }
+
+    /// The next checkpoint goes to a freshly erased block (after a recovery).
+    pub fn switch_block(&mut self) {
+        self.switch = true;
+    }
+}
+
 impl<
         F: NandFlash,
         P: SpacePolicy,

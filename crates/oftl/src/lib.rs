@@ -455,48 +455,6 @@ impl Stats {
     };
 }
 
-/// Where checkpoints go next.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CkptPos {
-    pub seq: u32,
-    pub cur: usize,
-    pub next_page: u32,
-    pub switch: bool,
-    /// Check that the next checkpoint page is really erased before programming it.
-    pub verify: bool,
-    /// The checkpoint block holding the newest checkpoint a mount would load (never
-    /// erased for the next one).
-    pub durable: Option<usize>,
-    /// After a mount that loaded a checkpoint without a marker (its program may have
-    /// been torn by the cut and read well only this once): the block of the checkpoint
-    /// before it, kept too until this session commits one.
-    pub spare: Option<usize>,
-    /// The mount went back past a checkpoint (or pages) it could not load: recovery
-    /// first commits the loaded state again (see `checkpoint::restate_checkpoint`).
-    pub fell_back: bool,
-    /// Every page of the current block this session did not program is known to be
-    /// erased (it erased the block, or formatted); not so for the block a mount found
-    /// (a torn page may read as erased).
-    pub frontier_known: bool,
-    /// First page of the last checkpoint written (or attempted) in the current block.
-    pub attempt_first: u32,
-}
-
-impl CkptPos {
-    const START: CkptPos = CkptPos {
-        seq: 0,
-        cur: 0,
-        next_page: 0,
-        switch: false,
-        verify: false,
-        durable: None,
-        spare: None,
-        fell_back: false,
-        frontier_known: false,
-        attempt_first: 0,
-    };
-}
-
 /// An OFTL instance over flash `F`.
 ///
 /// `PAGE` must equal the device page size, `BLOCKS` be at least its block count;
@@ -528,7 +486,7 @@ pub struct Oftl<
     /// The log page the next append may continue, and its image as programmed (during
     /// a recovery: the last log page with accepted sectors, read once).
     pub(crate) log_tail: log::LogTail<PAGE>,
-    pub(crate) ckpt: CkptPos,
+    pub(crate) ckpt: checkpoint::CkptPos,
     pub(crate) next_obj_id: u32,
     pub(crate) need_marker: bool,
     /// Mounted or not, read-only or not, and the kind of mount running.
@@ -616,7 +574,7 @@ impl<
             pbuf: [0xFF; PAGE],
             rbuf: [0xFF; PAGE],
             log_tail: log::LogTail::<PAGE>::CLOSED,
-            ckpt: CkptPos::START,
+            ckpt: checkpoint::CkptPos::START,
             next_obj_id: 1,
             need_marker: false,
             session: session::Session::UNMOUNTED,
@@ -639,7 +597,7 @@ impl<
         self.pbuf.fill(0xFF);
         self.rbuf.fill(0xFF);
         self.log_tail.reset();
-        self.ckpt = CkptPos::START;
+        self.ckpt = checkpoint::CkptPos::START;
         self.next_obj_id = 1;
         self.need_marker = false;
         self.session.reset();

@@ -148,9 +148,7 @@ impl<
                 .map_err(FormatError::Flash)?;
         }
         // The first checkpoint goes to the first checkpoint block (already erased).
-        self.ckpt.cur = 0;
-        self.ckpt.next_page = 0;
-        self.ckpt.frontier_known = true;
+        self.ckpt.formatted();
         self.checkpoint(true).map_err(|e| match e {
             Fault::Flash(e) => FormatError::Flash(e),
             _ => FormatError::NotEnoughGoodBlocks,
@@ -513,12 +511,9 @@ impl<
         let marked = marker.is_some_and(|(m, _)| !seq_cmp(m, c.seq).is_lt());
         // Past every number that may be on flash (see the rules above).
         let top = max_seq.map_or(c.seq, |m| newer(m, c.seq));
-        self.ckpt.seq = top.wrapping_add(unknown);
-        self.ckpt.cur = c.cur;
-        self.ckpt.durable = Some(c.cur);
         // An unmarked checkpoint may be a torn page that read well this once: the one
         // before it stays loadable until this session commits a checkpoint.
-        self.ckpt.spare = if marked {
+        let spare = if marked {
             None
         } else {
             cands
@@ -526,16 +521,18 @@ impl<
                 .find(|o| seq_cmp(o.seq, c.seq).is_lt() && o.cur != c.cur)
                 .map(|o| o.cur)
         };
-        self.ckpt.fell_back = !newest_is_loaded || unknown > 0;
-        self.ckpt.next_page = last_used[c.cur].map_or(0, |u| u + 1);
-        self.ckpt.verify = true;
         let clean = clean && !marked && newest_is_loaded && unknown == 0;
-        if !clean || !top_ok[c.cur] {
-            // The block being programmed at the cut may hold unstable pages, and a
-            // page that does not read is not something to append after: the next
-            // checkpoint goes to another, freshly erased block.
-            self.ckpt.switch = true;
-        }
+        // The block being programmed at the cut may hold unstable pages, and a page
+        // that does not read is not something to append after: after an unclean
+        // shutdown the next checkpoint goes to another, freshly erased block.
+        self.ckpt.loaded(
+            top.wrapping_add(unknown),
+            c.cur,
+            last_used[c.cur].map_or(0, |u| u + 1),
+            spare,
+            !newest_is_loaded || unknown > 0,
+            !clean || !top_ok[c.cur],
+        );
         Ok(clean)
     }
 

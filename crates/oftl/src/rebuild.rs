@@ -417,9 +417,11 @@ impl<
         }
         // Numbers above every checkpoint and marker seen, and above any a page that
         // did not read may carry.
-        self.ckpt.seq = ckpt_newest
-            .unwrap_or(0)
-            .wrapping_add(CKPT_BLOCKS as u32 * ppb);
+        self.ckpt.rebuilt(
+            ckpt_newest
+                .unwrap_or(0)
+                .wrapping_add(CKPT_BLOCKS as u32 * ppb),
+        );
         self.dev.stats_mut().recovery_scanned_pages = sc.pages_scanned;
         Ok(sc)
     }
@@ -696,13 +698,6 @@ impl<
         }
         let data = self.dev.heads().next_seq(DATA_HEAD);
         self.dev.heads_mut().number_from(COLD_HEAD, data);
-        self.ckpt.cur = 0;
-        self.ckpt.next_page = 0;
-        self.ckpt.switch = true;
-        self.ckpt.verify = true;
-        self.ckpt.durable = None;
-        self.ckpt.spare = None;
-        self.ckpt.frontier_known = false;
         self.dev.set_recovering(true);
         // Recovery's writes go to a window of blocks found holding nothing chosen.
         self.dev.grow_window(self.dev.sb().window_blocks as usize);

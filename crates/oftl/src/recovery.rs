@@ -337,7 +337,7 @@ impl<
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
         let no_write = self.session.replay_only();
-        if self.ckpt.fell_back && !no_write {
+        if self.ckpt.fell_back() && !no_write {
             self.restate_checkpoint()?;
         }
         // Pass 1 applies log sectors, whose cache write-backs go to the index head: to
@@ -364,7 +364,7 @@ impl<
             }
             self.relocate_suspects(&sc, lb)?;
             self.skip_attempt_numbers(&sc);
-            self.ckpt.switch = true;
+            self.ckpt.switch_block();
             // Still recovering: the checkpoint's index flush may need more blocks.
             self.checkpoint(false)
         });
