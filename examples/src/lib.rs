@@ -23,8 +23,12 @@
 //! let flash = nand_hal::spi::SpiNand::new(spi_device, delay)?; // probes the chip
 //! let store = oftl::W25n01gv::new(flash, const { oftl::Config::new() }, oftl::Greedy::DEFAULT);
 //! let mut fs: stagefs_core::Fs<oftl::W25n01gv<_>, 2048, 4> = stagefs_core::Fs::new(store);
-//! if fs.mount().is_err() {
-//!     fs.format()?; // first boot: an empty volume
+//! match fs.mount() {
+//!     Ok(()) => {}
+//!     // First boot: an empty volume. Other errors keep the data (see `fsck`).
+//!     Err(stagefs_core::Error::Mount(oftl::MountError::NotFormatted))
+//!     | Err(stagefs_core::Error::NotFormatted) => fs.format()?,
+//!     Err(e) => return Err(e),
 //! }
 //! ```
 #![cfg_attr(not(feature = "std"), no_std)]

@@ -42,7 +42,7 @@
 //!
 //! ```
 //! use nand_hal::sim::{profile, FaultPlan, SimNand};
-//! use oftl::{Config, Greedy, ObjKind, Oftl};
+//! use oftl::{Config, Greedy, MountError, ObjKind, Oftl};
 //!
 //! // The TINY simulated part (64 blocks): 2 KiB pages, tables for 64 blocks, 4 cached
 //! // pages. A W25N01GV takes `oftl::W25n01gv<_>`.
@@ -51,8 +51,12 @@
 //!
 //! let mut flash = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
 //! let mut store = Store::new(&mut flash, CONFIG, Greedy::DEFAULT);
-//! if store.mount().is_err() {
-//!     store.format().unwrap(); // first boot
+//! match store.mount() {
+//!     Ok(()) => {}
+//!     // First boot (a blank part). Any other error keeps the data: a `MediaLoss` is
+//!     // for `mount_damaged`, never a reason to format.
+//!     Err(MountError::NotFormatted) => store.format().unwrap(),
+//!     Err(e) => panic!("mount: {e:?}"),
 //! }
 //! let id = store.create(ObjKind::Object).unwrap();
 //! store.write(id, 0, b"hello").unwrap();
@@ -552,7 +556,9 @@ impl<
     /// ([`Greedy::DEFAULT`], or [`ParaGc`]). Then [`Oftl::format`] or [`Oftl::mount`]
     /// it (or [`Oftl::mount_damaged`] after a `MediaLoss`); [`Oftl::unmount`] ends a
     /// session, and a later mount starts the next one in the same value. Until a format
-    /// or mount succeeds, operations that touch flash fail with `Poisoned`.
+    /// or mount succeeds, operations that touch flash fail with `Poisoned`, and the
+    /// figures read without flash (`payload`, `capacity_pages`, `health`,
+    /// `log_max_record`, ...) describe no store: zeros or placeholders, never a panic.
     ///
     /// A `const fn`: on an MCU put the store in a `static` (the compiler builds its
     /// initial value; nothing of it is ever on the stack, only the I/O buffers of
@@ -601,6 +607,7 @@ impl<
         self.next_obj_id = 1;
         self.need_marker = false;
         self.session.reset();
+        self.salvaged = recovery::SalvageReport::new();
         self.gc = gc::Collection::IDLE;
         self.window_target = sb.window_blocks;
     }

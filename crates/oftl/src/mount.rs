@@ -66,17 +66,15 @@ impl<
         let caps = *self.dev.flash_mut().capabilities();
         Self::check_fit(&geo, &caps).map_err(FormatError::Unsupported)?;
         let w = config.window_blocks as u32;
-        if !(2..=MAX_WINDOW as u32).contains(&w)
-            || MAX_WINDOW as u32 * geo.pages_per_block() - 1 > MAX_TX_DELTA
-        {
-            return Err(FormatError::Unsupported(Mismatch::Capacity));
-        }
         let needed = Self::min_window_blocks(geo.pages_per_block());
         if w < needed {
             return Err(FormatError::WindowTooSmall {
                 needed_blocks: needed,
                 given_blocks: config.window_blocks,
             });
+        }
+        if w > MAX_WINDOW as u32 || MAX_WINDOW as u32 * geo.pages_per_block() - 1 > MAX_TX_DELTA {
+            return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
         let describe = |sb_blocks, ckpt_blocks| {
             Superblock::describe(
@@ -104,6 +102,23 @@ impl<
             }
         }
         let search = SB_SEARCH.min(geo.blocks());
+        // Refuse what the part cannot hold before anything is erased, so a refused
+        // format leaves the old store as it was (the erase sweep below may still find
+        // blocks bad and refuse later).
+        let good_at = |me: &Self, r: core::ops::Range<u32>| {
+            r.filter(|&b| me.dev.table().get(b).state() != BlockState::Bad)
+                .count() as u32
+        };
+        if good_at(self, 0..search) < 2
+            || good_at(self, 0..geo.blocks()) < 2 + CKPT_BLOCKS as u32 + 3 * w + 4
+        {
+            return Err(FormatError::NotEnoughGoodBlocks);
+        }
+        if CkptHeader::stream_len(geo.blocks(), w as u16).div_ceil(self.dev.payload())
+            > geo.pages_per_block()
+        {
+            return Err(FormatError::Unsupported(Mismatch::Capacity));
+        }
         let mut fixed = [0u32; 2 + CKPT_BLOCKS];
         for i in 0..fixed.len() {
             let to = if i < 2 { search } else { geo.blocks() };

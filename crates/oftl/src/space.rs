@@ -173,7 +173,8 @@ impl<
     /// Index-head pages an operation or a collection step keeps free for the cache
     /// write-backs it may cause and for the next checkpoint's cache flush.
     pub(crate) fn index_need(&self, pages: u32, ops: u32) -> u64 {
-        let epp = self.entries_per_index() as u64;
+        // At least 1: an unmounted store has no payload yet.
+        let epp = (self.entries_per_index() as u64).max(1);
         (4 * CACHE as u64 + 24) + 2 * (pages as u64 / epp + 2 * ops as u64)
     }
 

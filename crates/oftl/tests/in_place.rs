@@ -141,3 +141,110 @@ fn a_device_that_does_not_fit_is_refused_in_place() {
     assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));
     assert!(fs.blocks().len() <= 64);
 }
+
+/// Every figure a store answers without touching flash has an answer before a mount
+/// and after a failed one (never a panic: a divide by zero in the index-head
+/// reserve once took `capacity_pages` and `min_good_blocks` down; found by review).
+#[test]
+fn figures_of_an_unmounted_store_do_not_panic() {
+    fn ask(fs: &Fs<'_>) -> u64 {
+        let s = fs.stats();
+        fs.capacity_pages()
+            + fs.min_good_blocks() as u64
+            + fs.used_pages()
+            + fs.max_object_size()
+            + fs.payload() as u64
+            + fs.log_max_record() as u64
+            + fs.log_programs_per_page() as u64
+            + fs.object_count() as u64
+            + fs.next_object_id() as u64
+            + fs.blocks().len() as u64
+            + fs.salvage_report().unreadable_pages().len() as u64
+            + s.checkpoints as u64
+            + matches!(fs.health(), oftl::Health::Writable) as u64
+    }
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(9));
+    let mut fs = Fs::new(&mut sim, cfg(), Greedy::DEFAULT);
+    ask(&fs);
+    assert_eq!(fs.mount(), Err(MountError::NotFormatted));
+    ask(&fs);
+    drop(fs);
+    sim.scribble(7, 200);
+    let mut fs = Fs::new(&mut sim, cfg(), Greedy::DEFAULT);
+    assert!(fs.mount().is_err());
+    ask(&fs);
+    let mut fs = Fs::new(fs.into_flash(), cfg().window_blocks(1), Greedy::DEFAULT);
+    assert!(fs.format().is_err());
+    ask(&fs);
+}
+
+/// A format the part cannot hold (a window too large for its good blocks) is refused
+/// before anything is erased: the old store mounts as it was (it was wiped first, and
+/// the next mount said `NotFormatted`; found by review).
+#[test]
+fn a_refused_format_leaves_the_old_store() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(12));
+    let o;
+    {
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
+        o = fs.create(ObjKind::Object).unwrap();
+        fs.write(o, 0, b"keep me").unwrap();
+        fs.unmount().unwrap();
+    }
+    let before = sim.counters();
+    // 20 blocks of window need 3 * 20 + 4 good blocks besides the six fixed ones.
+    let mut fs = Fs::new(&mut sim, cfg().window_blocks(20), Greedy::DEFAULT);
+    assert_eq!(fs.format(), Err(oftl::FormatError::NotEnoughGoodBlocks));
+    assert_eq!(fs.create(ObjKind::Object), Err(WriteError::Poisoned));
+    let flash = fs.into_flash();
+    assert_eq!(flash.counters().erases, before.erases, "nothing erased");
+    assert_eq!(
+        flash.counters().programs,
+        before.programs,
+        "nothing programmed"
+    );
+    let mut fs = Fs::mounted(flash).unwrap();
+    let mut buf = [0u8; 7];
+    assert_eq!(fs.read(o, 0, &mut buf).unwrap(), 7);
+    assert_eq!(&buf, b"keep me");
+    // Windows below the minimum, 0 and 1 included, say so.
+    let mut fs = Fs::new(fs.into_flash(), cfg().window_blocks(1), Greedy::DEFAULT);
+    assert!(matches!(
+        fs.format(),
+        Err(oftl::FormatError::WindowTooSmall {
+            given_blocks: 1,
+            ..
+        })
+    ));
+}
+
+/// A format starts a new store, with nothing of the last repair's report (it named
+/// objects of the old store as rolled back; found by review).
+#[test]
+fn format_forgets_the_last_repair_report() {
+    use common::pages::{data_head, kill};
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
+    {
+        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
+        let x = fs.create(ObjKind::Object).unwrap();
+        fs.write(x, 0, &bytes(1, 3 * 2048)).unwrap();
+        fs.sync().unwrap();
+        for seed in [2, 3] {
+            fs.transact(&[oftl::TxOp::Write {
+                obj: x,
+                offset: 0,
+                data: &bytes(seed, 3 * 2048),
+            }])
+            .unwrap();
+        }
+    }
+    let pages = data_head(&sim);
+    kill(&mut sim, pages[pages.len() - 4].page);
+    let mut fs = Fs::new(&mut sim, cfg(), Greedy::DEFAULT);
+    assert!(matches!(fs.mount(), Err(MountError::MediaLoss { .. })));
+    fs.mount_damaged(oftl::Damaged::Repair).unwrap();
+    assert!(!fs.salvage_report().unreadable_pages().is_empty());
+    fs.format().unwrap();
+    assert!(fs.salvage_report().unreadable_pages().is_empty());
+    assert!(fs.salvage_report().rolled_back().is_empty());
+}
