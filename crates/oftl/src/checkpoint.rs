@@ -67,6 +67,9 @@ pub(crate) struct CkptPos {
     frontier_known: bool,
     /// First page of the last checkpoint written (or attempted) in the current block.
     attempt_first: u32,
+    /// Flash holds a clean checkpoint and nothing changed since: the first change
+    /// writes a fresh checkpoint and its marker first (see `write_marker`).
+    needs_marker: bool,
 }
 
 impl CkptPos {
@@ -81,7 +84,25 @@ impl CkptPos {
         fell_back: false,
         frontier_known: false,
         attempt_first: 0,
+        needs_marker: false,
     };
+
+    /// Flash holds a clean checkpoint of the current state (a clean mount, or one
+    /// written at unmount).
+    pub fn clean_on_flash(&mut self) {
+        self.needs_marker = true;
+    }
+
+    /// The first change after a clean checkpoint is under way.
+    fn changed_since_clean(&mut self) {
+        self.needs_marker = false;
+    }
+
+    /// Whether the next change must write a marker first (nothing changed since a
+    /// clean checkpoint).
+    pub fn needs_marker(&self) -> bool {
+        self.needs_marker
+    }
 
     /// Format: the first checkpoint goes to the first checkpoint block, erased.
     pub fn formatted(&mut self) {
@@ -181,7 +202,11 @@ impl<
         self.dev.stats_mut().checkpoints += 1;
         self.dev.index_pages_checkpointed();
         self.gc.checkpointed();
-        self.need_marker = clean;
+        if clean {
+            self.ckpt.clean_on_flash();
+        } else {
+            self.ckpt.changed_since_clean();
+        }
         if !clean {
             // Its window is about to be used: say so (see `mark_checkpoint_used`).
             self.mark_checkpoint_used()?;
@@ -421,8 +446,8 @@ impl<
             seq: self.ckpt.seq.wrapping_add(1),
             total_len: CkptHeader::stream_len(n_blocks, self.dev.table().window().len() as u16),
             n_blocks,
-            n_objects: self.live_objects,
-            next_obj_id: self.next_obj_id,
+            n_objects: self.ids.live(),
+            next_obj_id: self.ids.next(),
             window_len: self.dev.table().window().len() as u16,
             table_root: self.cache.table_root(),
         };
@@ -595,10 +620,10 @@ impl<
     /// during the unmount): from now on nothing depends on it, and a marker only ever
     /// names a checkpoint this session wrote and read back.
     pub(crate) fn write_marker(&mut self) -> Result<(), FaultOf<F>> {
-        self.need_marker = false;
+        self.ckpt.changed_since_clean();
         let r = self.checkpoint(false);
         if r.is_err() {
-            self.need_marker = true;
+            self.ckpt.clean_on_flash();
         }
         r
     }
@@ -639,8 +664,8 @@ mod tests {
             }),
             window: fs.dev.table().window_unused().to_vec(),
             table_root: fs.cache.table_root(),
-            live_objects: fs.live_objects,
-            next_obj_id: fs.next_obj_id,
+            live_objects: fs.ids.live(),
+            next_obj_id: fs.ids.next(),
             valid_total: fs.used_pages(),
         }
     }

@@ -169,7 +169,7 @@ impl<
             if self.session.read_only().is_some() {
                 return Err(Fault::ReadOnly);
             }
-            if self.need_marker {
+            if self.ckpt.needs_marker() {
                 self.write_marker()?;
             }
             let mut copied = 0;

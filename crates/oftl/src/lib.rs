@@ -477,8 +477,6 @@ pub struct Oftl<
     pub(crate) dev: Dev<F, P, BLOCKS>,
     /// How `format` lays the store out.
     config: Config,
-    /// Live objects (records in the table).
-    pub(crate) live_objects: u32,
     /// Object-table and index pages, and the table root's address.
     pub(crate) cache: cache::PageCache<PAGE, CACHE>,
     /// Write-back buffers: dirty (or clean, cached) data pages of objects.
@@ -491,8 +489,8 @@ pub struct Oftl<
     /// a recovery: the last log page with accepted sectors, read once).
     pub(crate) log_tail: log::LogTail<PAGE>,
     pub(crate) ckpt: checkpoint::CkptPos,
-    pub(crate) next_obj_id: u32,
-    pub(crate) need_marker: bool,
+    /// Live objects and the next id.
+    pub(crate) ids: objtab::Ids,
     /// Mounted or not, read-only or not, and the kind of mount running.
     pub(crate) session: session::Session,
     /// What the last salvage or repair mount left out.
@@ -573,7 +571,6 @@ impl<
         Oftl {
             dev: Dev::new(flash, policy, geometry, capabilities),
             config,
-            live_objects: 0,
             cache: cache::PageCache::new(),
             wbuf: [wbuf::WPage::<PAGE>::EMPTY; WBUF],
             tick: 0,
@@ -581,8 +578,7 @@ impl<
             rbuf: [0xFF; PAGE],
             log_tail: log::LogTail::<PAGE>::CLOSED,
             ckpt: checkpoint::CkptPos::START,
-            next_obj_id: 1,
-            need_marker: false,
+            ids: objtab::Ids::FRESH,
             session: session::Session::UNMOUNTED,
             salvaged: recovery::SalvageReport::new(),
             gc: gc::Collection::IDLE,
@@ -594,7 +590,6 @@ impl<
     /// stay). The store stays poisoned: the caller clears that once it is mounted.
     pub(crate) fn reset_state(&mut self, sb: Superblock) {
         self.dev.reset(sb);
-        self.live_objects = 0;
         self.cache.reset(NONE);
         for w in self.wbuf.iter_mut() {
             w.reset();
@@ -604,8 +599,7 @@ impl<
         self.rbuf.fill(0xFF);
         self.log_tail.reset();
         self.ckpt = checkpoint::CkptPos::START;
-        self.next_obj_id = 1;
-        self.need_marker = false;
+        self.ids = objtab::Ids::FRESH;
         self.session.reset();
         self.salvaged = recovery::SalvageReport::new();
         self.gc = gc::Collection::IDLE;

@@ -303,7 +303,7 @@ impl<
             }
         }
         if clean {
-            self.need_marker = true;
+            self.ckpt.clean_on_flash();
             self.check_recorded_window()?;
         } else {
             match self.recover() {
@@ -339,7 +339,7 @@ impl<
             return Ok(());
         }
         self.flush_all().map_err(|e| self.fail(e))?;
-        if !self.need_marker {
+        if !self.ckpt.needs_marker() {
             self.checkpoint(true).map_err(|e| self.fail(e))?;
         }
         self.session.poison();
@@ -628,8 +628,7 @@ impl<
                 return Err(Fault::Corrupted);
             }
         }
-        self.next_obj_id = hdr.next_obj_id;
-        self.live_objects = hdr.n_objects;
+        self.ids.loaded(hdr.n_objects, hdr.next_obj_id);
         self.cache.forget_all(hdr.table_root);
         Ok(hdr.clean)
     }

@@ -16,6 +16,55 @@ use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::{ObjectId, Oftl};
 
+/// The object counters: how many objects are live, and the id the next one gets.
+/// Ids only grow (never reused); changed only through the events below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ids {
+    live: u32,
+    next: u32,
+}
+
+impl Ids {
+    /// A fresh store: no object, the first gets id 1.
+    pub const FRESH: Ids = Ids { live: 0, next: 1 };
+
+    /// Live objects.
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+
+    /// The id the next object gets.
+    pub fn next(&self) -> u32 {
+        self.next
+    }
+
+    /// As a checkpoint recorded them.
+    pub fn loaded(&mut self, live: u32, next: u32) {
+        *self = Ids { live, next };
+    }
+
+    /// A metadata record of object `id` was written or replayed: no later object takes
+    /// its id.
+    pub fn seen(&mut self, id: u32) {
+        self.next = self.next.max(id.saturating_add(1));
+    }
+
+    /// A rebuild: new ids start at `next`.
+    pub fn start_at(&mut self, next: u32) {
+        self.next = next;
+    }
+
+    /// A record was added to the table.
+    fn inserted(&mut self) {
+        self.live = self.live.saturating_add(1);
+    }
+
+    /// A record was removed from the table.
+    fn removed(&mut self) {
+        self.live = self.live.saturating_sub(1);
+    }
+}
+
 impl<
         F: NandFlash,
         P: SpacePolicy,
@@ -34,7 +83,7 @@ impl<
 
     /// The record of `id`, if it is live.
     pub(crate) fn obj_get(&mut self, id: ObjectId) -> Result<Option<ObjRecord>, FaultOf<F>> {
-        if id == TABLE_OBJ || id >= self.next_obj_id || id > self.max_object_id() {
+        if id == TABLE_OBJ || id >= self.ids.next() || id > self.max_object_id() {
             return Ok(None);
         }
         let t = id / self.records_per_page();
@@ -79,14 +128,14 @@ impl<
             return Err(Fault::TooManyObjects);
         }
         self.obj_store(rec.id, &rec.encode())?;
-        self.live_objects = self.live_objects.saturating_add(1);
+        self.ids.inserted();
         Ok(())
     }
 
     /// Removes the record of `id`; unmaps its table page once no record is left in it.
     pub(crate) fn obj_remove(&mut self, id: ObjectId) -> Result<(), FaultOf<F>> {
         let s = self.obj_store(id, &[0xFF; REC_LEN])?;
-        self.live_objects = self.live_objects.saturating_sub(1);
+        self.ids.removed();
         let used = self.records_per_page() as usize * REC_LEN;
         if self.cache.data(s)[..used].iter().all(|&b| b == 0xFF) {
             let addr = self.cache.addr(s);
@@ -100,7 +149,7 @@ impl<
 
     /// Live objects.
     pub fn object_count(&self) -> u32 {
-        self.live_objects
+        self.ids.live()
     }
 
     /// The smallest live object id greater than `after` (the first one for `None`):
@@ -119,7 +168,7 @@ impl<
     ) -> Result<Option<ObjectId>, FaultOf<F>> {
         self.check_usable()?;
         let rpp = self.records_per_page();
-        let end = self.next_obj_id.min(self.max_object_id().saturating_add(1));
+        let end = self.ids.next().min(self.max_object_id().saturating_add(1));
         let mut id = after.map_or(1, |a| a.saturating_add(1));
         while id < end {
             let t = id / rpp;

@@ -594,10 +594,12 @@ impl<
         }
         // Ids are never reused: the newest ones may have left no page behind (their
         // objects deleted and collected), so new ones start well past those seen.
-        self.next_obj_id = next_id
-            .saturating_add(ID_MARGIN)
-            .min(self.max_object_id().saturating_add(1))
-            .max(next_id);
+        self.ids.start_at(
+            next_id
+                .saturating_add(ID_MARGIN)
+                .min(self.max_object_id().saturating_add(1))
+                .max(next_id),
+        );
         Ok(out)
     }
 

@@ -96,7 +96,7 @@ impl<
         if self.session.read_only().is_some() {
             return Err(Fault::ReadOnly);
         }
-        if self.need_marker {
+        if self.ckpt.needs_marker() {
             self.write_marker()?;
         }
         // Operations that add no pages (delete, truncate, attributes, rewrites in place)

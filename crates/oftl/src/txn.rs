@@ -121,7 +121,7 @@ impl<
             .filter(|op| matches!(op, TxOp::Create { .. }))
             .count() as u32;
         if creates > 0
-            && self.next_obj_id.saturating_add(creates - 1) > self.max_object_id().min(MAX_U24)
+            && self.ids.next().saturating_add(creates - 1) > self.max_object_id().min(MAX_U24)
         {
             return Err(Fault::TooManyObjects);
         }
@@ -196,7 +196,7 @@ impl<
                 }
                 TxOp::Create { kind } => {
                     let rec = MetaRecord {
-                        id: self.next_obj_id,
+                        id: self.ids.next(),
                         kind,
                         deleted: false,
                         size: 0,
@@ -233,7 +233,7 @@ impl<
     /// The id the next [`Oftl::create`] (or the first [`TxOp::Create`] of the next
     /// transaction) will get.
     pub fn next_object_id(&self) -> ObjectId {
-        self.next_obj_id
+        self.ids.next()
     }
 
     /// Whether `obj` is one of the objects `ops` create.
@@ -243,7 +243,7 @@ impl<
 
     /// The kind of `obj` if one of `ops` creates it.
     fn created_kind(&self, obj: ObjectId, ops: &[TxOp<'_>]) -> Option<ObjKind> {
-        let mut id = self.next_obj_id;
+        let mut id = self.ids.next();
         for op in ops {
             if let TxOp::Create { kind } = *op {
                 if id == obj {

@@ -38,12 +38,12 @@ impl<
 
     fn create_inner(&mut self, kind: ObjKind) -> Result<ObjectId, FaultOf<F>> {
         self.check_writable()?;
-        if self.next_obj_id > self.max_object_id().min(MAX_U24) {
+        if self.ids.next() > self.max_object_id().min(MAX_U24) {
             return Err(Fault::TooManyObjects);
         }
         self.prepare(1, 1, 1, Room::Grow)?;
         let rec = MetaRecord {
-            id: self.next_obj_id,
+            id: self.ids.next(),
             kind,
             deleted: false,
             size: 0,
@@ -93,7 +93,7 @@ impl<
     pub fn sync(&mut self) -> Result<(), WriteError<F::Error>> {
         let r = self.check_usable().and_then(|()| {
             self.flush_all()?;
-            if self.need_marker || self.session.read_only().is_some() {
+            if self.ckpt.needs_marker() || self.session.read_only().is_some() {
                 // Nothing changed since the clean checkpoint.
                 return Ok(());
             }
@@ -155,7 +155,7 @@ impl<
     /// Applies a metadata record found at `page` (normal path and recovery replay).
     pub(crate) fn apply_meta(&mut self, rec: &MetaRecord, page: u32) -> Result<(), FaultOf<F>> {
         let p = self.dev.payload() as u64;
-        self.next_obj_id = self.next_obj_id.max(rec.id + 1);
+        self.ids.seen(rec.id);
         match self.obj_get(rec.id)? {
             Some(o) if rec.deleted => {
                 let pages = self.index_pages(&o);
