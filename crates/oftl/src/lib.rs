@@ -480,9 +480,7 @@ pub struct Oftl<
     /// Object-table and index pages, and the table root's address.
     pub(crate) cache: cache::PageCache<PAGE, CACHE>,
     /// Write-back buffers: dirty (or clean, cached) data pages of objects.
-    pub(crate) wbuf: [wbuf::WPage<PAGE>; WBUF],
-    /// The write-back buffers' LRU clock.
-    pub(crate) tick: u32,
+    pub(crate) wbuf: wbuf::WriteBuffers<PAGE, WBUF>,
     pub(crate) pbuf: [u8; PAGE],
     pub(crate) rbuf: [u8; PAGE],
     /// The log page the next append may continue, and its image as programmed (during
@@ -572,8 +570,7 @@ impl<
             dev: Dev::new(flash, policy, geometry, capabilities),
             config,
             cache: cache::PageCache::new(),
-            wbuf: [wbuf::WPage::<PAGE>::EMPTY; WBUF],
-            tick: 0,
+            wbuf: wbuf::WriteBuffers::EMPTY,
             pbuf: [0xFF; PAGE],
             rbuf: [0xFF; PAGE],
             log_tail: log::LogTail::<PAGE>::CLOSED,
@@ -591,10 +588,7 @@ impl<
     pub(crate) fn reset_state(&mut self, sb: Superblock) {
         self.dev.reset(sb);
         self.cache.reset(NONE);
-        for w in self.wbuf.iter_mut() {
-            w.reset();
-        }
-        self.tick = 0;
+        self.wbuf.reset();
         self.pbuf.fill(0xFF);
         self.rbuf.fill(0xFF);
         self.log_tail.reset();

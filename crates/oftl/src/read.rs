@@ -73,7 +73,7 @@ impl<
                 // A whole page, kept as a clean copy (a directory page read at open is
                 // read again by the commit).
                 self.wbuf_fill(s, obj, lpn, page)?;
-                out.copy_from_slice(&self.wbuf[s].data[..n]);
+                out.copy_from_slice(&self.wbuf.data(s)[..n]);
             } else if self.dev.placement() == Placement::InBand {
                 // Only a whole-payload read can be checked against the payload CRC.
                 let p = p as usize;

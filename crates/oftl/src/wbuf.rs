@@ -47,50 +47,210 @@ use crate::space::Room;
 use crate::txn::TxOp;
 use crate::{ObjectId, Oftl, DATA_HEAD};
 
-/// One write-back buffer.
-pub(crate) struct WPage<const PAGE: usize> {
-    pub used: bool,
-    /// Holds writes not yet programmed (otherwise a clean copy of the committed page).
-    pub dirty: bool,
-    pub obj: u32,
-    pub lpn: u32,
-    /// Object size the buffered writes imply (0 when clean).
-    pub end: u64,
-    pub lru: u32,
-    /// The page's payload (first `payload` bytes used).
-    pub data: [u8; PAGE],
-}
+pub(crate) use pages::WriteBuffers;
 
-impl<const PAGE: usize> WPage<PAGE> {
-    pub const EMPTY: Self = WPage {
-        used: false,
-        dirty: false,
-        obj: 0,
-        lpn: 0,
-        end: 0,
-        lru: 0,
-        data: [0; PAGE],
-    };
-
-    /// Now holds a clean copy of `(obj, lpn)` (its data already in place), used at `tick`.
-    pub fn hold_clean(&mut self, obj: u32, lpn: u32, tick: u32) {
-        self.used = true;
-        self.dirty = false;
-        self.obj = obj;
-        self.lpn = lpn;
-        self.end = 0;
-        self.lru = tick;
+/// The buffers themselves and their LRU clock, changed only through named events (the
+/// code above decides when; this module keeps each buffer's state consistent).
+mod pages {
+    /// One write-back buffer.
+    struct WPage<const PAGE: usize> {
+        used: bool,
+        /// Holds writes not yet programmed (otherwise a clean copy of the committed page).
+        dirty: bool,
+        obj: u32,
+        lpn: u32,
+        /// Object size the buffered writes imply (0 when clean).
+        end: u64,
+        lru: u32,
+        /// The page's payload (first `payload` bytes used).
+        data: [u8; PAGE],
     }
 
-    /// Back to [`WPage::EMPTY`], in place.
-    pub fn reset(&mut self) {
-        self.used = false;
-        self.dirty = false;
-        self.obj = 0;
-        self.lpn = 0;
-        self.end = 0;
-        self.lru = 0;
-        self.data.fill(0);
+    impl<const PAGE: usize> WPage<PAGE> {
+        const EMPTY: Self = WPage {
+            used: false,
+            dirty: false,
+            obj: 0,
+            lpn: 0,
+            end: 0,
+            lru: 0,
+            data: [0; PAGE],
+        };
+    }
+
+    /// `WBUF` page buffers and the clock that orders their use.
+    pub(crate) struct WriteBuffers<const PAGE: usize, const WBUF: usize> {
+        pages: [WPage<PAGE>; WBUF],
+        tick: u32,
+    }
+
+    impl<const PAGE: usize, const WBUF: usize> WriteBuffers<PAGE, WBUF> {
+        /// Every buffer free.
+        pub const EMPTY: Self = WriteBuffers {
+            pages: [WPage::EMPTY; WBUF],
+            tick: 0,
+        };
+
+        /// Back to [`WriteBuffers::EMPTY`], in place.
+        pub fn reset(&mut self) {
+            for w in self.pages.iter_mut() {
+                w.used = false;
+                w.dirty = false;
+                w.obj = 0;
+                w.lpn = 0;
+                w.end = 0;
+                w.lru = 0;
+                w.data.fill(0);
+            }
+            self.tick = 0;
+        }
+
+        /// The buffer holding `(obj, lpn)`.
+        pub fn find(&self, obj: u32, lpn: u32) -> Option<usize> {
+            self.pages
+                .iter()
+                .position(|w| w.used && w.obj == obj && w.lpn == lpn)
+        }
+
+        pub fn data(&self, s: usize) -> &[u8; PAGE] {
+            &self.pages[s].data
+        }
+
+        pub fn data_mut(&mut self, s: usize) -> &mut [u8; PAGE] {
+            &mut self.pages[s].data
+        }
+
+        /// Whether buffer `s` holds writes not yet programmed.
+        pub fn is_dirty(&self, s: usize) -> bool {
+            self.pages[s].used && self.pages[s].dirty
+        }
+
+        /// The object of buffer `s`.
+        pub fn obj(&self, s: usize) -> u32 {
+            self.pages[s].obj
+        }
+
+        /// The clock moves on (a use of some buffer).
+        pub fn advance(&mut self) {
+            self.tick = self.tick.wrapping_add(1);
+        }
+
+        /// Buffer `s` was used now.
+        pub fn touch(&mut self, s: usize) {
+            self.pages[s].lru = self.tick;
+        }
+
+        /// A free buffer, else the least recently used one (by age: wrap-aware).
+        pub fn free_or_oldest(&self) -> usize {
+            match self.pages.iter().position(|w| !w.used) {
+                Some(s) => s,
+                None => {
+                    let tick = self.tick;
+                    (0..WBUF)
+                        .max_by_key(|&i| tick.wrapping_sub(self.pages[i].lru))
+                        .unwrap_or(0)
+                }
+            }
+        }
+
+        /// A free buffer, else the least recently used clean one.
+        pub fn free_or_oldest_clean(&self) -> Option<usize> {
+            match self.pages.iter().position(|w| !w.used) {
+                Some(s) => Some(s),
+                None => {
+                    let tick = self.tick;
+                    (0..WBUF)
+                        .filter(|&i| !self.pages[i].dirty)
+                        .max_by_key(|&i| tick.wrapping_sub(self.pages[i].lru))
+                }
+            }
+        }
+
+        /// Buffer `s` no longer stands for any page (its contents are not committed).
+        pub fn release(&mut self, s: usize) {
+            self.pages[s].used = false;
+        }
+
+        /// Buffer `s` now holds a clean copy of `(obj, lpn)` (its data already in
+        /// place), used now.
+        pub fn hold_clean(&mut self, s: usize, obj: u32, lpn: u32) {
+            let w = &mut self.pages[s];
+            w.used = true;
+            w.dirty = false;
+            w.obj = obj;
+            w.lpn = lpn;
+            w.end = 0;
+            w.lru = self.tick;
+        }
+
+        /// `data` was written into buffer `s` at `col`; the object is at least `end`
+        /// bytes long.
+        pub fn wrote(&mut self, s: usize, col: usize, data: &[u8], end: u64) {
+            let w = &mut self.pages[s];
+            w.data[col..col + data.len()].copy_from_slice(data);
+            w.dirty = true;
+            w.end = w.end.max(end);
+        }
+
+        /// Buffer `s`'s page was programmed: it stays as a clean copy.
+        pub fn programmed(&mut self, s: usize) {
+            self.pages[s].dirty = false;
+            self.pages[s].end = 0;
+        }
+
+        /// `obj`'s dirty pages as `(lpn, buffer)`.
+        pub fn dirty_of(&self, obj: u32) -> heapless::Vec<(u32, u8), 64> {
+            let mut v = heapless::Vec::new();
+            for (i, w) in self.pages.iter().enumerate() {
+                if w.used && w.dirty && w.obj == obj {
+                    let _ = v.push((w.lpn, i as u8));
+                }
+            }
+            v
+        }
+
+        /// An object with dirty pages.
+        pub fn any_dirty(&self) -> Option<u32> {
+            self.pages.iter().find(|w| w.used && w.dirty).map(|w| w.obj)
+        }
+
+        /// `obj`'s size with its buffered writes, over the committed `size`.
+        pub fn pending_size(&self, obj: u32, size: u64) -> u64 {
+            self.pages
+                .iter()
+                .filter(|w| w.used && w.dirty && w.obj == obj)
+                .fold(size, |s, w| s.max(w.end))
+        }
+
+        /// Forgets the clean copies of `obj`'s pages `first..=last`.
+        pub fn forget(&mut self, obj: u32, first: u32, last: u32) {
+            for w in self.pages.iter_mut() {
+                if w.used && w.obj == obj && (first..=last).contains(&w.lpn) {
+                    debug_assert!(!w.dirty);
+                    w.used = false;
+                }
+            }
+        }
+
+        /// Forgets `obj`'s buffers, dirty ones included.
+        pub fn drop_obj(&mut self, obj: u32) {
+            for w in self.pages.iter_mut().filter(|w| w.obj == obj) {
+                w.used = false;
+                w.dirty = false;
+            }
+        }
+
+        /// Whether buffer `s` stands for a page (tests).
+        #[cfg(test)]
+        pub fn used(&self, s: usize) -> bool {
+            self.pages[s].used
+        }
+
+        /// The size buffer `s`'s writes imply (tests).
+        #[cfg(test)]
+        pub fn end(&self, s: usize) -> u64 {
+            self.pages[s].end
+        }
     }
 }
 
@@ -147,25 +307,22 @@ impl<
             // the object) as it was rather than holding a write reported as failed.
             let have = self.obj(obj)?.size.div_ceil(p);
             let (mut n, mut growth) = (1u32, (lpn as u64 >= have) as u64);
-            for w in self.wbuf.iter() {
-                if w.used && w.dirty && w.obj == obj && w.lpn != lpn {
+            for (l, _) in self.wbuf.dirty_of(obj) {
+                if l != lpn {
                     n += 1;
-                    growth += (w.lpn as u64 >= have) as u64;
+                    growth += (l as u64 >= have) as u64;
                 }
             }
             if let Err(e) = self.prepare(n, 1, growth, Room::Grow) {
                 if fresh {
                     // Loaded for this write only (for a whole-page write, not even
                     // filled): it must not stand for the page.
-                    self.wbuf[s].used = false;
+                    self.wbuf.release(s);
                 }
                 return Err(e);
             }
         }
-        let w = &mut self.wbuf[s];
-        w.data[col..col + data.len()].copy_from_slice(data);
-        w.dirty = true;
-        w.end = w.end.max(end);
+        self.wbuf.wrote(s, col, data, end);
         if end % p == 0 {
             // The page is complete: program it now (room was made above).
             self.flush_obj_with(obj, false, true)?;
@@ -177,35 +334,26 @@ impl<
     /// recently used buffer (flushing its object first if it is dirty). With `whole`
     /// the caller overwrites the whole payload, so nothing is read.
     fn wbuf_load(&mut self, obj: u32, lpn: u32, whole: bool) -> Result<usize, FaultOf<F>> {
-        self.tick = self.tick.wrapping_add(1);
+        self.wbuf.advance();
         if let Some(s) = self.wbuf_find(obj, lpn) {
-            self.wbuf[s].lru = self.tick;
+            self.wbuf.touch(s);
             return Ok(s);
         }
-        let s = match self.wbuf.iter().position(|w| !w.used) {
-            Some(s) => s,
-            None => {
-                let tick = self.tick;
-                let s = (0..WBUF)
-                    .max_by_key(|&i| tick.wrapping_sub(self.wbuf[i].lru))
-                    .unwrap_or(0);
-                if self.wbuf[s].dirty {
-                    self.flush_obj(self.wbuf[s].obj, false)?;
-                }
-                self.wbuf[s].used = false;
-                s
-            }
-        };
+        let s = self.wbuf.free_or_oldest();
+        if self.wbuf.is_dirty(s) {
+            self.flush_obj(self.wbuf.obj(s), false)?;
+        }
+        self.wbuf.release(s);
         if !whole {
             let old = self.index_get(obj, lpn)?;
             if old == UNMAPPED {
                 let p = self.dev.payload() as usize;
-                self.wbuf[s].data[..p].fill(0);
+                self.wbuf.data_mut(s)[..p].fill(0);
             } else {
                 self.wbuf_fill(s, obj, lpn, old)?;
             }
         }
-        self.wbuf[s].hold_clean(obj, lpn, self.tick);
+        self.wbuf.hold_clean(s, obj, lpn);
         Ok(s)
     }
 
@@ -216,15 +364,9 @@ impl<
         if n != self.dev.payload() as usize {
             return None;
         }
-        let tick = self.tick;
-        let s = match self.wbuf.iter().position(|w| !w.used) {
-            Some(s) => Some(s),
-            None => (0..WBUF)
-                .filter(|&i| !self.wbuf[i].dirty)
-                .max_by_key(|&i| tick.wrapping_sub(self.wbuf[i].lru)),
-        };
+        let s = self.wbuf.free_or_oldest_clean();
         if let Some(s) = s {
-            self.wbuf[s].used = false;
+            self.wbuf.release(s);
         }
         s
     }
@@ -243,50 +385,37 @@ impl<
         if self.dev.placement() == Placement::InBand {
             self.dev
                 .read_payload(page, 0, &mut self.rbuf[..p], expect)?;
-            self.wbuf[s].data[..p].copy_from_slice(&self.rbuf[..p]);
+            self.wbuf.data_mut(s)[..p].copy_from_slice(&self.rbuf[..p]);
         } else {
             self.dev
-                .read_payload(page, 0, &mut self.wbuf[s].data[..p], expect)?;
+                .read_payload(page, 0, &mut self.wbuf.data_mut(s)[..p], expect)?;
         }
         let size = self.obj(obj)?.size;
         let keep = size.saturating_sub(lpn as u64 * p as u64).min(p as u64) as usize;
-        self.wbuf[s].data[keep..p].fill(0);
-        self.tick = self.tick.wrapping_add(1);
-        self.wbuf[s].hold_clean(obj, lpn, self.tick);
+        self.wbuf.data_mut(s)[keep..p].fill(0);
+        self.wbuf.advance();
+        self.wbuf.hold_clean(s, obj, lpn);
         Ok(())
     }
 
     pub(crate) fn wbuf_find(&self, obj: u32, lpn: u32) -> Option<usize> {
-        self.wbuf
-            .iter()
-            .position(|w| w.used && w.obj == obj && w.lpn == lpn)
+        self.wbuf.find(obj, lpn)
     }
 
     /// The object's size including buffered writes.
     pub(crate) fn pending_size(&self, o: &ObjRecord) -> u64 {
-        self.wbuf
-            .iter()
-            .filter(|w| w.used && w.dirty && w.obj == o.id)
-            .fold(o.size, |s, w| s.max(w.end))
+        self.wbuf.pending_size(o.id, o.size)
     }
 
     /// Forgets the clean copies of `obj`'s pages `first..=last` (a transaction is about
     /// to rewrite them; its dirty pages were programmed first).
     pub(crate) fn wbuf_forget(&mut self, obj: u32, first: u32, last: u32) {
-        for w in self.wbuf.iter_mut() {
-            if w.used && w.obj == obj && (first..=last).contains(&w.lpn) {
-                debug_assert!(!w.dirty);
-                w.used = false;
-            }
-        }
+        self.wbuf.forget(obj, first, last);
     }
 
     /// Forgets `obj`'s buffers, dirty ones included (delete, truncate to 0).
     pub(crate) fn wbuf_drop(&mut self, obj: u32) {
-        for w in self.wbuf.iter_mut().filter(|w| w.obj == obj) {
-            w.used = false;
-            w.dirty = false;
-        }
+        self.wbuf.drop_obj(obj);
     }
 
     /// Programs all of `obj`'s dirty pages as one transaction; with `drop`, forgets
@@ -314,12 +443,7 @@ impl<
         prepared: bool,
         meta: Option<MetaRecord>,
     ) -> Result<(), FaultOf<F>> {
-        let mut dirty: heapless::Vec<(u32, u8), 64> = heapless::Vec::new();
-        for (i, w) in self.wbuf.iter().enumerate() {
-            if w.used && w.dirty && w.obj == obj {
-                let _ = dirty.push((w.lpn, i as u8));
-            }
-        }
+        let mut dirty = self.wbuf.dirty_of(obj);
         if dirty.is_empty() && meta.is_none() {
             return Ok(());
         }
@@ -337,7 +461,7 @@ impl<
         for (k, &(lpn, s)) in dirty.iter().enumerate() {
             let s = s as usize;
             let pu = p as usize;
-            self.pbuf[..pu].copy_from_slice(&self.wbuf[s].data[..pu]);
+            self.pbuf[..pu].copy_from_slice(&self.wbuf.data(s)[..pu]);
             self.pbuf[pu..].fill(0xFF);
             let start = lpn as u64 * p;
             let valid = size.saturating_sub(start).min(p) as u16;
@@ -347,8 +471,7 @@ impl<
                 .dev
                 .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
             self.apply_data(&bp, page)?;
-            self.wbuf[s].dirty = false;
-            self.wbuf[s].end = 0;
+            self.wbuf.programmed(s);
         }
         if let Some(mut rec) = meta {
             rec.size = self.obj(obj)?.size;
@@ -359,8 +482,7 @@ impl<
 
     /// Flushes every object's buffers.
     pub(crate) fn flush_all(&mut self) -> Result<(), FaultOf<F>> {
-        while let Some(w) = self.wbuf.iter().find(|w| w.used && w.dirty) {
-            let obj = w.obj;
+        while let Some(obj) = self.wbuf.any_dirty() {
             self.flush_obj(obj, false)?;
         }
         Ok(())
@@ -412,9 +534,9 @@ impl<
     pub(crate) fn wbuf_read(&mut self, obj: u32, lpn: u32, col: usize, out: &mut [u8]) -> bool {
         match self.wbuf_find(obj, lpn) {
             Some(s) => {
-                self.tick = self.tick.wrapping_add(1);
-                self.wbuf[s].lru = self.tick;
-                out.copy_from_slice(&self.wbuf[s].data[col..col + out.len()]);
+                self.wbuf.advance();
+                self.wbuf.touch(s);
+                out.copy_from_slice(&self.wbuf.data(s)[col..col + out.len()]);
                 true
             }
             None => false,
@@ -465,10 +587,10 @@ mod tests {
         fs.write(o, 100, &[7; 64]).unwrap();
         assert_eq!(programs(&fs), before, "nothing programmed");
         let s = fs.wbuf_find(o, 0).expect("buffered");
-        assert!(fs.wbuf[s].dirty);
-        assert_eq!(fs.wbuf[s].end, 164, "the size the write implies");
+        assert!(fs.wbuf.is_dirty(s));
+        assert_eq!(fs.wbuf.end(s), 164, "the size the write implies");
         assert_eq!(
-            &fs.wbuf[s].data[..100],
+            &fs.wbuf.data(s)[..100],
             &[0; 100][..],
             "zeros before the write"
         );
@@ -498,8 +620,11 @@ mod tests {
         );
         assert_eq!(last.seq, first.seq + 1, "consecutive in the data head");
         assert_eq!(last.tx_delta, 1, "the last page points back to the first");
-        for w in fs.wbuf.iter() {
-            assert!(w.used && !w.dirty, "both stay as clean copies");
+        for s in 0..2 {
+            assert!(
+                fs.wbuf.used(s) && !fs.wbuf.is_dirty(s),
+                "both stay as clean copies"
+            );
         }
         let before = programs(&fs);
         fs.flush(o).unwrap();
@@ -524,8 +649,8 @@ mod tests {
             UNMAPPED,
             "b is still only in RAM"
         );
-        assert!(fs.wbuf_find(b, 0).is_some_and(|s| fs.wbuf[s].dirty));
-        assert!(fs.wbuf_find(a, 2).is_some_and(|s| fs.wbuf[s].dirty));
+        assert!(fs.wbuf_find(b, 0).is_some_and(|s| fs.wbuf.is_dirty(s)));
+        assert!(fs.wbuf_find(a, 2).is_some_and(|s| fs.wbuf.is_dirty(s)));
         assert!(fs.wbuf_find(a, 0).is_none());
         let mut x = [0u8; 64];
         fs.read(a, 0, &mut x).unwrap();
@@ -547,9 +672,9 @@ mod tests {
             fs.read(a, lpn as u64 * 2048, &mut page).unwrap();
             assert_eq!(page, data[lpn as usize * 2048..][..2048]);
             assert_eq!(programs(&fs), before, "a read programs nothing");
-            assert!(fs.wbuf_find(c, 0).is_some_and(|s| fs.wbuf[s].dirty));
+            assert!(fs.wbuf_find(c, 0).is_some_and(|s| fs.wbuf.is_dirty(s)));
             let s = fs.wbuf_find(a, lpn).expect("the page read is kept");
-            assert!(!fs.wbuf[s].dirty);
+            assert!(!fs.wbuf.is_dirty(s));
         }
         // Served from the clean copy the second time.
         let reads = fs.flash().counters().reads;
