@@ -136,6 +136,7 @@ impl CkptPos {
 
     /// A rebuild: checkpoints are numbered from `seq` on, in a freshly erased block;
     /// none on flash is trusted.
+    #[cfg(feature = "alloc")]
     pub fn rebuilt(&mut self, seq: u32) {
         self.seq = seq;
         self.cur = 0;

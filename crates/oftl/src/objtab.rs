@@ -50,6 +50,7 @@ impl Ids {
     }
 
     /// A rebuild: new ids start at `next`.
+    #[cfg(feature = "alloc")]
     pub fn start_at(&mut self, next: u32) {
         self.next = next;
     }
