@@ -59,8 +59,10 @@ mod pages {
         dirty: bool,
         obj: u32,
         lpn: u32,
-        /// Object size the buffered writes imply (0 when clean).
-        end: u64,
+        /// Bytes of the page the buffered writes reach (0 when clean): the object is
+        /// at least `lpn * payload + end` bytes long. A `u16`, not the size itself, so a
+        /// buffer aligns to 4 bytes on a 32-bit MCU.
+        end: u16,
         lru: u32,
         /// The page's payload (first `payload` bytes used).
         data: [u8; PAGE],
@@ -183,13 +185,12 @@ mod pages {
             w.lru = self.tick;
         }
 
-        /// `data` was written into buffer `s` at `col`; the object is at least `end`
-        /// bytes long.
-        pub fn wrote(&mut self, s: usize, col: usize, data: &[u8], end: u64) {
+        /// `data` was written into buffer `s` at `col` (within its page).
+        pub fn wrote(&mut self, s: usize, col: usize, data: &[u8]) {
             let w = &mut self.pages[s];
             w.data[col..col + data.len()].copy_from_slice(data);
             w.dirty = true;
-            w.end = w.end.max(end);
+            w.end = w.end.max((col + data.len()) as u16);
         }
 
         /// Buffer `s`'s page was programmed: it stays as a clean copy.
@@ -214,12 +215,13 @@ mod pages {
             self.pages.iter().find(|w| w.used && w.dirty).map(|w| w.obj)
         }
 
-        /// `obj`'s size with its buffered writes, over the committed `size`.
-        pub fn pending_size(&self, obj: u32, size: u64) -> u64 {
+        /// `obj`'s size with its buffered writes, over the committed `size`, with
+        /// `payload` bytes per page.
+        pub fn pending_size(&self, obj: u32, size: u64, payload: u64) -> u64 {
             self.pages
                 .iter()
                 .filter(|w| w.used && w.dirty && w.obj == obj)
-                .fold(size, |s, w| s.max(w.end))
+                .fold(size, |s, w| s.max(w.lpn as u64 * payload + w.end as u64))
         }
 
         /// Forgets the clean copies of `obj`'s pages `first..=last`.
@@ -246,10 +248,10 @@ mod pages {
             self.pages[s].used
         }
 
-        /// The size buffer `s`'s writes imply (tests).
+        /// The size buffer `s`'s writes imply, with `payload` bytes per page (tests).
         #[cfg(test)]
-        pub fn end(&self, s: usize) -> u64 {
-            self.pages[s].end
+        pub fn end(&self, s: usize, payload: u64) -> u64 {
+            self.pages[s].lpn as u64 * payload + self.pages[s].end as u64
         }
     }
 }
@@ -322,7 +324,7 @@ impl<
                 return Err(e);
             }
         }
-        self.wbuf.wrote(s, col, data, end);
+        self.wbuf.wrote(s, col, data);
         if end % p == 0 {
             // The page is complete: program it now (room was made above).
             self.flush_obj_with(obj, false, true)?;
@@ -404,7 +406,8 @@ impl<
 
     /// The object's size including buffered writes.
     pub(crate) fn pending_size(&self, o: &ObjRecord) -> u64 {
-        self.wbuf.pending_size(o.id, o.size)
+        self.wbuf
+            .pending_size(o.id, o.size, self.dev.payload() as u64)
     }
 
     /// Forgets the clean copies of `obj`'s pages `first..=last` (a transaction is about
@@ -588,7 +591,11 @@ mod tests {
         assert_eq!(programs(&fs), before, "nothing programmed");
         let s = fs.wbuf_find(o, 0).expect("buffered");
         assert!(fs.wbuf.is_dirty(s));
-        assert_eq!(fs.wbuf.end(s), 164, "the size the write implies");
+        assert_eq!(
+            fs.wbuf.end(s, fs.payload() as u64),
+            164,
+            "the size the write implies"
+        );
         assert_eq!(
             &fs.wbuf.data(s)[..100],
             &[0; 100][..],
