@@ -163,10 +163,10 @@
 //!
 //! | configuration | `static` | stack | RAM |
 //! |---|---|---|---|
-//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,632 B | 4,536 B | 45,168 B |
-//! | [`W25n01gvCompact`] (`CACHE` 6) | 28,224 B | 4,536 B | 32,760 B |
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,624 B | 4,536 B | 45,160 B |
+//! | [`W25n01gvCompact`] (`CACHE` 6) | 28,216 B | 4,536 B | 32,752 B |
 //!
-//! Of the default's 40,632 B, 24,816 are the cache, 6,144 the three page buffers, 4,144
+//! Of the default's 40,624 B, 24,816 are the cache, 6,144 the three page buffers, 4,144
 //! the write buffers and 4,096 the block table (a test keeps `size_of` <= 40 KiB on the
 //! host). Nothing allocates; stack use is a few frames plus cache write-back recursion
 //! (bounded by the number of dirty cached pages), when the store lives in a `static`
