@@ -520,13 +520,7 @@ impl<
                 continue;
             }
             // Retired by an earlier (failed) mount after the checkpoint we loaded.
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(Fault::Flash)?
-            {
-                self.dev.table_mut().found_bad(b);
+            if self.dev.check_marker(b).map_err(Fault::Flash)? {
                 continue;
             }
             match self.dev.flash_mut().erase(BlockAddr(b)) {

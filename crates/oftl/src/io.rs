@@ -469,13 +469,22 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         }
     }
 
+    /// Reads `b`'s bad-block marker; a marked block is recorded bad in the block
+    /// table. Whether it is marked.
+    pub fn check_marker(&mut self, b: u32) -> Result<bool, F::Error> {
+        let bad = self.flash.is_bad(BlockAddr(b))?;
+        if bad {
+            self.table.found_bad(b);
+        }
+        Ok(bad)
+    }
+
     /// Erases `b` (a window block, or a free block for the index head) and gives it to
     /// `head`; a block whose erase fails is retired instead (the caller takes another).
     fn start_block(&mut self, head: usize, b: u32) -> Result<(), FaultOf<F>> {
         // A block retired after the last checkpoint (by an interrupted recovery, for
         // one) still looks free there: check the marker before touching it.
-        if self.flash.is_bad(BlockAddr(b)).map_err(Fault::Flash)? {
-            self.table.found_bad(b);
+        if self.check_marker(b).map_err(Fault::Flash)? {
             return Ok(());
         }
         match self.flash.erase(BlockAddr(b)) {

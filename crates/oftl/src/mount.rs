@@ -92,14 +92,7 @@ impl<
         self.reset_state(describe([0; 2], [0; CKPT_BLOCKS]));
         self.session.opened();
         for b in 0..geo.blocks() {
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(FormatError::Flash)?
-            {
-                self.dev.table_mut().found_bad(b);
-            }
+            self.dev.check_marker(b).map_err(FormatError::Flash)?;
         }
         let search = SB_SEARCH.min(geo.blocks());
         // Refuse what the part cannot hold before anything is erased, so a refused
@@ -293,14 +286,7 @@ impl<
         let clean = self.load_newest_checkpoint()?;
         // Checkpoint blocks retired after the loaded checkpoint still say "reserved".
         for b in self.dev.sb().ckpt_blocks {
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(MountError::Flash)?
-            {
-                self.dev.table_mut().found_bad(b);
-            }
+            self.dev.check_marker(b).map_err(MountError::Flash)?;
         }
         if clean {
             self.ckpt.clean_on_flash();
@@ -359,13 +345,7 @@ impl<
             if self.dev.table().get(b).erases() > 0 {
                 continue;
             }
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(MountError::Flash)?
-            {
-                self.dev.table_mut().found_bad(b);
+            if self.dev.check_marker(b).map_err(MountError::Flash)? {
                 retired = true;
             }
         }

@@ -315,13 +315,7 @@ impl<
         };
         let mut ckpt_newest: Option<u32> = None;
         for b in 0..geo.blocks() {
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(Fault::Flash)?
-            {
-                self.dev.table_mut().found_bad(b);
+            if self.dev.check_marker(b).map_err(Fault::Flash)? {
                 continue;
             }
             let reserved = fixed.contains(&b);
