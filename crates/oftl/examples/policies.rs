@@ -18,7 +18,8 @@
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{
-    BlockInfo, BlockState, Config, Greedy, ObjKind, Oftl, ParaGc, Relocation, SpacePolicy, Urgency,
+    BlockAddr, BlockInfo, BlockState, Config, Greedy, ObjKind, Oftl, ParaGc, Relocation,
+    SpacePolicy, Urgency,
 };
 use paragc::{DynamicOnly, GreedyCostBenefit, GreedyVictim as PGreedy};
 
@@ -40,16 +41,16 @@ const IDLE_BUDGET: u32 = 16;
 struct CopiesToData<P>(P);
 
 impl<P: SpacePolicy> SpacePolicy for CopiesToData<P> {
-    fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<u32> {
+    fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<BlockAddr> {
         self.0.pick_victim(blocks, ppb)
     }
-    fn pick_victim_for(&mut self, blocks: &[BlockInfo], ppb: u32, u: Urgency) -> Option<u32> {
+    fn pick_victim_for(&mut self, blocks: &[BlockInfo], ppb: u32, u: Urgency) -> Option<BlockAddr> {
         self.0.pick_victim_for(blocks, ppb, u)
     }
-    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32> {
+    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<BlockAddr> {
         self.0.pick_free(blocks)
     }
-    fn relocation(&mut self, _: &[BlockInfo], _: u32, _: u32) -> Relocation {
+    fn relocation(&mut self, _: &[BlockInfo], _: BlockAddr, _: u32) -> Relocation {
         Relocation::Data
     }
 }

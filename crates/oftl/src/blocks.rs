@@ -36,9 +36,10 @@
 use crate::format::checkpoint::BlockState;
 use crate::policy::{SpacePolicy, Urgency};
 use crate::MAX_WINDOW;
+use nand_hal::BlockAddr;
 
 /// The window's block numbers, in allocation order.
-pub(crate) type WindowList = heapless::Vec<u32, MAX_WINDOW>;
+pub(crate) type WindowList = heapless::Vec<BlockAddr, MAX_WINDOW>;
 
 const STATE_MASK: u32 = 0b111;
 const RETIRE: u32 = 1 << 3;
@@ -232,12 +233,12 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     // ---- the window list ----
 
     /// The window's blocks, in allocation order (taken ones first).
-    pub fn window(&self) -> &[u32] {
+    pub fn window(&self) -> &[BlockAddr] {
         &self.window
     }
 
     /// Window blocks no head has taken yet.
-    pub fn window_unused(&self) -> &[u32] {
+    pub fn window_unused(&self) -> &[BlockAddr] {
         &self.window[self.window_next..]
     }
 
@@ -247,7 +248,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     }
 
     /// A head takes the next window block (`None`: all taken).
-    pub fn take_window_block(&mut self) -> Option<u32> {
+    pub fn take_window_block(&mut self) -> Option<BlockAddr> {
         let b = *self.window.get(self.window_next)?;
         self.window_next += 1;
         Some(b)
@@ -255,8 +256,8 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
 
     /// Free block `b` joins the window at its end. Refused (nothing changes) unless it
     /// is free, not waiting to be retired, and the list has room.
-    pub fn admit(&mut self, b: u32) -> bool {
-        if self.window.is_full() || !self.get(b).takeable() || (b as usize) >= self.n {
+    pub fn admit(&mut self, b: BlockAddr) -> bool {
+        if self.window.is_full() || !self.get(b).takeable() || (b.0 as usize) >= self.n {
             return false;
         }
         self.join_window(b);
@@ -281,15 +282,15 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     /// Window block `b` (from [`BlockTable::restart_window`], or recorded by the
     /// checkpoint being loaded) stays in the new list. Refused unless it is in the
     /// window state and the list has room.
-    pub fn keep_in_window(&mut self, b: u32) -> bool {
+    pub fn keep_in_window(&mut self, b: BlockAddr) -> bool {
         self.get(b).state() == BlockState::Window
-            && (b as usize) < self.n
+            && (b.0 as usize) < self.n
             && self.window.push(b).is_ok()
     }
 
     /// The last block of the list goes back to the free pool (`None`: the list is
     /// empty).
-    pub fn release_last(&mut self) -> Option<u32> {
+    pub fn release_last(&mut self) -> Option<BlockAddr> {
         let b = self.window.pop()?;
         self.leave_window(b);
         self.window_next = self.window_next.min(self.window.len());
@@ -305,7 +306,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
 
     /// Block `b` as the checkpoint being loaded lists it in its window (its state comes
     /// with the table, checked after). Refused when the list is full.
-    pub fn load_window(&mut self, b: u32) -> bool {
+    pub fn load_window(&mut self, b: BlockAddr) -> bool {
         self.window.push(b).is_ok()
     }
 
@@ -313,7 +314,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     pub fn drop_bad_from_window(&mut self) {
         let info = &self.info;
         self.window.retain(|&b| {
-            info.get(b as usize)
+            info.get(b.0 as usize)
                 .is_none_or(|e| e.state() != BlockState::Bad)
         });
         self.window_next = self.window_next.min(self.window.len());
@@ -325,9 +326,9 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     }
 
     /// Block `b`'s entry (a free, unused entry past the device).
-    pub fn get(&self, b: u32) -> BlockInfo {
+    pub fn get(&self, b: BlockAddr) -> BlockInfo {
         self.info
-            .get(b as usize)
+            .get(b.0 as usize)
             .copied()
             .unwrap_or(BlockInfo::FREE)
     }
@@ -337,13 +338,13 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
         self.valid_total
     }
 
-    fn entry(&mut self, b: u32) -> Option<&mut BlockInfo> {
-        self.info[..self.n].get_mut(b as usize)
+    fn entry(&mut self, b: BlockAddr) -> Option<&mut BlockInfo> {
+        self.info[..self.n].get_mut(b.0 as usize)
     }
 
     /// Drops the valid pages of an entry from the total.
-    fn drop_valid(&mut self, b: u32) {
-        if let Some(e) = self.info[..self.n].get_mut(b as usize) {
+    fn drop_valid(&mut self, b: BlockAddr) {
+        if let Some(e) = self.info[..self.n].get_mut(b.0 as usize) {
             self.valid_total = self.valid_total.saturating_sub(e.valid() as u64);
             e.set_valid(0);
         }
@@ -353,7 +354,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
 
     /// `b` reads as bad (a factory or grown marker, or a failed erase): whatever it held
     /// is gone. A pending retire stays (its marker is written at the next checkpoint).
-    pub fn found_bad(&mut self, b: u32) {
+    pub fn found_bad(&mut self, b: BlockAddr) {
         self.drop_valid(b);
         if let Some(e) = self.entry(b) {
             e.set_state(BlockState::Bad);
@@ -361,7 +362,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     }
 
     /// `b`'s bad-block marker was written: retired for good.
-    pub fn retired(&mut self, b: u32) {
+    pub fn retired(&mut self, b: BlockAddr) {
         self.found_bad(b);
         if let Some(e) = self.entry(b) {
             *e = e.with_retire(false);
@@ -369,7 +370,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     }
 
     /// `b` holds the superblock or checkpoints.
-    pub fn reserved(&mut self, b: u32) {
+    pub fn reserved(&mut self, b: BlockAddr) {
         self.drop_valid(b);
         if let Some(e) = self.entry(b) {
             e.set_state(BlockState::Reserved);
@@ -384,7 +385,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     }
 
     /// Block `b` as a checkpoint recorded it (no pending flags).
-    pub fn loaded(&mut self, b: u32, state: BlockState, valid: u16, erases: u32) {
+    pub fn loaded(&mut self, b: BlockAddr, state: BlockState, valid: u16, erases: u32) {
         if let Some(e) = self.entry(b) {
             let new = BlockInfo::new(state, valid, erases);
             *e = new;
@@ -396,7 +397,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     /// pages it keeps (`holds`: full) or none (free); its valid pages are counted again
     /// as the rebuild maps them. Bad and reserved blocks are refused.
     #[cfg(feature = "alloc")]
-    pub fn rebuilt(&mut self, b: u32, holds: bool) -> bool {
+    pub fn rebuilt(&mut self, b: BlockAddr, holds: bool) -> bool {
         if matches!(self.get(b).state(), BlockState::Bad | BlockState::Reserved) {
             return false;
         }
@@ -415,7 +416,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
 
     /// Free block `b` joins the window (or a head takes it directly). Refused unless
     /// it is free and not waiting to be retired.
-    pub fn join_window(&mut self, b: u32) -> bool {
+    pub fn join_window(&mut self, b: BlockAddr) -> bool {
         match self.entry(b) {
             Some(e) if e.takeable() => {
                 e.set_state(BlockState::Window);
@@ -427,7 +428,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
 
     /// A window block no head started goes back to the free pool. Refused unless it
     /// is in the window state.
-    pub fn leave_window(&mut self, b: u32) -> bool {
+    pub fn leave_window(&mut self, b: BlockAddr) -> bool {
         match self.entry(b) {
             Some(e) if e.state() == BlockState::Window => {
                 e.set_state(BlockState::Free);
@@ -440,7 +441,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     /// A checkpoint settles `b` (not a head's block, not an unused window block): a
     /// window block becomes full, a block with no valid page left becomes free, or bad
     /// if it waits to be retired.
-    pub fn settle(&mut self, b: u32) -> Settled {
+    pub fn settle(&mut self, b: BlockAddr) -> Settled {
         let Some(e) = self.entry(b) else {
             return Settled::Kept;
         };
@@ -465,7 +466,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     // ---- events: programs, erases, reads ----
 
     /// `b` was erased.
-    pub fn erased(&mut self, b: u32) {
+    pub fn erased(&mut self, b: BlockAddr) {
         if let Some(e) = self.entry(b) {
             let n = e.erases().saturating_add(1);
             e.set_erases(n);
@@ -473,7 +474,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     }
 
     /// A page of block `b` became valid (programmed, or mapped by a replay).
-    pub fn page_programmed(&mut self, b: u32) {
+    pub fn page_programmed(&mut self, b: BlockAddr) {
         if let Some(e) = self.entry(b) {
             let v = e.valid().saturating_add(1);
             e.set_valid(v);
@@ -484,7 +485,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     /// A page of block `b` stopped being referenced. Counts come from flash
     /// (checkpoint, replay): a damaged image can make them disagree, so both
     /// decrements saturate rather than trust them.
-    pub fn page_invalidated(&mut self, b: u32) {
+    pub fn page_invalidated(&mut self, b: BlockAddr) {
         if let Some(e) = self.entry(b) {
             let v = e.valid().saturating_sub(1);
             e.set_valid(v);
@@ -493,14 +494,14 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     }
 
     /// A program in `b` failed: its data moves and it is retired.
-    pub fn program_failed(&mut self, b: u32) {
+    pub fn program_failed(&mut self, b: BlockAddr) {
         if let Some(e) = self.entry(b) {
             *e = e.with_retire(true);
         }
     }
 
     /// A read in `b` reached the ECC scrub threshold: its data moves.
-    pub fn needs_scrub(&mut self, b: u32) {
+    pub fn needs_scrub(&mut self, b: BlockAddr) {
         if let Some(e) = self.entry(b) {
             *e = e.with_scrub(true);
         }
@@ -510,7 +511,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     /// counts still show were claimed by no backpointer (the counts were wrong) and are
     /// dropped, unless pages of it did not read (`unreadable`: they may be those, so
     /// the block keeps its count). Returns the valid pages it keeps.
-    pub fn collected(&mut self, b: u32, unreadable: bool) -> u16 {
+    pub fn collected(&mut self, b: BlockAddr, unreadable: bool) -> u16 {
         let Some(e) = self.entry(b) else {
             return 0;
         };
@@ -534,38 +535,39 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
         policy: &mut P,
         ppb: u32,
         urgency: Urgency,
-        hidden: Option<u32>,
-    ) -> Option<u32> {
+        hidden: Option<BlockAddr>,
+    ) -> Option<BlockAddr> {
         let urgent = self
             .all()
             .iter()
             .enumerate()
-            .find(|(i, b)| b.urgent() && Some(*i as u32) != hidden)
-            .map(|(i, _)| i as u32);
+            .map(|(i, b)| (BlockAddr(i as u32), b))
+            .find(|&(i, b)| b.urgent() && Some(i) != hidden)
+            .map(|(i, _)| i);
         let pick = urgent.or_else(|| {
             let saved = hidden
-                .filter(|&h| (h as usize) < self.n)
-                .map(|h| (h, self.info[h as usize]));
+                .filter(|&h| (h.0 as usize) < self.n)
+                .map(|h| (h, self.info[h.0 as usize]));
             if let Some((h, _)) = saved {
-                self.info[h as usize].set_valid(ppb.min(u16::MAX as u32) as u16);
+                self.info[h.0 as usize].set_valid(ppb.min(u16::MAX as u32) as u16);
             }
             let p = policy.pick_victim_for(self.all(), ppb, urgency);
             if let Some((h, e)) = saved {
-                self.info[h as usize] = e;
+                self.info[h.0 as usize] = e;
             }
             p
         });
         pick.filter(|&v| Some(v) != hidden).filter(|&v| {
             let b = self.get(v);
-            (v as usize) < self.n && b.state() == BlockState::Full && b.valid() > 0
+            (v.0 as usize) < self.n && b.state() == BlockState::Full && b.valid() > 0
         })
     }
 
     /// The policy's free block, if it is one the window may take.
-    pub fn pick_free<P: SpacePolicy>(&self, policy: &mut P) -> Option<u32> {
+    pub fn pick_free<P: SpacePolicy>(&self, policy: &mut P) -> Option<BlockAddr> {
         policy
             .pick_free(self.all())
-            .filter(|&b| (b as usize) < self.n && self.get(b).takeable())
+            .filter(|&b| (b.0 as usize) < self.n && self.get(b).takeable())
     }
 }
 
@@ -606,162 +608,187 @@ mod tests {
         assert_eq!(BlockInfo::MAX_ERASES, 131_071);
         assert_eq!(core::mem::size_of::<BlockInfo>(), 4);
         let mut t = table();
-        t.loaded(0, BlockState::Free, 0, BlockInfo::MAX_ERASES);
-        t.erased(0);
-        assert_eq!(t.get(0).erases(), BlockInfo::MAX_ERASES, "saturates");
-        assert_eq!(t.get(0).state(), BlockState::Free, "the rest is untouched");
+        t.loaded(BlockAddr(0), BlockState::Free, 0, BlockInfo::MAX_ERASES);
+        t.erased(BlockAddr(0));
+        assert_eq!(
+            t.get(BlockAddr(0)).erases(),
+            BlockInfo::MAX_ERASES,
+            "saturates"
+        );
+        assert_eq!(
+            t.get(BlockAddr(0)).state(),
+            BlockState::Free,
+            "the rest is untouched"
+        );
     }
 
     #[test]
     fn window_life_cycle() {
         let mut t = table();
-        assert!(t.join_window(1));
-        assert!(!t.join_window(1), "a window block cannot join again");
-        t.erased(1);
-        t.page_programmed(1);
-        t.page_programmed(1);
-        assert_eq!((t.get(1).valid(), t.valid_total()), (2, 2));
-        assert_eq!(t.settle(1), Settled::Filled);
-        assert_eq!(t.settle(1), Settled::Kept, "full with valid pages stays");
-        assert!(!t.leave_window(1), "a full block is not in the window");
-        t.page_invalidated(1);
-        t.page_invalidated(1);
+        assert!(t.join_window(BlockAddr(1)));
+        assert!(
+            !t.join_window(BlockAddr(1)),
+            "a window block cannot join again"
+        );
+        t.erased(BlockAddr(1));
+        t.page_programmed(BlockAddr(1));
+        t.page_programmed(BlockAddr(1));
+        assert_eq!((t.get(BlockAddr(1)).valid(), t.valid_total()), (2, 2));
+        assert_eq!(t.settle(BlockAddr(1)), Settled::Filled);
+        assert_eq!(
+            t.settle(BlockAddr(1)),
+            Settled::Kept,
+            "full with valid pages stays"
+        );
+        assert!(
+            !t.leave_window(BlockAddr(1)),
+            "a full block is not in the window"
+        );
+        t.page_invalidated(BlockAddr(1));
+        t.page_invalidated(BlockAddr(1));
         assert_eq!(t.valid_total(), 0);
-        assert_eq!(t.settle(1), Settled::Freed);
-        assert_eq!(t.get(1).erases(), 1);
-        assert!(t.join_window(1) && t.leave_window(1));
-        assert_eq!(t.get(1).state(), BlockState::Free);
+        assert_eq!(t.settle(BlockAddr(1)), Settled::Freed);
+        assert_eq!(t.get(BlockAddr(1)).erases(), 1);
+        assert!(t.join_window(BlockAddr(1)) && t.leave_window(BlockAddr(1)));
+        assert_eq!(t.get(BlockAddr(1)).state(), BlockState::Free);
     }
 
     #[test]
     fn the_window_list() {
         let mut t = table();
-        assert!(t.admit(0) && t.admit(1) && t.admit(2));
-        assert!(!t.admit(1), "already in the window");
-        t.program_failed(3);
-        assert!(!t.admit(3), "waiting to be retired");
-        assert!(!t.admit(9), "past the device");
-        assert_eq!(t.window(), &[0, 1, 2]);
-        assert_eq!(t.get(1).state(), BlockState::Window);
-        assert_eq!(t.take_window_block(), Some(0));
-        assert_eq!(t.window_unused(), &[1, 2]);
+        assert!(t.admit(BlockAddr(0)) && t.admit(BlockAddr(1)) && t.admit(BlockAddr(2)));
+        assert!(!t.admit(BlockAddr(1)), "already in the window");
+        t.program_failed(BlockAddr(3));
+        assert!(!t.admit(BlockAddr(3)), "waiting to be retired");
+        assert!(!t.admit(BlockAddr(9)), "past the device");
+        assert_eq!(t.window(), &[0, 1, 2].map(BlockAddr));
+        assert_eq!(t.get(BlockAddr(1)).state(), BlockState::Window);
+        assert_eq!(t.take_window_block(), Some(BlockAddr(0)));
+        assert_eq!(t.window_unused(), &[1, 2].map(BlockAddr));
         // A checkpoint starts a new list from the blocks no head took.
         let unused = t.restart_window();
-        assert_eq!(&unused[..], &[1, 2]);
+        assert_eq!(&unused[..], &[1, 2].map(BlockAddr));
         assert!(t.window().is_empty());
-        assert!(t.keep_in_window(2));
-        assert!(!t.keep_in_window(4), "not a window block");
-        assert!(t.leave_window(1));
-        assert_eq!(t.window(), &[2]);
-        assert_eq!(t.release_last(), Some(2));
-        assert_eq!(t.get(2).state(), BlockState::Free);
+        assert!(t.keep_in_window(BlockAddr(2)));
+        assert!(!t.keep_in_window(BlockAddr(4)), "not a window block");
+        assert!(t.leave_window(BlockAddr(1)));
+        assert_eq!(t.window(), &[2].map(BlockAddr));
+        assert_eq!(t.release_last(), Some(BlockAddr(2)));
+        assert_eq!(t.get(BlockAddr(2)).state(), BlockState::Free);
         assert_eq!(t.release_last(), None);
         // A checkpoint's recorded window, then a marker found bad at mount.
         t.clear_window();
-        assert!(t.load_window(4) && t.load_window(5));
-        t.found_bad(4);
+        assert!(t.load_window(BlockAddr(4)) && t.load_window(BlockAddr(5)));
+        t.found_bad(BlockAddr(4));
         t.drop_bad_from_window();
-        assert_eq!(t.window(), &[5]);
-        assert_eq!(t.take_window_block(), Some(5));
+        assert_eq!(t.window(), &[5].map(BlockAddr));
+        assert_eq!(t.take_window_block(), Some(BlockAddr(5)));
         assert_eq!(t.take_window_block(), None);
     }
 
     #[test]
     fn failed_program_retires_after_the_data_moves() {
         let mut t = table();
-        assert!(t.join_window(2));
-        t.page_programmed(2);
-        t.program_failed(2);
-        assert_eq!(t.settle(2), Settled::Filled);
-        assert!(t.get(2).urgent());
-        t.page_invalidated(2);
-        assert_eq!(t.settle(2), Settled::Retired);
-        assert_eq!(t.get(2).state(), BlockState::Bad);
-        assert!(t.get(2).retire(), "the marker is still to be written");
-        t.retired(2);
-        assert!(!t.get(2).retire());
+        assert!(t.join_window(BlockAddr(2)));
+        t.page_programmed(BlockAddr(2));
+        t.program_failed(BlockAddr(2));
+        assert_eq!(t.settle(BlockAddr(2)), Settled::Filled);
+        assert!(t.get(BlockAddr(2)).urgent());
+        t.page_invalidated(BlockAddr(2));
+        assert_eq!(t.settle(BlockAddr(2)), Settled::Retired);
+        assert_eq!(t.get(BlockAddr(2)).state(), BlockState::Bad);
+        assert!(
+            t.get(BlockAddr(2)).retire(),
+            "the marker is still to be written"
+        );
+        t.retired(BlockAddr(2));
+        assert!(!t.get(BlockAddr(2)).retire());
         // A free block waiting to be retired is never taken.
-        t.program_failed(3);
-        assert!(!t.join_window(3));
-        assert!(!t.get(3).takeable());
+        t.program_failed(BlockAddr(3));
+        assert!(!t.join_window(BlockAddr(3)));
+        assert!(!t.get(BlockAddr(3)).takeable());
     }
 
     #[test]
     fn bad_blocks_drop_their_pages() {
         let mut t = table();
         t.begin_load();
-        t.loaded(0, BlockState::Full, 5, 1);
-        t.loaded(1, BlockState::Full, 3, 1);
+        t.loaded(BlockAddr(0), BlockState::Full, 5, 1);
+        t.loaded(BlockAddr(1), BlockState::Full, 3, 1);
         assert_eq!(t.valid_total(), 8);
-        t.found_bad(0);
-        assert_eq!((t.get(0).valid(), t.valid_total()), (0, 3));
-        t.reserved(1);
+        t.found_bad(BlockAddr(0));
+        assert_eq!((t.get(BlockAddr(0)).valid(), t.valid_total()), (0, 3));
+        t.reserved(BlockAddr(1));
         assert_eq!(t.valid_total(), 0);
         #[cfg(feature = "alloc")]
-        assert!(!t.rebuilt(0, true) && !t.rebuilt(1, false));
+        assert!(!t.rebuilt(BlockAddr(0), true) && !t.rebuilt(BlockAddr(1), false));
         t.begin_load();
         assert_eq!(t.valid_total(), 0);
         // Damaged counts saturate instead of wrapping.
-        t.page_invalidated(4);
-        assert_eq!((t.get(4).valid(), t.valid_total()), (0, 0));
+        t.page_invalidated(BlockAddr(4));
+        assert_eq!((t.get(BlockAddr(4)).valid(), t.valid_total()), (0, 0));
         // Events for blocks past the device change nothing.
-        t.found_bad(7);
-        t.page_programmed(7);
-        assert_eq!((t.get(7), t.valid_total()), (BlockInfo::FREE, 0));
+        t.found_bad(BlockAddr(7));
+        t.page_programmed(BlockAddr(7));
+        assert_eq!((t.get(BlockAddr(7)), t.valid_total()), (BlockInfo::FREE, 0));
     }
 
     #[test]
     fn collection_and_scrub() {
         let mut t = table();
-        t.loaded(3, BlockState::Full, 4, 0);
-        t.needs_scrub(3);
-        assert!(t.get(3).urgent());
+        t.loaded(BlockAddr(3), BlockState::Full, 4, 0);
+        t.needs_scrub(BlockAddr(3));
+        assert!(t.get(BlockAddr(3)).urgent());
         // Two pages moved; the counts still show two no backpointer claimed.
-        t.page_invalidated(3);
-        t.page_invalidated(3);
-        assert_eq!(t.collected(3, true), 2, "unreadable pages keep the count");
-        assert!(!t.get(3).scrub());
-        assert_eq!(t.collected(3, false), 0);
+        t.page_invalidated(BlockAddr(3));
+        t.page_invalidated(BlockAddr(3));
+        assert_eq!(
+            t.collected(BlockAddr(3), true),
+            2,
+            "unreadable pages keep the count"
+        );
+        assert!(!t.get(BlockAddr(3)).scrub());
+        assert_eq!(t.collected(BlockAddr(3), false), 0);
         assert_eq!(t.valid_total(), 0);
     }
 
     #[test]
     fn urgent_blocks_come_before_the_policy() {
         let mut t = table();
-        t.loaded(0, BlockState::Full, 1, 0);
-        t.loaded(1, BlockState::Full, 60, 0);
-        t.loaded(2, BlockState::Full, 63, 0);
+        t.loaded(BlockAddr(0), BlockState::Full, 1, 0);
+        t.loaded(BlockAddr(1), BlockState::Full, 60, 0);
+        t.loaded(BlockAddr(2), BlockState::Full, 63, 0);
         let mut g = Greedy::DEFAULT;
         assert_eq!(
             t.pick_victim(&mut g, 64, Urgency::Foreground, None),
-            Some(0)
+            Some(BlockAddr(0))
         );
-        t.needs_scrub(2);
+        t.needs_scrub(BlockAddr(2));
         assert_eq!(
             t.pick_victim(&mut g, 64, Urgency::Foreground, None),
-            Some(2)
+            Some(BlockAddr(2))
         );
         // A hidden block is neither the urgent pick nor the policy's.
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(2)),
-            Some(0)
+            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(BlockAddr(2))),
+            Some(BlockAddr(0))
         );
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(0)),
-            Some(2)
+            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(BlockAddr(0))),
+            Some(BlockAddr(2))
         );
-        t.collected(2, false);
+        t.collected(BlockAddr(2), false);
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Background, Some(0)),
-            Some(1)
+            t.pick_victim(&mut g, 64, Urgency::Background, Some(BlockAddr(0))),
+            Some(BlockAddr(1))
         );
-        assert_eq!(t.get(0).valid(), 1, "hiding changes nothing");
+        assert_eq!(t.get(BlockAddr(0)).valid(), 1, "hiding changes nothing");
         // A free block waiting to be retired is not a free choice.
         for b in 3..6 {
-            t.program_failed(b);
+            t.program_failed(BlockAddr(b));
         }
         assert_eq!(t.pick_free(&mut g), None);
-        t.loaded(5, BlockState::Free, 0, 9);
-        assert_eq!(t.pick_free(&mut g), Some(5));
+        t.loaded(BlockAddr(5), BlockState::Free, 0, 9);
+        assert_eq!(t.pick_free(&mut g), Some(BlockAddr(5)));
     }
 }

@@ -21,14 +21,13 @@
 //! new address. Pages written between checkpoints are only a cache: recovery rebuilds
 //! the same state from the data and metadata pages' backpointers and ignores them.
 
-use nand_hal::NandFlash;
+use nand_hal::{NandFlash, PageAddr};
 
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind};
-use crate::format::checkpoint::NONE;
 use crate::format::index::{self, ROOT_LPN, UNMAPPED};
 use crate::format::table::{self, ObjRecord, REC_LEN, TABLE_OBJ};
-use crate::io::FaultOf;
+use crate::io::{FaultOf, NO_PAGE};
 use crate::policy::SpacePolicy;
 use crate::{Dev, Oftl, INDEX_HEAD};
 
@@ -74,7 +73,7 @@ impl Key {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct InFlight {
     key: Key,
-    page: u32,
+    page: PageAddr,
     superseded: bool,
 }
 
@@ -84,8 +83,8 @@ pub(crate) const MAX_INFLIGHT: usize = 24;
 
 /// Where a page's address comes from.
 enum Addr {
-    /// Known: the page (or [`UNMAPPED`]).
-    At(u32),
+    /// Known: the page (or [`NO_PAGE`]: unmapped).
+    At(PageAddr),
     /// The parent must be loaded first.
     Parent(Key),
 }
@@ -144,8 +143,8 @@ struct Slot<const PAGE: usize> {
     table: bool,
     obj: u32,
     idx: u32,
-    /// Where the page was read from or last written ([`NONE`]: never written).
-    addr: u32,
+    /// Where the page was read from or last written ([`NO_PAGE`]: never written).
+    addr: PageAddr,
     lru: u32,
     data: [u8; PAGE],
 }
@@ -157,7 +156,7 @@ impl<const PAGE: usize> Slot<PAGE> {
         table: false,
         obj: 0,
         idx: 0,
-        addr: NONE,
+        addr: NO_PAGE,
         lru: 0,
         data: [0xFF; PAGE],
     };
@@ -172,8 +171,8 @@ pub(crate) struct PageCache<const PAGE: usize, const CACHE: usize> {
     inflight: heapless::Vec<InFlight, MAX_INFLIGHT>,
     tick: u32,
     /// Root index page of the object table ([`format::table`](crate::format::table)),
-    /// or [`NONE`].
-    table_root: u32,
+    /// or [`NO_PAGE`].
+    table_root: PageAddr,
 }
 
 impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
@@ -182,19 +181,19 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
             slots: [Slot::<PAGE>::EMPTY; CACHE],
             inflight: heapless::Vec::new(),
             tick: 0,
-            table_root: NONE,
+            table_root: NO_PAGE,
         }
     }
 
     /// Empty, for a store whose object table's root is `table_root`.
-    pub fn reset(&mut self, table_root: u32) {
+    pub fn reset(&mut self, table_root: PageAddr) {
         for s in self.slots.iter_mut() {
             s.used = false;
             s.dirty = false;
             s.table = false;
             s.obj = 0;
             s.idx = 0;
-            s.addr = NONE;
+            s.addr = NO_PAGE;
             s.lru = 0;
             s.data.fill(0xFF);
         }
@@ -204,7 +203,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
     }
 
     /// Forgets every page (a checkpoint was loaded: flash is authoritative).
-    pub fn forget_all(&mut self, table_root: u32) {
+    pub fn forget_all(&mut self, table_root: PageAddr) {
         for s in self.slots.iter_mut() {
             s.used = false;
             s.dirty = false;
@@ -212,7 +211,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         self.table_root = table_root;
     }
 
-    pub fn table_root(&self) -> u32 {
+    pub fn table_root(&self) -> PageAddr {
         self.table_root
     }
 
@@ -253,8 +252,8 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         &mut self.slots[s].data
     }
 
-    /// Where slot `s`'s page lives on flash ([`NONE`]: nowhere yet).
-    pub fn addr(&self, s: usize) -> u32 {
+    /// Where slot `s`'s page lives on flash ([`NO_PAGE`]: nowhere yet).
+    pub fn addr(&self, s: usize) -> PageAddr {
         self.slots[s].addr
     }
 
@@ -359,7 +358,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         dev: &mut Dev<F, P, BLOCKS>,
         s: usize,
         k: Key,
-        addr: u32,
+        addr: PageAddr,
     ) -> Result<(), FaultOf<F>> {
         let sh = Shape::of(dev);
         if addr == UNMAPPED {
@@ -499,7 +498,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         &mut self,
         dev: &mut Dev<F, P, BLOCKS>,
         k: Key,
-        page: u32,
+        page: PageAddr,
     ) -> Result<(), FaultOf<F>> {
         let sh = Shape::of(dev);
         let Some(parent) = sh.parent(k) else {

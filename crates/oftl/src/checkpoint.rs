@@ -20,14 +20,14 @@ use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 use crate::blocks::Settled;
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
-use crate::format::checkpoint::{BlockState, BstEntry, CkptHeader, HeadRecord, HEADS, NONE};
+use crate::format::checkpoint::{BlockState, BstEntry, CkptHeader, HeadRecord, HEADS};
 use crate::format::superblock::CRC32;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::Oftl;
 
 struct Sink {
-    block: u32,
+    block: BlockAddr,
     first: u32,
     idx: u32,
     total: u32,
@@ -212,7 +212,7 @@ impl<
             // Its window is about to be used: say so (see `mark_checkpoint_used`).
             self.mark_checkpoint_used()?;
         }
-        for b in 0..self.dev.geo().blocks() {
+        for b in (0..self.dev.geo().blocks()).map(BlockAddr) {
             let bi = self.dev.table().get(b);
             if bi.state() == BlockState::Bad && bi.retire() {
                 self.dev.retire_now(b)?;
@@ -331,8 +331,8 @@ impl<
         let ppb = self.dev.ppb();
         let carried = self.dev.heads_mut().leave_full_blocks(ppb);
         let unused = self.dev.table_mut().restart_window();
-        for b in 0..self.dev.geo().blocks() {
-            if carried.contains(&b) || unused.contains(&b) {
+        for b in (0..self.dev.geo().blocks()).map(BlockAddr) {
+            if carried.contains(&Some(b)) || unused.contains(&b) {
                 continue;
             }
             if matches!(
@@ -348,7 +348,7 @@ impl<
         let want = (self.window_target as usize).saturating_sub(
             carried[..crate::gc::COLD_HEAD]
                 .iter()
-                .filter(|&&c| c != NONE)
+                .filter(|c| c.is_some())
                 .count(),
         );
         for b in unused {
@@ -450,7 +450,7 @@ impl<
             n_objects: self.ids.live(),
             next_obj_id: self.ids.next(),
             window_len: self.dev.table().window().len() as u16,
-            table_root: self.cache.table_root(),
+            table_root: self.cache.table_root().0,
         };
         let total = hdr.total_len.div_ceil(payload as u32);
         if total > ppb {
@@ -483,9 +483,9 @@ impl<
         }
         for i in 0..self.dev.table().window().len() {
             let b = self.dev.table().window()[i];
-            self.put(&mut sink, &b.to_le_bytes())?;
+            self.put(&mut sink, &b.0.to_le_bytes())?;
         }
-        for b in 0..n_blocks {
+        for b in (0..n_blocks).map(BlockAddr) {
             let bi = self.dev.table().get(b);
             let e = BstEntry {
                 state: bi.state(),
@@ -523,7 +523,7 @@ impl<
             if self.dev.check_marker(b).map_err(Fault::Flash)? {
                 continue;
             }
-            match self.dev.flash_mut().erase(BlockAddr(b)) {
+            match self.dev.flash_mut().erase(b) {
                 Ok(()) => {
                     self.dev.table_mut().erased(b);
                     self.ckpt.cur = i;
@@ -555,11 +555,7 @@ impl<
     }
 
     fn emit(&mut self, sink: &mut Sink) -> Result<(), FaultOf<F>> {
-        let page = self
-            .dev
-            .geo()
-            .page(BlockAddr(sink.block), sink.first + sink.idx)
-            .0;
+        let page = self.dev.geo().page(sink.block, sink.first + sink.idx);
         let bp = Backpointer {
             kind: PageKind::Checkpoint,
             owner: sink.seq & MAX_U24,
@@ -579,22 +575,21 @@ impl<
         Ok(())
     }
 
-    fn ckpt_page(&self, idx: u32) -> u32 {
+    fn ckpt_page(&self, idx: u32) -> PageAddr {
         self.dev
             .geo()
-            .page(BlockAddr(self.dev.sb().ckpt_blocks[self.ckpt.cur]), idx)
-            .0
+            .page(self.dev.sb().ckpt_blocks[self.ckpt.cur], idx)
     }
 
     /// Whether a page reads fully erased (data and spare).
-    fn page_erased(&mut self, page: u32) -> Result<bool, FaultOf<F>> {
+    fn page_erased(&mut self, page: PageAddr) -> Result<bool, FaultOf<F>> {
         let span = self.dev.geo().oob_size() as usize;
         let mut oob = [0u8; 256];
         let span = span.min(256);
         match self
             .dev
             .flash_mut()
-            .read(PageAddr(page), 0, &mut self.rbuf, &mut oob[..span])
+            .read(page, 0, &mut self.rbuf, &mut oob[..span])
         {
             // A torn program whose few landed bits ECC "corrected" reads all 0xFF too:
             // only a read that corrected nothing counts.
@@ -657,8 +652,8 @@ mod tests {
                 let r = fs.dev.heads().get(h).record();
                 (r.block, r.next_page, r.next_seq)
             }),
-            window: fs.dev.table().window_unused().to_vec(),
-            table_root: fs.cache.table_root(),
+            window: fs.dev.table().window_unused().iter().map(|b| b.0).collect(),
+            table_root: fs.cache.table_root().0,
             live_objects: fs.ids.live(),
             next_obj_id: fs.ids.next(),
             valid_total: fs.used_pages(),

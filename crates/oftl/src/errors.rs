@@ -172,7 +172,7 @@ pub(crate) enum Fault<E> {
     /// Writes are refused: read-only (salvage) mount or too few good blocks.
     ReadOnly,
     /// Recovery met an unreadable page it cannot go past (see [`MountError::MediaLoss`]).
-    MediaLoss(u32),
+    MediaLoss(nand_hal::PageAddr),
     TooManyObjects,
     TooLarge,
     Poisoned,
@@ -235,9 +235,9 @@ impl<E> From<Fault<E>> for MountError<E> {
             Fault::MediaLoss(page) => {
                 warn!(
                     "oftl: mount: page {} unreadable after retries (media loss)",
-                    page
+                    page.0
                 );
-                MountError::MediaLoss { page }
+                MountError::MediaLoss { page: page.0 }
             }
             // Replay reaches these only through damaged pages whose checks passed.
             Fault::Corrupted | Fault::NotFound | Fault::WrongKind => MountError::Corrupted,
@@ -334,7 +334,7 @@ mod tests {
             Fault::NoSpace,
             Fault::Exhausted,
             Fault::ReadOnly,
-            Fault::MediaLoss(9),
+            Fault::MediaLoss(nand_hal::PageAddr(9)),
             Fault::TooManyObjects,
             Fault::TooLarge,
             Fault::Poisoned,

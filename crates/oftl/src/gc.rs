@@ -23,7 +23,7 @@
 //! blocks. The caller drives collection in bounded steps ([`Oftl::gc_step`]); writes
 //! also collect in the foreground when the next window could not be allocated.
 
-use nand_hal::{BlockAddr, NandFlash};
+use nand_hal::{BlockAddr, NandFlash, PageAddr};
 
 use crate::cache::Key;
 use crate::errors::{Fault, WriteError};
@@ -45,7 +45,7 @@ pub(crate) const COLD_HEAD: usize = 2;
 /// was picked (a checkpoint may free it meanwhile; a changed count tells).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Victim {
-    pub block: u32,
+    pub block: BlockAddr,
     pub next: u32,
     pub erases: u32,
 }
@@ -60,7 +60,7 @@ pub(crate) struct Collection {
     unreadable: bool,
     /// A block collection left alone (a referenced page did not read), until the next
     /// checkpoint.
-    stuck: Option<u32>,
+    stuck: Option<BlockAddr>,
 }
 
 impl Collection {
@@ -81,12 +81,12 @@ impl Collection {
     }
 
     /// The block collection leaves alone until the next checkpoint.
-    pub fn stuck(&self) -> Option<u32> {
+    pub fn stuck(&self) -> Option<BlockAddr> {
         self.stuck
     }
 
     /// Collection starts on `block` (erased `erases` times), copying through `head`.
-    fn picked(&mut self, block: u32, erases: u32, head: usize) {
+    fn picked(&mut self, block: BlockAddr, erases: u32, head: usize) {
         self.victim = Some(Victim {
             block,
             next: 0,
@@ -119,7 +119,7 @@ impl Collection {
     }
 
     /// Collection leaves `block` alone until the next checkpoint.
-    fn left_alone(&mut self, block: u32) {
+    fn left_alone(&mut self, block: BlockAddr) {
         self.stuck = Some(block);
     }
 
@@ -129,7 +129,7 @@ impl Collection {
     }
 
     /// A checkpoint freed (or retired) `block`: nothing left to collect in it.
-    pub fn block_freed(&mut self, block: u32) {
+    pub fn block_freed(&mut self, block: BlockAddr) {
         if self.victim.is_some_and(|v| v.block == block) {
             self.victim = None;
         }
@@ -231,7 +231,7 @@ impl<
         let bi = table.get(v);
         debug!(
             "oftl: gc victim block {} ({} valid pages, scrub {}, retire {}, {:?})",
-            v,
+            v.0,
             bi.valid(),
             bi.scrub(),
             bi.retire(),
@@ -306,7 +306,7 @@ impl<
                 // checkpoint: stop here, the caller checkpoints and comes back.
                 break;
             }
-            let page = self.dev.geo().page(BlockAddr(b), next).0;
+            let page = self.dev.geo().page(b, next);
             next += 1;
             let moved = match self.dev.scan_read(page)? {
                 Scan::Bp(bp) if bp.kind == PageKind::Log => self.relocate_log(page, false)?,
@@ -346,7 +346,7 @@ impl<
             // later collection, once they read, moves them) and collection leaves it
             // alone until the next checkpoint.
             if self.dev.table_mut().collected(b, unreadable) != 0 {
-                warn!("oftl: gc leaves block {}: pages in it did not read", b);
+                warn!("oftl: gc leaves block {}: pages in it did not read", b.0);
                 self.gc.left_alone(b);
             }
         } else {
@@ -356,7 +356,11 @@ impl<
     }
 
     /// Whether the page at `page` with backpointer `bp` is still referenced.
-    pub(crate) fn is_valid(&mut self, page: u32, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
+    pub(crate) fn is_valid(
+        &mut self,
+        page: PageAddr,
+        bp: &Backpointer,
+    ) -> Result<bool, FaultOf<F>> {
         if bp.owner == TABLE_OBJ {
             return Ok(match bp.kind {
                 PageKind::Table => self.index_get(TABLE_OBJ, bp.lpn)? == page,
@@ -398,7 +402,7 @@ impl<
     /// `from_rbuf`, the page content is already in `rbuf` (recovery's suspect page).
     pub(crate) fn relocate(
         &mut self,
-        page: u32,
+        page: PageAddr,
         bp: &Backpointer,
         from_rbuf: bool,
         head: usize,
@@ -464,7 +468,6 @@ impl<
 #[cfg(test)]
 mod tests {
     use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
-    use nand_hal::BlockAddr;
 
     use super::COLD_HEAD;
     use crate::io::Scan;
@@ -495,10 +498,10 @@ mod tests {
         let moved = fs.gc_step(64).unwrap().copied;
         assert!(moved > 0);
         let cold = fs.dev.heads().get(COLD_HEAD);
-        assert_ne!(cold.block, crate::format::checkpoint::NONE);
+        let block = cold.block.expect("the cold head has a block");
         let mut seen = 0;
         for i in 0..cold.next_page {
-            let page = fs.dev.geo().page(BlockAddr(cold.block), i).0;
+            let page = fs.dev.geo().page(block, i);
             if let Scan::Bp(bp) = fs.dev.scan_read(page).unwrap() {
                 assert!(bp.relocated && bp.commit && bp.tx_delta == 0);
                 assert!(

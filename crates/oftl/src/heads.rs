@@ -7,14 +7,16 @@
 //! forward (mod 2^32, as `seq_cmp` compares) except when a mount, a recovery or a
 //! rebuild sets where the heads continue.
 
+use nand_hal::BlockAddr;
+
 use crate::format::checkpoint::{HeadRecord, HEADS, NONE};
 use crate::mount::seq_cmp;
 
 /// One head, as a value (a copy: [`Heads`] changes only through its events).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Head {
-    /// The block it programs ([`NONE`]: none yet).
-    pub block: u32,
+    /// The block it programs (`None`: none yet).
+    pub block: Option<BlockAddr>,
     /// The next page it takes in that block.
     pub next_page: u32,
     /// The sequence number it stamps next.
@@ -23,7 +25,7 @@ pub(crate) struct Head {
 
 impl Head {
     const NONE: Head = Head {
-        block: NONE,
+        block: None,
         next_page: 0,
         next_seq: 1,
     };
@@ -31,7 +33,7 @@ impl Head {
     /// As a checkpoint records it.
     pub fn record(&self) -> HeadRecord {
         HeadRecord {
-            block: self.block,
+            block: self.block.map_or(NONE, |b| b.0),
             next_page: self.next_page,
             next_seq: self.next_seq,
         }
@@ -73,21 +75,21 @@ impl Heads {
     /// Head `h` continues where a checkpoint recorded it.
     pub fn loaded(&mut self, h: usize, rec: &HeadRecord) {
         self.h[h] = Head {
-            block: rec.block,
+            block: (rec.block != NONE).then_some(BlockAddr(rec.block)),
             next_page: rec.next_page,
             next_seq: rec.next_seq,
         };
     }
 
     /// Head `h` starts on the erased block `b`.
-    pub fn took_block(&mut self, h: usize, b: u32) {
-        self.h[h].block = b;
+    pub fn took_block(&mut self, h: usize, b: BlockAddr) {
+        self.h[h].block = Some(b);
         self.h[h].next_page = 0;
     }
 
     /// Head `h` leaves its block (the rest of it is not programmed).
     pub fn left_block(&mut self, h: usize) {
-        self.h[h].block = NONE;
+        self.h[h].block = None;
         self.h[h].next_page = 0;
     }
 
@@ -122,7 +124,7 @@ impl Heads {
     pub fn restart(&mut self, next_seq: &[u32; HEADS]) {
         for (h, &seq) in self.h.iter_mut().zip(next_seq.iter()) {
             *h = Head {
-                block: NONE,
+                block: None,
                 next_page: 0,
                 next_seq: seq,
             };
@@ -130,12 +132,12 @@ impl Heads {
     }
 
     /// A checkpoint settles the window: heads whose block is full leave it; returns
-    /// each head's block from now on ([`NONE`] for none).
-    pub fn leave_full_blocks(&mut self, pages_per_block: u32) -> [u32; HEADS] {
-        let mut carried = [NONE; HEADS];
+    /// each head's block from now on.
+    pub fn leave_full_blocks(&mut self, pages_per_block: u32) -> [Option<BlockAddr>; HEADS] {
+        let mut carried = [None; HEADS];
         for (h, c) in self.h.iter_mut().zip(carried.iter_mut()) {
-            if h.block != NONE && h.next_page >= pages_per_block {
-                h.block = NONE;
+            if h.block.is_some() && h.next_page >= pages_per_block {
+                h.block = None;
                 h.next_page = 0;
             }
             *c = h.block;
@@ -151,8 +153,8 @@ mod tests {
     #[test]
     fn pages_and_numbers_move_through_events_only() {
         let mut hs = Heads::NONE;
-        assert_eq!(hs.get(0).block, NONE);
-        hs.took_block(0, 7);
+        assert_eq!(hs.get(0).block, None);
+        hs.took_block(0, BlockAddr(7));
         assert_eq!(hs.take_page(0), 0);
         assert_eq!(hs.take_page(0), 1);
         hs.stamped(0, 41);
@@ -163,30 +165,30 @@ mod tests {
         assert_eq!(hs.next_seq(0), 50);
         assert_eq!(hs.get(0).record().next_page, 2);
         hs.left_block(0);
-        assert_eq!((hs.get(0).block, hs.get(0).next_page), (NONE, 0));
+        assert_eq!((hs.get(0).block, hs.get(0).next_page), (None, 0));
     }
 
     #[test]
     fn settling_drops_only_full_blocks() {
         let mut hs = Heads::NONE;
-        hs.took_block(0, 3);
-        hs.took_block(1, 4);
+        hs.took_block(0, BlockAddr(3));
+        hs.took_block(1, BlockAddr(4));
         for _ in 0..4 {
             hs.take_page(1);
         }
         hs.take_page(0);
         let carried = hs.leave_full_blocks(4);
-        assert_eq!(carried[0], 3);
-        assert_eq!(carried[1], NONE);
+        assert_eq!(carried[0], Some(BlockAddr(3)));
+        assert_eq!(carried[1], None);
         assert_eq!(hs.get(1).next_page, 0);
     }
 
     #[test]
     fn restart_and_load() {
         let mut hs = Heads::NONE;
-        hs.took_block(2, 9);
+        hs.took_block(2, BlockAddr(9));
         hs.restart(&[5, 6, 7, 8]);
-        assert_eq!(hs.get(2).block, NONE);
+        assert_eq!(hs.get(2).block, None);
         assert_eq!(hs.next_seq(3), 8);
         let rec = HeadRecord {
             block: 11,

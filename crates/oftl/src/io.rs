@@ -194,6 +194,10 @@ pub(crate) enum Scan {
 /// must never be taken for the end of a history.
 pub(crate) const READ_RETRIES: usize = 3;
 
+/// No page (an object-table or index page never written, an unmapped entry): the
+/// on-flash `NONE`/`UNMAPPED` as an address.
+pub(crate) const NO_PAGE: PageAddr = PageAddr(NONE);
+
 pub(crate) type FaultOf<F> = Fault<<F as nand_hal::ErrorType>::Error>;
 
 impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
@@ -208,7 +212,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Reads a page's backpointer: the OOB/trailer one of data-like pages, else the
     /// in-band one at the end of the first program unit (metadata, markers). One read
     /// operation on parts with OOB placement.
-    pub fn scan_read(&mut self, page: u32) -> Result<Scan, FaultOf<F>> {
+    pub fn scan_read(&mut self, page: PageAddr) -> Result<Scan, FaultOf<F>> {
         let mut r = self.scan_read_once(page)?;
         // A read can fail or return flipped bits once and read well the next time:
         // before calling a page garbage (which can end a recovery scan), read it again.
@@ -221,7 +225,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         Ok(r)
     }
 
-    fn scan_read_once(&mut self, page: u32) -> Result<Scan, FaultOf<F>> {
+    fn scan_read_once(&mut self, page: PageAddr) -> Result<Scan, FaultOf<F>> {
         let pu = self.pu();
         let mut unit_tail = [0u8; BP_LEN];
         let mut oob = [0xFFu8; 64];
@@ -229,12 +233,9 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         let mut clean = true;
         let primary = match self.placement {
             Placement::Oob => {
-                let r = self.flash.read(
-                    PageAddr(page),
-                    (pu - BP_LEN) as u32,
-                    &mut unit_tail,
-                    &mut oob[..span],
-                );
+                let r =
+                    self.flash
+                        .read(page, (pu - BP_LEN) as u32, &mut unit_tail, &mut oob[..span]);
                 match r {
                     Ok(rep) => clean &= rep.is_clean(),
                     Err(e) => return read_fault(e),
@@ -246,19 +247,14 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             Placement::InBand => {
                 let mut t = [0u8; BP_LEN];
                 let ps = self.geo.page_size();
-                match self
-                    .flash
-                    .read(PageAddr(page), ps - BP_LEN as u32, &mut t, &mut [])
-                {
+                match self.flash.read(page, ps - BP_LEN as u32, &mut t, &mut []) {
                     Ok(rep) => clean &= rep.is_clean(),
                     Err(e) => return read_fault(e),
                 }
-                match self.flash.read(
-                    PageAddr(page),
-                    (pu - BP_LEN) as u32,
-                    &mut unit_tail,
-                    &mut [],
-                ) {
+                match self
+                    .flash
+                    .read(page, (pu - BP_LEN) as u32, &mut unit_tail, &mut [])
+                {
                     Ok(rep) => clean &= rep.is_clean(),
                     Err(e) => return read_fault(e),
                 }
@@ -285,7 +281,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// placement lets one read do both. Returns the read report.
     pub fn read_payload(
         &mut self,
-        page: u32,
+        page: PageAddr,
         column: u32,
         data: &mut [u8],
         expect: Option<(crate::format::backpointer::PageKind, u32, u32)>,
@@ -307,7 +303,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     fn read_payload_once(
         &mut self,
-        page: u32,
+        page: PageAddr,
         column: u32,
         data: &mut [u8],
         expect: Option<(crate::format::backpointer::PageKind, u32, u32)>,
@@ -319,7 +315,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         };
         let rep = self
             .flash
-            .read(PageAddr(page), column, data, &mut oob[..span])
+            .read(page, column, data, &mut oob[..span])
             .map_err(Fault::Flash)?;
         if let Some((kind, owner, lpn)) = expect {
             let mut g = [0u8; BP_LEN];
@@ -329,7 +325,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 let ps = self.geo.page_size();
                 let mut t = [0u8; TRAILER_LEN];
                 self.flash
-                    .read(PageAddr(page), ps - TRAILER_LEN as u32, &mut t, &mut [])
+                    .read(page, ps - TRAILER_LEN as u32, &mut t, &mut [])
                     .map_err(Fault::Flash)?;
                 g.copy_from_slice(&t[PAYLOAD_CRC_LEN..]);
                 // A whole-payload read is checked against the payload CRC.
@@ -347,8 +343,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             }
         }
         if rep.needs_scrub() {
-            let b = self.geo.block_of(PageAddr(page)).0;
-            self.table.needs_scrub(b);
+            self.table.needs_scrub(self.geo.block_of(page));
         }
         Ok(rep)
     }
@@ -357,7 +352,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// re-reading on parts without ECC when the record's CRC fails.
     pub fn read_meta(
         &mut self,
-        page: u32,
+        page: PageAddr,
         buf: &mut [u8],
     ) -> Result<crate::format::meta::MetaRecord, FaultOf<F>> {
         let pu = self.pu();
@@ -381,7 +376,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Pages left in `head`'s current block.
     pub fn head_room(&self, head: usize) -> u64 {
         let h = self.heads.get(head);
-        if h.block == NONE {
+        if h.block.is_none() {
             0
         } else {
             (self.ppb() as u64).saturating_sub(h.next_page as u64)
@@ -438,12 +433,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     }
 
     /// Makes sure `head` has a page to program, taking and erasing the next window
-    /// block when needed.
-    pub fn head_ready(&mut self, head: usize) -> Result<(), FaultOf<F>> {
+    /// block when needed; returns the head's block.
+    pub fn head_ready(&mut self, head: usize) -> Result<BlockAddr, FaultOf<F>> {
         loop {
             let h = self.heads.get(head);
-            if h.block != NONE && h.next_page < self.ppb() {
-                return Ok(());
+            if let Some(b) = h.block.filter(|_| h.next_page < self.ppb()) {
+                return Ok(b);
             }
             if head == INDEX_HEAD {
                 // Index and object-table pages need no window: recovery never reads
@@ -471,8 +466,8 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     /// Reads `b`'s bad-block marker; a marked block is recorded bad in the block
     /// table. Whether it is marked.
-    pub fn check_marker(&mut self, b: u32) -> Result<bool, F::Error> {
-        let bad = self.flash.is_bad(BlockAddr(b))?;
+    pub fn check_marker(&mut self, b: BlockAddr) -> Result<bool, F::Error> {
+        let bad = self.flash.is_bad(b)?;
         if bad {
             self.table.found_bad(b);
         }
@@ -481,13 +476,13 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     /// Erases `b` (a window block, or a free block for the index head) and gives it to
     /// `head`; a block whose erase fails is retired instead (the caller takes another).
-    fn start_block(&mut self, head: usize, b: u32) -> Result<(), FaultOf<F>> {
+    fn start_block(&mut self, head: usize, b: BlockAddr) -> Result<(), FaultOf<F>> {
         // A block retired after the last checkpoint (by an interrupted recovery, for
         // one) still looks free there: check the marker before touching it.
         if self.check_marker(b).map_err(Fault::Flash)? {
             return Ok(());
         }
-        match self.flash.erase(BlockAddr(b)) {
+        match self.flash.erase(b) {
             Ok(()) => {
                 self.table.erased(b);
                 self.heads.took_block(head, b);
@@ -503,7 +498,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     /// Takes the policy's free block out of the free pool (into the window state, so
     /// nothing collects it while a head fills it) without adding it to the window list.
-    pub fn take_free(&mut self) -> Option<u32> {
+    pub fn take_free(&mut self) -> Option<BlockAddr> {
         let b = self.table.pick_free(&mut self.policy)?;
         self.table.join_window(b).then_some(b)
     }
@@ -528,11 +523,11 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// and is retired if marked. Every operation reserves room in the window, so a
     /// block found bad only when a head reaches it would shrink room already promised.
     /// A marker that does not read is checked again when the block is started.
-    pub fn may_join_window(&mut self, b: u32) -> bool {
+    pub fn may_join_window(&mut self, b: BlockAddr) -> bool {
         if self.table.get(b).erases() > 0 {
             return true;
         }
-        match self.flash.is_bad(BlockAddr(b)) {
+        match self.flash.is_bad(b) {
             Ok(true) => {
                 self.table.found_bad(b);
                 false
@@ -541,10 +536,10 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         }
     }
 
-    pub fn retire_now(&mut self, b: u32) -> Result<(), FaultOf<F>> {
+    pub fn retire_now(&mut self, b: BlockAddr) -> Result<(), FaultOf<F>> {
         self.table.retired(b);
         self.stats.retired_blocks += 1;
-        self.flash.mark_bad(BlockAddr(b)).map_err(Fault::Flash)
+        self.flash.mark_bad(b).map_err(Fault::Flash)
     }
 
     /// Programs `page_buf` (a whole page; with in-band placement its last 16 bytes are
@@ -559,14 +554,11 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         mut bp: Backpointer,
         unit0_only: bool,
         tx_first: Option<u32>,
-    ) -> Result<(u32, Backpointer), FaultOf<F>> {
+    ) -> Result<(PageAddr, Backpointer), FaultOf<F>> {
         loop {
-            self.head_ready(head)?;
+            let block = self.head_ready(head)?;
             let h = self.heads.get(head);
-            let page = self
-                .geo
-                .page(BlockAddr(h.block), self.heads.take_page(head))
-                .0;
+            let page = self.geo.page(block, self.heads.take_page(head));
             if head == COLD_HEAD {
                 // A relocated copy: its number is the data head's watermark.
                 bp.seq = self.heads.next_seq(DATA_HEAD);
@@ -598,7 +590,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     // collected first). Each failure costs one page of the window, not
                     // the rest of the block, so the reserve an operation keeps (a
                     // block) covers a failing block's every page.
-                    self.table.program_failed(h.block);
+                    self.table.program_failed(block);
                 }
                 Err(e) => return Err(Fault::Flash(e)),
             }
@@ -608,7 +600,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Programs one page at a known address (checkpoint blocks use this directly).
     pub fn program_at(
         &mut self,
-        page: u32,
+        page: PageAddr,
         page_buf: &mut [u8],
         bp: &Backpointer,
         unit0_only: bool,
@@ -617,41 +609,38 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         if unit0_only {
             let pu = self.pu();
             page_buf[pu - BP_LEN..pu].copy_from_slice(&enc);
-            return self.flash.program(PageAddr(page), 0, &page_buf[..pu], &[]);
+            return self.flash.program(page, 0, &page_buf[..pu], &[]);
         }
         match self.placement {
             Placement::Oob => {
                 let mut oob = [0xFFu8; 64];
                 let span = self.oob_span.min(64);
                 self.caps.oob.scatter_protected(&enc, &mut oob[..span]);
-                self.flash
-                    .program(PageAddr(page), 0, page_buf, &oob[..span])
+                self.flash.program(page, 0, page_buf, &oob[..span])
             }
             Placement::InBand => {
                 let n = page_buf.len();
                 let crc = payload_crc(&page_buf[..n - TRAILER_LEN]);
                 page_buf[n - TRAILER_LEN..n - BP_LEN].copy_from_slice(&crc.to_le_bytes());
                 page_buf[n - BP_LEN..].copy_from_slice(&enc);
-                self.flash.program(PageAddr(page), 0, page_buf, &[])
+                self.flash.program(page, 0, page_buf, &[])
             }
         }
     }
 
-    pub fn block_of(&self, page: u32) -> usize {
-        self.geo.block_of(PageAddr(page)).0 as usize
+    pub fn block_of(&self, page: PageAddr) -> BlockAddr {
+        self.geo.block_of(page)
     }
 
-    pub fn mark_valid(&mut self, page: u32) {
-        let b = self.block_of(page) as u32;
-        self.table.page_programmed(b);
+    pub fn mark_valid(&mut self, page: PageAddr) {
+        self.table.page_programmed(self.block_of(page));
     }
 
-    pub fn mark_invalid(&mut self, page: u32) {
-        if page == NONE {
+    pub fn mark_invalid(&mut self, page: PageAddr) {
+        if page == NO_PAGE {
             return;
         }
-        let b = self.block_of(page) as u32;
-        self.table.page_invalidated(b);
+        self.table.page_invalidated(self.block_of(page));
     }
 }
 

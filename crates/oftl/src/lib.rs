@@ -244,6 +244,8 @@ pub use format::meta::ATTR_LEN;
 pub use gc::GcProgress;
 use io::Dev;
 pub use log::LogRecord;
+/// Block and page addresses, as the HAL names them (the policy trait takes blocks).
+pub use nand_hal::{BlockAddr, PageAddr};
 pub use objtab::ObjectIds;
 pub use para::ParaGc;
 pub use policy::{Greedy, Relocation, SpacePolicy, Urgency};
@@ -587,7 +589,7 @@ impl<
     /// stay). The store stays poisoned: the caller clears that once it is mounted.
     pub(crate) fn reset_state(&mut self, sb: Superblock) {
         self.dev.reset(sb);
-        self.cache.reset(NONE);
+        self.cache.reset(io::NO_PAGE);
         self.wbuf.reset();
         self.pbuf.fill(0xFF);
         self.rbuf.fill(0xFF);

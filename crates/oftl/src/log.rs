@@ -48,11 +48,11 @@
 //! what lies below its point); when a group belongs to a stream created after the
 //! checkpoint, every group is applied again once the metadata has been replayed.
 
-use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
+use nand_hal::{Error, ErrorKind, NandFlash, PageAddr};
 
 use crate::errors::{Fault, ReadError, WriteError};
 use crate::format::backpointer::MAX_U24;
-use crate::format::checkpoint::{ObjKind, NONE};
+use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
 use crate::format::logsector::{blank, complete_slots, sector_at, LogSector};
 use crate::format::table::ObjRecord;
@@ -77,7 +77,7 @@ pub struct LogRecord {
 }
 
 enum Attempt {
-    Done(u32),
+    Done(PageAddr),
     Failed,
 }
 
@@ -86,7 +86,7 @@ enum Attempt {
 struct OpenPage {
     stream: u32,
     lpage: u64,
-    page: u32,
+    page: PageAddr,
     next_slot: u32,
     programs: u8,
 }
@@ -97,7 +97,7 @@ struct OpenPage {
 pub(crate) struct LogTail<const PAGE: usize> {
     open: Option<OpenPage>,
     /// A read-only mount's last log page, as recovery read it (in `image`).
-    pinned: Option<u32>,
+    pinned: Option<PageAddr>,
     /// The open page as programmed (or recovery's last log page as read).
     image: [u8; PAGE],
 }
@@ -129,7 +129,7 @@ impl<const PAGE: usize> LogTail<PAGE> {
 
     /// A mount that cannot write keeps `page` as recovery read it, in the image (the
     /// store is read-only: nothing else uses it); a new mount drops it.
-    pub(crate) fn pin(&mut self, page: u32) {
+    pub(crate) fn pin(&mut self, page: PageAddr) {
         self.pinned = Some(page);
     }
 
@@ -146,7 +146,7 @@ impl<const PAGE: usize> LogTail<PAGE> {
         &mut self,
         stream: u32,
         lpage: u64,
-        page: u32,
+        page: PageAddr,
         next_slot: u32,
         programmed: &[u8; PAGE],
     ) {
@@ -176,7 +176,7 @@ impl<const PAGE: usize> LogTail<PAGE> {
     }
 
     /// The page was copied elsewhere.
-    fn moved(&mut self, page: u32) {
+    fn moved(&mut self, page: PageAddr) {
         if self.open.is_some_and(|o| o.page == page) {
             self.open = None;
         }
@@ -192,8 +192,8 @@ impl<const PAGE: usize> LogTail<PAGE> {
         k: u32,
         spp: u32,
         programs: u8,
-        head_last: Option<u32>,
-    ) -> Option<(u64, u32, u32)> {
+        head_last: Option<PageAddr>,
+    ) -> Option<(u64, u32, PageAddr)> {
         let o = self.open?;
         let fits = o.stream == stream
             && Some(o.page) == head_last
@@ -360,8 +360,10 @@ impl<
         self.prepare_on(LOG_HEAD, 1, 1, 1, Room::Grow)?;
         let end = self.obj(stream)?.size;
         let h = self.dev.heads().get(LOG_HEAD);
-        let head_last = (h.block != NONE && h.next_page > 0)
-            .then(|| self.dev.geo().page(BlockAddr(h.block), h.next_page - 1).0);
+        let head_last = h
+            .block
+            .filter(|_| h.next_page > 0)
+            .map(|b| self.dev.geo().page(b, h.next_page - 1));
         let programs = self.log_programs_per_page();
         let cont = self
             .log_tail
@@ -469,16 +471,15 @@ impl<
         from: u32,
         to: u32,
         copy: bool,
-        page: Option<u32>,
+        page: Option<PageAddr>,
     ) -> Result<Attempt, FaultOf<F>> {
         let pu = self.dev.pu();
         let page = match page {
             Some(p) => p,
             None => {
-                self.dev.head_ready(LOG_HEAD)?;
-                let block = self.dev.heads().get(LOG_HEAD).block;
+                let block = self.dev.head_ready(LOG_HEAD)?;
                 let p = self.dev.heads_mut().take_page(LOG_HEAD);
-                self.dev.geo().page(BlockAddr(block), p).0
+                self.dev.geo().page(block, p)
             }
         };
         let base = self.dev.heads().next_seq(LOG_HEAD);
@@ -502,7 +503,7 @@ impl<
         match self
             .dev
             .flash_mut()
-            .program(PageAddr(page), a as u32, &self.pbuf[a..b], &[])
+            .program(page, a as u32, &self.pbuf[a..b], &[])
         {
             Ok(()) => {
                 self.dev
@@ -514,7 +515,7 @@ impl<
                 // The page is done (the head has moved past it, or it was the open
                 // page) and its block retired once its data has moved, as in
                 // `Dev::program`.
-                let b = self.dev.block_of(page) as u32;
+                let b = self.dev.block_of(page);
                 self.dev.table_mut().program_failed(b);
                 Ok(Attempt::Failed)
             }
@@ -644,7 +645,7 @@ impl<
     pub(crate) fn apply_log(
         &mut self,
         t: &LogSector,
-        page: u32,
+        page: PageAddr,
         slot: u32,
     ) -> Result<(), FaultOf<F>> {
         let Some(o) = self.obj_get(t.stream)? else {
@@ -674,7 +675,7 @@ impl<
     /// bounded number of times, and the page is taken as the best read seen (read again
     /// until one matches it): a transient error never shortens a page, a torn step stays
     /// torn and its neighbours stand.
-    pub(crate) fn read_log_page(&mut self, page: u32) -> Result<u32, FaultOf<F>> {
+    pub(crate) fn read_log_page(&mut self, page: PageAddr) -> Result<u32, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
         if self.log_tail.pinned == Some(page) {
@@ -687,16 +688,15 @@ impl<
         let mut best = 0u32;
         let mut mask = 0;
         for attempt in 0..2 * attempts {
-            let report =
-                match self
-                    .dev
-                    .flash_mut()
-                    .read_steps(PageAddr(page), &mut self.pbuf, &mut [])
-                {
-                    Ok(r) => r,
-                    Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
-                    Err(e) => return Err(Fault::Flash(e)),
-                };
+            let report = match self
+                .dev
+                .flash_mut()
+                .read_steps(page, &mut self.pbuf, &mut [])
+            {
+                Ok(r) => r,
+                Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
+                Err(e) => return Err(Fault::Flash(e)),
+            };
             // A step reported uncorrectable may hold anything, even what the buffer
             // held before (implementations that cannot deliver it): never parse it.
             for s in 0..spp {
@@ -731,7 +731,11 @@ impl<
     /// A page that reads as nothing at all, or whose live range holds a written
     /// sector that does not check out, is [`Reloc::Unreadable`]: it may hold records
     /// still referenced, so its block must not be freed on this pass.
-    pub(crate) fn relocate_log(&mut self, page: u32, from_rbuf: bool) -> Result<Reloc, FaultOf<F>> {
+    pub(crate) fn relocate_log(
+        &mut self,
+        page: PageAddr,
+        from_rbuf: bool,
+    ) -> Result<Reloc, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
         let mask = if from_rbuf {
@@ -811,6 +815,7 @@ fn lpage_near(stored: u32, reference: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{lpage_near, LogTail};
+    use nand_hal::PageAddr;
 
     #[test]
     fn an_append_continues_the_open_page_only_where_it_ends() {
@@ -818,62 +823,67 @@ mod tests {
         let mut t = LogTail::<2048>::CLOSED;
         let img = [0u8; 2048];
         assert_eq!(
-            t.continuation(7, 0, 1, spp, nop, Some(100)),
+            t.continuation(7, 0, 1, spp, nop, Some(PageAddr(100))),
             None,
             "nothing open"
         );
         // Logical page 2 of stream 7 at page 100, slots 0..1 programmed: LSN 9 next.
-        t.opened(7, 2, 100, 1, &img);
+        t.opened(7, 2, PageAddr(100), 1, &img);
         assert_eq!(
-            t.continuation(7, 9, 2, spp, nop, Some(100)),
-            Some((2, 1, 100))
+            t.continuation(7, 9, 2, spp, nop, Some(PageAddr(100))),
+            Some((2, 1, PageAddr(100)))
         );
         assert_eq!(
-            t.continuation(8, 9, 1, spp, nop, Some(100)),
+            t.continuation(8, 9, 1, spp, nop, Some(PageAddr(100))),
             None,
             "another stream"
         );
         assert_eq!(
-            t.continuation(7, 10, 1, spp, nop, Some(100)),
+            t.continuation(7, 10, 1, spp, nop, Some(PageAddr(100))),
             None,
             "not its end"
         );
         assert_eq!(
-            t.continuation(7, 9, 4, spp, nop, Some(100)),
+            t.continuation(7, 9, 4, spp, nop, Some(PageAddr(100))),
             None,
             "does not fit"
         );
         assert_eq!(
-            t.continuation(7, 9, 1, spp, nop, Some(101)),
+            t.continuation(7, 9, 1, spp, nop, Some(PageAddr(101))),
             None,
             "the head programmed another page since"
         );
         t.extended(3, &img, 512..1536);
         assert_eq!(
-            t.continuation(7, 11, 1, spp, nop, Some(100)),
-            Some((2, 3, 100))
+            t.continuation(7, 11, 1, spp, nop, Some(PageAddr(100))),
+            Some((2, 3, PageAddr(100)))
         );
         assert_eq!(
-            t.continuation(7, 11, 1, spp, 2, Some(100)),
+            t.continuation(7, 11, 1, spp, 2, Some(PageAddr(100))),
             None,
             "NOP reached"
         );
-        t.moved(99);
-        assert!(t.continuation(7, 11, 1, spp, nop, Some(100)).is_some());
-        t.moved(100);
+        t.moved(PageAddr(99));
+        assert!(t
+            .continuation(7, 11, 1, spp, nop, Some(PageAddr(100)))
+            .is_some());
+        t.moved(PageAddr(100));
         assert_eq!(
-            t.continuation(7, 11, 1, spp, nop, Some(100)),
+            t.continuation(7, 11, 1, spp, nop, Some(PageAddr(100))),
             None,
             "copied away"
         );
-        t.opened(7, 3, 140, 4, &img);
+        t.opened(7, 3, PageAddr(140), 4, &img);
         assert_eq!(
-            t.continuation(7, 16, 1, spp, nop, Some(140)),
+            t.continuation(7, 16, 1, spp, nop, Some(PageAddr(140))),
             None,
             "the page is full"
         );
         t.close();
-        assert_eq!(t.continuation(7, 16, 0, spp, nop, Some(140)), None);
+        assert_eq!(
+            t.continuation(7, 16, 0, spp, nop, Some(PageAddr(140))),
+            None
+        );
     }
 
     #[test]

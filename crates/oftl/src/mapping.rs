@@ -6,14 +6,13 @@
 //! a page unmapped or replaced is counted invalid (the old one), and an index page
 //! dropped is counted invalid where it lived.
 
-use nand_hal::NandFlash;
+use nand_hal::{NandFlash, PageAddr};
 
 use crate::cache::Key;
 use crate::errors::Fault;
-use crate::format::checkpoint::NONE;
 use crate::format::index::{self, ROOT_LPN, UNMAPPED};
 use crate::format::table::TABLE_OBJ;
-use crate::io::FaultOf;
+use crate::io::{FaultOf, NO_PAGE};
 use crate::policy::SpacePolicy;
 use crate::Oftl;
 
@@ -27,7 +26,7 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
 {
     /// The data page of `lpn`, or [`UNMAPPED`].
-    pub(crate) fn index_get(&mut self, obj: u32, lpn: u32) -> Result<u32, FaultOf<F>> {
+    pub(crate) fn index_get(&mut self, obj: u32, lpn: u32) -> Result<PageAddr, FaultOf<F>> {
         if obj != TABLE_OBJ {
             let o = self.obj(obj)?;
             if o.direct {
@@ -44,7 +43,12 @@ impl<
     }
 
     /// Maps `lpn` to `page` (or unmaps it with [`UNMAPPED`]); keeps valid counts.
-    pub(crate) fn index_set(&mut self, obj: u32, lpn: u32, page: u32) -> Result<(), FaultOf<F>> {
+    pub(crate) fn index_set(
+        &mut self,
+        obj: u32,
+        lpn: u32,
+        page: PageAddr,
+    ) -> Result<(), FaultOf<F>> {
         if obj != TABLE_OBJ {
             let o = self.obj(obj)?;
             if o.direct && lpn == 0 {
@@ -85,10 +89,10 @@ impl<
 
     /// Gives a direct object an index holding its page 0 (`first`, already counted
     /// valid), before it maps a second page.
-    fn make_indexed(&mut self, obj: u32, first: u32) -> Result<(), FaultOf<F>> {
+    fn make_indexed(&mut self, obj: u32, first: PageAddr) -> Result<(), FaultOf<F>> {
         self.obj_update(obj, |r| {
             r.direct = false;
-            r.root = NONE;
+            r.root = NO_PAGE;
         })?;
         if first != UNMAPPED {
             let s = self.slot_for(obj, 0)?;
@@ -159,9 +163,7 @@ impl<
     fn drop_leaf(&mut self, s: usize) -> Result<(), FaultOf<F>> {
         let (Key { obj, idx, .. }, addr) = (self.cache.key(s), self.cache.addr(s));
         self.cache.forget(s);
-        if addr != NONE {
-            self.dev.mark_invalid(addr);
-        }
+        self.dev.mark_invalid(addr);
         let r = self.slot_for(obj, ROOT_LPN)?;
         if index::entry(self.cache.data(r), idx as usize) != UNMAPPED {
             index::set_entry(self.cache.data_mut(r), idx as usize, UNMAPPED);

@@ -29,7 +29,7 @@ struct Candidate {
 }
 
 struct Source {
-    block: u32,
+    block: BlockAddr,
     first: u32,
     idx: u32,
     pages: u32,
@@ -89,9 +89,9 @@ impl<
         };
         // The block table doubles as the factory bad-block map while the fixed blocks
         // are picked.
-        self.reset_state(describe([0; 2], [0; CKPT_BLOCKS]));
+        self.reset_state(describe([BlockAddr(0); 2], [BlockAddr(0); CKPT_BLOCKS]));
         self.session.opened();
-        for b in 0..geo.blocks() {
+        for b in (0..geo.blocks()).map(BlockAddr) {
             self.dev.check_marker(b).map_err(FormatError::Flash)?;
         }
         let search = SB_SEARCH.min(geo.blocks());
@@ -99,7 +99,7 @@ impl<
         // format leaves the old store as it was (the erase sweep below may still find
         // blocks bad and refuse later).
         let good_at = |me: &Self, r: core::ops::Range<u32>| {
-            r.filter(|&b| me.dev.table().get(b).state() != BlockState::Bad)
+            r.filter(|&b| me.dev.table().get(BlockAddr(b)).state() != BlockState::Bad)
                 .count() as u32
         };
         if good_at(self, 0..search) < 2
@@ -112,7 +112,7 @@ impl<
         {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
-        let mut fixed = [0u32; 2 + CKPT_BLOCKS];
+        let mut fixed = [BlockAddr(0); 2 + CKPT_BLOCKS];
         for i in 0..fixed.len() {
             let to = if i < 2 { search } else { geo.blocks() };
             fixed[i] = self
@@ -127,7 +127,7 @@ impl<
         self.dev.set_superblock(sb);
         self.erase_leftovers(&fixed).map_err(FormatError::Flash)?;
         let mut good = 0u32;
-        for b in 0..geo.blocks() {
+        for b in (0..geo.blocks()).map(BlockAddr) {
             if self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
@@ -149,7 +149,7 @@ impl<
         self.pbuf.fill(0xFF);
         self.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
         for b in [fixed[0], fixed[1]] {
-            let page = geo.page(BlockAddr(b), 0);
+            let page = geo.page(b, 0);
             self.dev
                 .flash_mut()
                 .program(page, 0, &self.pbuf[..len], &[])
@@ -174,16 +174,16 @@ impl<
     /// These erases are not counted: a block this store never erased itself still has
     /// its bad-block marker read before it joins the window (a factory image written
     /// onto a part with bad blocks of its own, see `Dev::may_join_window`).
-    fn erase_leftovers(&mut self, fixed: &[u32]) -> Result<(), F::Error> {
-        for b in 0..self.dev.geo().blocks() {
+    fn erase_leftovers(&mut self, fixed: &[BlockAddr]) -> Result<(), F::Error> {
+        for b in (0..self.dev.geo().blocks()).map(BlockAddr) {
             if fixed.contains(&b) || self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
-            match self.dev.flash_mut().erase(BlockAddr(b)) {
+            match self.dev.flash_mut().erase(b) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::EraseFailed => {
                     self.dev.table_mut().found_bad(b);
-                    self.dev.flash_mut().mark_bad(BlockAddr(b))?;
+                    self.dev.flash_mut().mark_bad(b)?;
                 }
                 Err(e) => return Err(e),
             }
@@ -193,16 +193,16 @@ impl<
 
     /// The first good block below `to` not in `taken` that erases, marking blocks whose
     /// erase fails bad on the way.
-    fn pick_erased(&mut self, to: u32, taken: &[u32]) -> Result<Option<u32>, F::Error> {
-        for b in 0..to {
+    fn pick_erased(&mut self, to: u32, taken: &[BlockAddr]) -> Result<Option<BlockAddr>, F::Error> {
+        for b in (0..to).map(BlockAddr) {
             if self.dev.table().get(b).state() == BlockState::Bad || taken.contains(&b) {
                 continue;
             }
-            match self.dev.flash_mut().erase(BlockAddr(b)) {
+            match self.dev.flash_mut().erase(b) {
                 Ok(()) => return Ok(Some(b)),
                 Err(e) if e.kind() == ErrorKind::EraseFailed => {
                     self.dev.table_mut().found_bad(b);
-                    self.dev.flash_mut().mark_bad(BlockAddr(b))?;
+                    self.dev.flash_mut().mark_bad(b)?;
                 }
                 Err(e) => return Err(e),
             }
@@ -384,19 +384,14 @@ impl<
         let ppb = self.dev.ppb();
         let mut cands: heapless::Vec<Candidate, 8> = heapless::Vec::new();
         // Newest marker: (seq, page).
-        let mut marker: Option<(u32, u32)> = None;
+        let mut marker: Option<(u32, PageAddr)> = None;
         let mut max_seq: Option<u32> = None;
         let mut unknown = 0u32;
         let mut last_used = [None::<u32>; CKPT_BLOCKS];
         let mut top_ok = [false; CKPT_BLOCKS];
         for cur in 0..CKPT_BLOCKS {
             let b = self.dev.sb().ckpt_blocks[cur];
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(MountError::Flash)?
-            {
+            if self.dev.flash_mut().is_bad(b).map_err(MountError::Flash)? {
                 continue;
             }
             // Pages are written in order from 0: binary-search the first erased page,
@@ -406,7 +401,7 @@ impl<
             let (mut lo, mut hi) = (0, ppb);
             while lo < hi {
                 let mid = (lo + hi) / 2;
-                let page = self.dev.geo().page(BlockAddr(b), mid).0;
+                let page = self.dev.geo().page(b, mid);
                 if self.dev.scan_read(page).map_err(MountError::from)? == Scan::Erased {
                     hi = mid;
                 } else {
@@ -417,7 +412,7 @@ impl<
             let mut found = 0;
             let mut readable_seen = false;
             for i in (0..lo).rev() {
-                let page = self.dev.geo().page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(b, i);
                 let bp = match self.dev.scan_read(page).map_err(MountError::from)? {
                     Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
                         bp
@@ -475,7 +470,7 @@ impl<
             if let Some((m, page)) = marker {
                 if seq_cmp(m, c.seq).is_gt() {
                     // A newer checkpoint was committed and read back, and is gone.
-                    return Err(MountError::MediaLoss { page });
+                    return Err(MountError::MediaLoss { page: page.0 });
                 }
             }
             match self.load_checkpoint(c) {
@@ -490,12 +485,8 @@ impl<
                         let page = self
                             .dev
                             .geo()
-                            .page(
-                                BlockAddr(self.dev.sb().ckpt_blocks[c.cur]),
-                                c.first + c.pages - 1,
-                            )
-                            .0;
-                        return Err(MountError::MediaLoss { page });
+                            .page(self.dev.sb().ckpt_blocks[c.cur], c.first + c.pages - 1);
+                        return Err(MountError::MediaLoss { page: page.0 });
                     }
                     continue;
                 }
@@ -566,8 +557,8 @@ impl<
         for _ in 0..hdr.window_len {
             let mut r = [0u8; 4];
             self.take(&mut src, &mut r)?;
-            let b = u32::from_le_bytes(r);
-            if b >= geo.blocks() {
+            let b = BlockAddr(u32::from_le_bytes(r));
+            if !geo.contains_block(b) {
                 return Err(Fault::Corrupted);
             }
             if !self.dev.table_mut().load_window(b) {
@@ -575,7 +566,7 @@ impl<
             }
         }
         self.dev.table_mut().begin_load();
-        for b in 0..geo.blocks() {
+        for b in (0..geo.blocks()).map(BlockAddr) {
             let mut r = [0u8; 4];
             self.take(&mut src, &mut r)?;
             let e = BstEntry::unpack(u32::from_le_bytes(r), geo.pages_per_block())?;
@@ -594,8 +585,8 @@ impl<
             }
         }
         for h in self.dev.heads().all() {
-            if h.block != crate::format::checkpoint::NONE
-                && self.dev.table().get(h.block).state() != BlockState::Window
+            if h.block
+                .is_some_and(|b| self.dev.table().get(b).state() != BlockState::Window)
             {
                 return Err(Fault::Corrupted);
             }
@@ -609,7 +600,7 @@ impl<
             }
         }
         self.ids.loaded(hdr.n_objects, hdr.next_obj_id);
-        self.cache.forget_all(hdr.table_root);
+        self.cache.forget_all(PageAddr(hdr.table_root));
         Ok(hdr.clean)
     }
 
@@ -620,11 +611,7 @@ impl<
                 if src.idx == src.pages {
                     return Err(Fault::Corrupted);
                 }
-                let page = self
-                    .dev
-                    .geo()
-                    .page(BlockAddr(src.block), src.first + src.idx)
-                    .0;
+                let page = self.dev.geo().page(src.block, src.first + src.idx);
                 let payload = self.dev.payload() as usize;
                 let owner = src.seq & crate::format::backpointer::MAX_U24;
                 match self.dev.read_payload(
@@ -693,8 +680,8 @@ fn find_superblock<F: NandFlash>(flash: &mut F) -> Result<Superblock, MountError
     let geo = flash.geometry();
     let mut seen: Option<MountError<F::Error>> = None;
     let mut buf = [0u8; SB_LEN];
-    for b in 0..SB_SEARCH.min(geo.blocks()) {
-        if flash.is_bad(BlockAddr(b)).map_err(MountError::Flash)? {
+    for b in (0..SB_SEARCH.min(geo.blocks())).map(BlockAddr) {
+        if flash.is_bad(b).map_err(MountError::Flash)? {
             continue;
         }
         if geo.page_size() < SB_LEN as u32 {
@@ -704,7 +691,7 @@ fn find_superblock<F: NandFlash>(flash: &mut F) -> Result<Superblock, MountError
         // mismatch): retry before giving the copy up.
         let mut outcome = Err(SbParseError::Corrupted);
         for _ in 0..=crate::io::READ_RETRIES {
-            match flash.read(PageAddr(geo.page(BlockAddr(b), 0).0), 0, &mut buf, &mut []) {
+            match flash.read(geo.page(b, 0), 0, &mut buf, &mut []) {
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::Uncorrectable => continue,
                 Err(e) => return Err(MountError::Flash(e)),

@@ -32,6 +32,8 @@
 
 use paragc::{Candidate, Class, GcMode, GreedyCostBenefit, Leveling, VictimPolicy, WearPolicy};
 
+use nand_hal::BlockAddr;
+
 use crate::format::checkpoint::BlockState;
 use crate::policy::{BlockInfo, Relocation, SpacePolicy, Urgency};
 
@@ -94,11 +96,16 @@ fn holds_data(b: &BlockInfo) -> bool {
 }
 
 impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc<BLOCKS, V, W> {
-    fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<u32> {
+    fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<BlockAddr> {
         self.pick_victim_for(blocks, ppb, Urgency::Foreground)
     }
 
-    fn pick_victim_for(&mut self, blocks: &[BlockInfo], ppb: u32, urgency: Urgency) -> Option<u32> {
+    fn pick_victim_for(
+        &mut self,
+        blocks: &[BlockInfo],
+        ppb: u32,
+        urgency: Urgency,
+    ) -> Option<BlockAddr> {
         let full = || {
             blocks
                 .iter()
@@ -136,7 +143,7 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
             let young = full().min_by_key(|(_, b)| b.erases());
             if let (Some(max), Some((i, b))) = (max, young) {
                 if max - b.erases() > spread {
-                    return Some(i as u32);
+                    return Some(BlockAddr(i as u32));
                 }
             }
         }
@@ -160,16 +167,16 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
             .filter(|&(_, score)| score > 0)
             // Highest score; ties to the lowest block number.
             .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-            .map(|(i, _)| i as u32)
+            .map(|(i, _)| BlockAddr(i as u32))
     }
 
-    fn relocation(&mut self, _blocks: &[BlockInfo], _victim: u32, _ppb: u32) -> Relocation {
+    fn relocation(&mut self, _blocks: &[BlockInfo], _victim: BlockAddr, _ppb: u32) -> Relocation {
         // Victims hold data-head (Warm) or cold-head (Cold) pages; both relocate to
         // Cold. Asking paragc keeps the mapping in one place.
         class_head(Class::Warm.relocated())
     }
 
-    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32> {
+    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<BlockAddr> {
         let mut best: Option<(usize, u32)> = None;
         for (i, b) in blocks.iter().enumerate() {
             if !b.takeable() {
@@ -184,7 +191,7 @@ impl<const BLOCKS: usize, V: VictimPolicy, W: WearPolicy> SpacePolicy for ParaGc
         if let Some(s) = self.stamps.get_mut(i) {
             *s = self.clock;
         }
-        Some(i as u32)
+        Some(BlockAddr(i as u32))
     }
 }
 
@@ -205,17 +212,23 @@ mod tests {
         // Blocks 0 and 1 enter the window first (old), then 2..4.
         for _ in 0..5 {
             let f = p.pick_free(&t).unwrap();
-            t[f as usize] = b(BlockState::Full, 0, 0);
+            t[f.0 as usize] = b(BlockState::Full, 0, 0);
         }
         t[0] = b(BlockState::Full, 10, 0); // old, fuller
         t[1] = b(BlockState::Full, 16, 0); // full: never a victim
         t[2] = b(BlockState::Full, 12, 0);
         t[3] = b(BlockState::Full, 6, 0); // young, emptiest
         t[4] = b(BlockState::Full, 16, 0);
-        assert_eq!(p.pick_victim_for(&t, 16, Urgency::Foreground), Some(3));
+        assert_eq!(
+            p.pick_victim_for(&t, 16, Urgency::Foreground),
+            Some(BlockAddr(3))
+        );
         // Cost-benefit: block 0 is 4 allocations old with 6 invalid pages,
         // block 3 is 1 allocation old with 10: (6·5)/(26) > (10·2)/(22).
-        assert_eq!(p.pick_victim_for(&t, 16, Urgency::Background), Some(0));
+        assert_eq!(
+            p.pick_victim_for(&t, 16, Urgency::Background),
+            Some(BlockAddr(0))
+        );
         // Nothing collectable.
         let none = [b(BlockState::Full, 16, 0), b(BlockState::Free, 0, 0)];
         assert_eq!(p.pick_victim_for(&none, 16, Urgency::Background), None);
@@ -236,23 +249,32 @@ mod tests {
             b(BlockState::Full, 0, 5),
             b(BlockState::Free, 0, 4),
         ];
-        assert_eq!(p.pick_free(&t), Some(1));
+        assert_eq!(p.pick_free(&t), Some(BlockAddr(1)));
         // Spread 9 - 2 > 4: the least-worn full block moves, though it is all valid,
         // but only in the background.
-        assert_eq!(p.pick_victim_for(&t, 16, Urgency::Background), Some(3));
-        assert_eq!(p.pick_victim_for(&t, 16, Urgency::Foreground), Some(4));
+        assert_eq!(
+            p.pick_victim_for(&t, 16, Urgency::Background),
+            Some(BlockAddr(3))
+        );
+        assert_eq!(
+            p.pick_victim_for(&t, 16, Urgency::Foreground),
+            Some(BlockAddr(4))
+        );
         // Short of spare blocks, background collection is greedy too.
         let mut short = t;
         for i in [0, 6, 7, 9] {
             short[i] = b(BlockState::Full, 16, short[i].erases());
         }
-        assert_eq!(p.pick_victim_for(&short, 16, Urgency::Background), Some(4));
+        assert_eq!(
+            p.pick_victim_for(&short, 16, Urgency::Background),
+            Some(BlockAddr(4))
+        );
         for x in t.iter_mut() {
             *x = b(x.state(), x.valid(), x.erases().max(5));
         }
         assert_eq!(
             p.pick_victim_for(&t, 16, Urgency::Background),
-            Some(4),
+            Some(BlockAddr(4)),
             "within the spread: by score"
         );
         for i in [0, 1, 6, 7, 9] {
@@ -270,7 +292,7 @@ mod tests {
     fn gc_copies_go_cold_through_paragc_classes() {
         let mut p = ParaGc::<4>::DEFAULT;
         let t = [b(BlockState::Full, 3, 0); 4];
-        assert_eq!(p.relocation(&t, 0, 16), Relocation::Cold);
+        assert_eq!(p.relocation(&t, BlockAddr(0), 16), Relocation::Cold);
         assert_eq!(class_head(Class::Hot.relocated()), Relocation::Data);
         assert_eq!(class_head(Class::Meta.relocated()), Relocation::Data);
         assert_eq!(class_head(Class::Cold.relocated()), Relocation::Cold);
@@ -285,6 +307,9 @@ mod tests {
             b(BlockState::Full, 16, 0),
             b(BlockState::Full, 3, 0),
         ];
-        assert_eq!(p.pick_victim_for(&t, 16, Urgency::Background), Some(2));
+        assert_eq!(
+            p.pick_victim_for(&t, 16, Urgency::Background),
+            Some(BlockAddr(2))
+        );
     }
 }

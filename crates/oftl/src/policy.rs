@@ -16,6 +16,8 @@
 //! choice.
 
 pub use crate::blocks::BlockInfo;
+use nand_hal::BlockAddr;
+
 use crate::format::checkpoint::BlockState;
 
 /// Why the OFTL asks for a victim.
@@ -44,7 +46,7 @@ pub enum Relocation {
 pub trait SpacePolicy {
     /// A block to collect, or `None` if no block is worth collecting. `pages_per_block`
     /// tells full from partly invalid blocks.
-    fn pick_victim(&mut self, blocks: &[BlockInfo], pages_per_block: u32) -> Option<u32>;
+    fn pick_victim(&mut self, blocks: &[BlockInfo], pages_per_block: u32) -> Option<BlockAddr>;
 
     /// [`SpacePolicy::pick_victim`] knowing why: what the OFTL calls. The default
     /// ignores `urgency`.
@@ -53,13 +55,13 @@ pub trait SpacePolicy {
         blocks: &[BlockInfo],
         pages_per_block: u32,
         urgency: Urgency,
-    ) -> Option<u32> {
+    ) -> Option<BlockAddr> {
         let _ = urgency;
         self.pick_victim(blocks, pages_per_block)
     }
 
     /// A free block to add to the updating window.
-    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32>;
+    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<BlockAddr>;
 
     /// Where the valid pages of `victim` (an index into `blocks`, just chosen for
     /// collection, scrubbing or retirement) go. Asked once per victim. Index pages and
@@ -72,7 +74,7 @@ pub trait SpacePolicy {
     fn relocation(
         &mut self,
         blocks: &[BlockInfo],
-        victim: u32,
+        victim: BlockAddr,
         pages_per_block: u32,
     ) -> Relocation {
         let _ = (blocks, victim, pages_per_block);
@@ -103,7 +105,7 @@ impl Default for Greedy {
 }
 
 impl SpacePolicy for Greedy {
-    fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<u32> {
+    fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<BlockAddr> {
         let full = || {
             blocks
                 .iter()
@@ -117,22 +119,22 @@ impl SpacePolicy for Greedy {
             .max()?;
         if let Some((i, b)) = full().min_by_key(|(_, b)| b.erases()) {
             if max_erase - b.erases() > self.wear_gap {
-                return Some(i as u32);
+                return Some(BlockAddr(i as u32));
             }
         }
         full()
             .filter(|(_, b)| (b.valid() as u32) < ppb)
             .min_by_key(|(_, b)| (b.valid(), b.erases()))
-            .map(|(i, _)| i as u32)
+            .map(|(i, _)| BlockAddr(i as u32))
     }
 
-    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<u32> {
+    fn pick_free(&mut self, blocks: &[BlockInfo]) -> Option<BlockAddr> {
         blocks
             .iter()
             .enumerate()
             .filter(|(_, b)| b.takeable())
             .min_by_key(|(_, b)| b.erases())
-            .map(|(i, _)| i as u32)
+            .map(|(i, _)| BlockAddr(i as u32))
     }
 }
 
@@ -155,16 +157,20 @@ mod tests {
             b(BlockState::Window, 0, 0),
             b(BlockState::Full, 16, 1),
         ];
-        assert_eq!(g.pick_victim(&t, 16), Some(1));
-        assert_eq!(g.pick_free(&t), Some(3));
+        assert_eq!(g.pick_victim(&t, 16), Some(BlockAddr(1)));
+        assert_eq!(g.pick_free(&t), Some(BlockAddr(3)));
         t[3] = t[3].with_retire(true);
         assert_eq!(
             g.pick_free(&t),
-            Some(2),
+            Some(BlockAddr(2)),
             "never a block waiting to be retired"
         );
         t[1] = b(BlockState::Full, 3, 5000);
-        assert_eq!(g.pick_victim(&t, 16), Some(5), "static wear leveling");
+        assert_eq!(
+            g.pick_victim(&t, 16),
+            Some(BlockAddr(5)),
+            "static wear leveling"
+        );
         let none = [b(BlockState::Full, 16, 0), b(BlockState::Bad, 0, 0)];
         assert_eq!(g.pick_victim(&none, 16), None);
         assert_eq!(g.pick_free(&none), None);

@@ -45,17 +45,17 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use nand_hal::{BlockAddr, NandFlash};
+use nand_hal::{BlockAddr, NandFlash, PageAddr};
 
 use crate::errors::{Fault, MountError};
 use crate::format::backpointer::{Backpointer, PageKind};
+use crate::format::checkpoint::HEADS;
 use crate::format::checkpoint::{CkptHeader, HEADER_LEN};
-use crate::format::checkpoint::{HEADS, NONE};
 use crate::format::logsector::sector_at;
 use crate::format::meta::MetaRecord;
 use crate::format::superblock::{Superblock, CKPT_BLOCKS, SB_LEN, SB_SEARCH};
 use crate::format::table::ObjRecord;
-use crate::io::{FaultOf, Scan};
+use crate::io::{FaultOf, Scan, NO_PAGE};
 use crate::log::LOG_HEAD;
 use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
@@ -89,7 +89,7 @@ impl Order {
 /// A data or metadata page found by the scan.
 #[derive(Clone, Copy, Debug)]
 struct Found {
-    page: u32,
+    page: PageAddr,
     bp: Backpointer,
 }
 
@@ -97,7 +97,7 @@ struct Found {
 /// number and the slots of its whole groups.
 #[derive(Clone, Copy, Debug)]
 struct LogPage {
-    page: u32,
+    page: PageAddr,
     lpn: u32,
     newest: u32,
     slots: u32,
@@ -111,12 +111,12 @@ struct Scanned {
     /// Newest number seen per head (any kind that head writes).
     newest: [Option<u32>; HEADS],
     /// Pages that did not read (neither a backpointer nor whole log groups).
-    unreadable: Vec<u32>,
+    unreadable: Vec<PageAddr>,
     /// A page that did not read is not a torn tail: whatever it held is lost, and its
     /// owner cannot be known.
     lost: bool,
     /// The blocks that hold such pages.
-    evidence: Vec<u32>,
+    evidence: Vec<BlockAddr>,
     pages_scanned: u32,
 }
 
@@ -124,7 +124,7 @@ struct Scanned {
 struct Rebuilt {
     rec: ObjRecord,
     /// Logical page (log streams: index slot) to data page.
-    map: BTreeMap<u32, u32>,
+    map: BTreeMap<u32, PageAddr>,
 }
 
 impl<
@@ -182,7 +182,7 @@ impl<
         let geo = self.dev.flash_mut().geometry();
         let caps = *self.dev.flash_mut().capabilities();
         let ppb = geo.pages_per_block();
-        let describe = |w: u16, sbb: [u32; 2], cb: [u32; CKPT_BLOCKS]| {
+        let describe = |w: u16, sbb: [BlockAddr; 2], cb: [BlockAddr; CKPT_BLOCKS]| {
             Superblock::describe(
                 &geo,
                 &caps,
@@ -193,26 +193,25 @@ impl<
                 true,
             )
         };
-        self.reset_state(describe(MAX_WINDOW as u16, [0; 2], [0; CKPT_BLOCKS]));
-        let mut sb_blocks: heapless::Vec<u32, 2> = heapless::Vec::new();
-        let mut ckpt: heapless::Vec<u32, CKPT_BLOCKS> = heapless::Vec::new();
-        let mut erased: heapless::Vec<u32, CKPT_BLOCKS> = heapless::Vec::new();
+        self.reset_state(describe(
+            MAX_WINDOW as u16,
+            [BlockAddr(0); 2],
+            [BlockAddr(0); CKPT_BLOCKS],
+        ));
+        let mut sb_blocks: heapless::Vec<BlockAddr, 2> = heapless::Vec::new();
+        let mut ckpt: heapless::Vec<BlockAddr, CKPT_BLOCKS> = heapless::Vec::new();
+        let mut erased: heapless::Vec<BlockAddr, CKPT_BLOCKS> = heapless::Vec::new();
         // Newest checkpoint page 0: (seq, page).
-        let mut newest_first: Option<(u32, u32)> = None;
-        for b in 0..geo.blocks() {
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(Fault::Flash)?
-            {
+        let mut newest_first: Option<(u32, PageAddr)> = None;
+        for b in (0..geo.blocks()).map(BlockAddr) {
+            if self.dev.flash_mut().is_bad(b).map_err(Fault::Flash)? {
                 continue;
             }
             let mut used = 0u32;
             let mut first = Scan::Erased;
             let mut holds_ckpt = false;
             for i in 0..ppb {
-                let page = geo.page(BlockAddr(b), i).0;
+                let page = geo.page(b, i);
                 let sc = self.dev.scan_read(page)?;
                 if i == 0 {
                     first = sc;
@@ -232,7 +231,7 @@ impl<
                 }
                 used += 1;
             }
-            if b < SB_SEARCH && first == Scan::Garbage && used == 1 && !sb_blocks.is_full() {
+            if b.0 < SB_SEARCH && first == Scan::Garbage && used == 1 && !sb_blocks.is_full() {
                 let _ = sb_blocks.push(b);
             } else if holds_ckpt {
                 ckpt.push(b).map_err(|_| Fault::Corrupted)?;
@@ -249,7 +248,7 @@ impl<
             }
             let _ = ckpt.push(b);
         }
-        let ckpt_blocks: [u32; CKPT_BLOCKS] =
+        let ckpt_blocks: [BlockAddr; CKPT_BLOCKS] =
             ckpt.as_slice().try_into().map_err(|_| Fault::Corrupted)?;
         let sbb = [sb_blocks[0], sb_blocks[1]];
         // Without a readable checkpoint, the smallest window the format allows (a
@@ -282,20 +281,17 @@ impl<
         let pu = self.dev.pu();
         let len = SB_LEN.div_ceil(pu) * pu;
         for b in sbb {
-            self.dev
-                .flash_mut()
-                .erase(BlockAddr(b))
-                .map_err(Fault::Flash)?;
+            self.dev.flash_mut().erase(b).map_err(Fault::Flash)?;
             self.pbuf.fill(0xFF);
             self.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
             self.dev
                 .flash_mut()
-                .program(geo.page(BlockAddr(b), 0), 0, &self.pbuf[..len], &[])
+                .program(geo.page(b, 0), 0, &self.pbuf[..len], &[])
                 .map_err(Fault::Flash)?;
         }
         warn!(
             "oftl: superblock written again (blocks {} and {})",
-            sbb[0], sbb[1]
+            sbb[0].0, sbb[1].0
         );
         Ok(sb)
     }
@@ -306,15 +302,15 @@ impl<
         let ppb = self.dev.ppb();
         let pu = self.dev.pu();
         let mut sc = Scanned::default();
-        let fixed: [u32; 2 + CKPT_BLOCKS] = {
+        let fixed: [BlockAddr; 2 + CKPT_BLOCKS] = {
             let sb = &self.dev.sb();
-            let mut f = [0; 2 + CKPT_BLOCKS];
+            let mut f = [BlockAddr(0); 2 + CKPT_BLOCKS];
             f[..2].copy_from_slice(&sb.sb_blocks);
             f[2..].copy_from_slice(&sb.ckpt_blocks);
             f
         };
         let mut ckpt_newest: Option<u32> = None;
-        for b in 0..geo.blocks() {
+        for b in (0..geo.blocks()).map(BlockAddr) {
             if self.dev.check_marker(b).map_err(Fault::Flash)? {
                 continue;
             }
@@ -329,7 +325,7 @@ impl<
                 self.dev.table_mut().reserved(b);
             }
             for i in 0..ppb {
-                let page = geo.page(BlockAddr(b), i).0;
+                let page = geo.page(b, i);
                 sc.pages_scanned += 1;
                 let bp = match self.dev.scan_read(page)? {
                     Scan::Erased => continue,
@@ -459,8 +455,8 @@ impl<
             // A record that does not read puts the object in doubt only when it is
             // newer than every one that does (an older one is history: a stale copy
             // in a block being erased, say).
-            let mut records: Vec<(Order, u32, MetaRecord)> = Vec::new();
-            let mut unread: Option<(Order, u32)> = None;
+            let mut records: Vec<(Order, PageAddr, MetaRecord)> = Vec::new();
+            let mut unread: Option<(Order, PageAddr)> = None;
             for f in found.iter().filter(|f| f.bp.kind == PageKind::Meta) {
                 match self.dev.read_meta(f.page, &mut self.pbuf) {
                     Ok(rec) if rec.id == id => {
@@ -490,7 +486,7 @@ impl<
                 if meta_lost && has_data {
                     self.salvaged.left_out(id);
                     let mut size = 0u64;
-                    let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+                    let mut map: BTreeMap<u32, PageAddr> = BTreeMap::new();
                     for f in found.iter().filter(|f| f.bp.kind == PageKind::Data) {
                         map.insert(f.bp.lpn, f.page);
                         size = size.max(f.bp.lpn as u64 * payload + f.bp.len as u64);
@@ -500,9 +496,9 @@ impl<
                             id,
                             kind: ObjKind::Object,
                             size,
-                            root: NONE,
+                            root: NO_PAGE,
                             direct: true,
-                            meta: NONE,
+                            meta: NO_PAGE,
                             log_start: 0,
                         },
                         map,
@@ -518,7 +514,7 @@ impl<
             match newest_rec.kind {
                 ObjKind::Object => {
                     let mut size = 0u64;
-                    let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+                    let mut map: BTreeMap<u32, PageAddr> = BTreeMap::new();
                     let mut meta = records.iter().peekable();
                     for f in found.iter() {
                         match f.bp.kind {
@@ -555,7 +551,7 @@ impl<
                             id,
                             kind: ObjKind::Object,
                             size,
-                            root: NONE,
+                            root: NO_PAGE,
                             direct: true,
                             meta: meta_page,
                             log_start: 0,
@@ -603,7 +599,7 @@ impl<
     fn rebuild_stream(
         &self,
         id: u32,
-        meta: u32,
+        meta: PageAddr,
         trim: u64,
         pages: Option<&Vec<LogPage>>,
     ) -> (Rebuilt, bool) {
@@ -639,7 +635,7 @@ impl<
                 id,
                 kind: ObjKind::Log,
                 size: end,
-                root: NONE,
+                root: NO_PAGE,
                 direct: false,
                 meta,
                 log_start: trim,
@@ -649,7 +645,7 @@ impl<
         (stream, gaps)
     }
 
-    fn rebuild_doubt(&mut self, id: u32, page: u32) {
+    fn rebuild_doubt(&mut self, id: u32, page: PageAddr) {
         self.salvaged.unreadable(page);
         self.salvaged.left_out(id);
     }
@@ -668,19 +664,19 @@ impl<
         // kept from reuse until the checkpoint commits (then it is free): a cut before
         // that leaves the next rebuild the same evidence, so it names the same objects.
         for &b in sc.evidence.iter() {
-            holds[b as usize] = true;
+            holds[b.0 as usize] = true;
         }
         for o in objects.iter() {
-            if o.rec.meta != NONE {
-                holds[self.dev.block_of(o.rec.meta)] = true;
+            if o.rec.meta != NO_PAGE {
+                holds[self.dev.block_of(o.rec.meta).0 as usize] = true;
             }
             for &p in o.map.values() {
-                holds[self.dev.block_of(p)] = true;
+                holds[self.dev.block_of(p).0 as usize] = true;
             }
         }
         // Erase counts are not on the pages: they start again.
         for (b, &h) in holds.iter().enumerate() {
-            self.dev.table_mut().rebuilt(b as u32, h);
+            self.dev.table_mut().rebuilt(BlockAddr(b as u32), h);
         }
         self.dev.table_mut().begin_load();
         // Past every number seen, and past any an unreadable page or an interrupted
@@ -700,7 +696,7 @@ impl<
         if self.dev.table().window().is_empty() {
             return Err(Fault::NoSpace);
         }
-        for o in objects.iter().filter(|o| o.rec.meta != NONE) {
+        for o in objects.iter().filter(|o| o.rec.meta != NO_PAGE) {
             self.obj_insert(&o.rec)?;
             self.dev.mark_valid(o.rec.meta);
             for (&lpn, &page) in o.map.iter() {
@@ -710,7 +706,7 @@ impl<
         // Objects whose metadata page was lost get a new one before their pages are
         // mapped (a cut before the checkpoint leaves it for the next rebuild to find:
         // the newest metadata page of its object).
-        for o in objects.iter().filter(|o| o.rec.meta == NONE) {
+        for o in objects.iter().filter(|o| o.rec.meta == NO_PAGE) {
             let rec = MetaRecord {
                 id: o.rec.id,
                 kind: ObjKind::Object,

@@ -84,11 +84,11 @@
 //! head's last watermark; recovery moves it past every watermark it sees), so stale
 //! copies in window blocks not yet erased are told apart from new ones.
 
-use nand_hal::{BlockAddr, NandFlash};
+use nand_hal::{BlockAddr, NandFlash, PageAddr};
 
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind};
-use crate::format::checkpoint::{BlockState, HEADS, NONE};
+use crate::format::checkpoint::{BlockState, HEADS};
 use crate::format::logsector::{blank, complete_slots, sector_at};
 use crate::format::meta::MetaRecord;
 use crate::gc::COLD_HEAD;
@@ -98,7 +98,7 @@ use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
 use crate::{ObjectId, Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
 
-type Walk = heapless::Vec<(u32, u32), { MAX_WINDOW + HEADS }>;
+type Walk = heapless::Vec<(BlockAddr, u32), { MAX_WINDOW + HEADS }>;
 
 /// Log pages a later page's retry may supersede in one window.
 const MAX_SUPERSEDED: usize = 16;
@@ -181,8 +181,8 @@ impl SalvageReport {
         }
     }
 
-    pub(crate) fn unreadable(&mut self, page: u32) {
-        if !self.unreadable.contains(&page) && self.unreadable.push(page).is_err() {
+    pub(crate) fn unreadable(&mut self, page: PageAddr) {
+        if !self.unreadable.contains(&page.0) && self.unreadable.push(page.0).is_err() {
             self.unreadable_more = true;
         }
     }
@@ -254,7 +254,7 @@ struct ColdCursor {
     /// The data head's start: copies with lower watermarks are stale.
     start: u32,
     /// The copy at the position, once read (so waiting for its turn costs no reads).
-    peeked: Option<(u32, Backpointer)>,
+    peeked: Option<(PageAddr, Backpointer)>,
 }
 
 /// Whether `bp` is a cold copy written after the checkpoint whose data head starts at
@@ -280,11 +280,11 @@ fn head_of(kind: PageKind) -> Option<usize> {
 struct Bound {
     last_commit: Option<u32>,
     prev_commit: Option<u32>,
-    last_acc: Option<(u32, Backpointer)>,
+    last_acc: Option<(PageAddr, Backpointer)>,
 }
 
 impl Bound {
-    fn accept(&mut self, page: u32, bp: Backpointer) {
+    fn accept(&mut self, page: PageAddr, bp: Backpointer) {
         self.last_acc = Some((page, bp));
         if bp.commit {
             if self.last_commit != Some(bp.seq) {
@@ -313,17 +313,17 @@ struct Scanned {
     log_blocks: u64,
     cold_blocks: u64,
     /// The block of the last cold copy, and where the dropped run of copies starts.
-    last_cold: Option<u32>,
+    last_cold: Option<BlockAddr>,
     cold_cut: (usize, u32),
     /// The last log page with accepted sectors (its content is the log tail's image).
-    log_suspect: Option<u32>,
+    log_suspect: Option<PageAddr>,
     /// The data head's last commit page, read once into `rbuf`.
-    suspect: Option<(u32, Backpointer)>,
+    suspect: Option<(PageAddr, Backpointer)>,
     /// Salvage: where each head's replay stops (the first page found lost).
-    loss: [Option<u32>; HEADS],
+    loss: [Option<PageAddr>; HEADS],
     /// Log pages whose sectors a later page repeats (failed programs and their
     /// retries): never applied, the retry stands for them.
-    superseded: heapless::Vec<u32, MAX_SUPERSEDED>,
+    superseded: heapless::Vec<PageAddr, MAX_SUPERSEDED>,
 }
 
 impl<
@@ -381,9 +381,8 @@ impl<
         let mut walk = Walk::new();
         for (i, h) in self.dev.heads().all().into_iter().enumerate() {
             // The index head's pages are a cache recovery rebuilds: not scanned.
-            if h.block != NONE && i != INDEX_HEAD {
-                walk.push((h.block, h.next_page))
-                    .map_err(|_| Fault::Corrupted)?;
+            if let Some(b) = h.block.filter(|_| i != INDEX_HEAD) {
+                walk.push((b, h.next_page)).map_err(|_| Fault::Corrupted)?;
             }
         }
         for &b in self.dev.table().window() {
@@ -391,12 +390,7 @@ impl<
         }
         // A window block whose erase failed after the checkpoint was marked bad at once.
         for &(b, _) in walk.iter() {
-            if self
-                .dev
-                .flash_mut()
-                .is_bad(BlockAddr(b))
-                .map_err(Fault::Flash)?
-            {
+            if self.dev.flash_mut().is_bad(b).map_err(Fault::Flash)? {
                 if self.session.salvaging() && self.dev.table().get(b).state() != BlockState::Bad {
                     // Its erase failed (then it holds nothing new), or its marker is
                     // damaged and what it held cannot be read: which objects that
@@ -422,17 +416,17 @@ impl<
         let salvage = self.session.salvaging();
         let mut scanned = 0u32;
         let mut log_blocks = 0u64;
-        let mut log_suspect: Option<u32> = None;
+        let mut log_suspect: Option<PageAddr> = None;
         // The first unreadable page of the walk not yet proven a tail.
-        let mut hole: Option<u32> = None;
+        let mut hole: Option<PageAddr> = None;
         // Log sectors applied in this pass, and whether some belonged to a stream not
         // known yet.
         let mut replayed_logs = 0u32;
         let mut log_again = false;
-        let mut loss: [Option<u32>; HEADS] = [None; HEADS];
+        let mut loss: [Option<PageAddr>; HEADS] = [None; HEADS];
         // Salvage: a metadata page whose record does not read, lost unless the next
         // page is its retry.
-        let mut bad_meta: Option<(u32, Backpointer)> = None;
+        let mut bad_meta: Option<(PageAddr, Backpointer)> = None;
         // Salvage: owners of the data head's pages accepted since its last commit (named
         // if a loss ends the replay before their commit).
         let mut uncommitted = heapless::Vec::<ObjectId, { SalvageReport::MAX_OBJECTS }>::new();
@@ -441,7 +435,7 @@ impl<
         // back to the checkpoint; pass 2 may not read them all again).
         let mut touched = heapless::Vec::<ObjectId, { SalvageReport::MAX_OBJECTS }>::new();
         let mut touched_more = false;
-        let mut superseded = heapless::Vec::<u32, MAX_SUPERSEDED>::new();
+        let mut superseded = heapless::Vec::<PageAddr, MAX_SUPERSEDED>::new();
         // Salvage applies log sectors in pass 2 only, once it knows where the log's
         // replay stops.
         if salvage {
@@ -452,7 +446,7 @@ impl<
         // copy, which a cut may have torn, and the failed programs it retried: dropped,
         // see the module docs).
         let mut cold_blocks = 0u64;
-        let mut last_cold: Option<u32> = None;
+        let mut last_cold: Option<BlockAddr> = None;
         let mut cold_key: Option<(u8, u32, u32, u32)> = None;
         let mut cold_cut = (walk.len(), 0u32);
         // Heads take window blocks in order: the first window block that no head
@@ -474,7 +468,7 @@ impl<
             }
             let mut started = false;
             for i in start..ppb {
-                let page = self.dev.geo().page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(b, i);
                 scanned += 1;
                 // A block the log head wrote holds only log pages: read them whole at
                 // once (no spare-area read first).
@@ -701,7 +695,7 @@ impl<
 
         // The data head's last accepted commit page may be torn: read it once, keep it
         // in rbuf.
-        let mut suspect: Option<(u32, Backpointer)> = None;
+        let mut suspect: Option<(PageAddr, Backpointer)> = None;
         if let (Some((page, bp)), Some(lc)) =
             (bound[DATA_HEAD].last_acc, bound[DATA_HEAD].last_commit)
         {
@@ -752,7 +746,10 @@ impl<
 
     /// Step 3: pass 2, the replay. Returns the last walk block each head programmed.
     #[inline(never)]
-    fn replay_window(&mut self, sc: &mut Scanned) -> Result<[Option<u32>; HEADS], FaultOf<F>> {
+    fn replay_window(
+        &mut self,
+        sc: &mut Scanned,
+    ) -> Result<[Option<BlockAddr>; HEADS], FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let salvage = self.session.salvaging();
@@ -763,7 +760,7 @@ impl<
         // head in sequence order with the cold copies merged in by watermark.
         let mut track = sc.fresh;
         let mut replayed = 0u32;
-        let mut last_block: [Option<u32>; HEADS] = [None; HEADS];
+        let mut last_block: [Option<BlockAddr>; HEADS] = [None; HEADS];
         last_block[COLD_HEAD] = sc.last_cold;
         let mut cold = ColdCursor {
             wi: 0,
@@ -779,8 +776,8 @@ impl<
         let mut limit = sc.fresh[DATA_HEAD].start;
         let mut frozen = false;
         // A page is applied once the next accepted page shows it was not retried.
-        let mut pending: Option<(u32, Backpointer)> = None;
-        let mut unread: Option<u32> = None;
+        let mut pending: Option<(PageAddr, Backpointer)> = None;
+        let mut unread: Option<PageAddr> = None;
         for (wi, &(b, start)) in walk.iter().enumerate() {
             // Blocks with log pages or cold copies hold nothing else (a block holds the
             // pages of one head between erases).
@@ -790,7 +787,7 @@ impl<
                 continue;
             }
             for i in start..ppb {
-                let page = self.dev.geo().page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(b, i);
                 let bp = match suspect {
                     Some((sp, sbp)) if sp == page => sbp,
                     _ => match self.dev.scan_read(page)? {
@@ -837,7 +834,7 @@ impl<
         if let Some(lc) = bound[DATA_HEAD].last_commit {
             if !seq_cmp(track[DATA_HEAD].expected, lc).is_gt() {
                 // The replay ended before pass 1's bound: its last pages no longer read.
-                let page = bound[DATA_HEAD].last_acc.map_or(0, |(p, _)| p);
+                let page = bound[DATA_HEAD].last_acc.map_or(PageAddr(0), |(p, _)| p);
                 return Err(Fault::MediaLoss(unread.unwrap_or(page)));
             }
         }
@@ -849,13 +846,13 @@ impl<
         // copy of each logical page wins). Blocks with log pages are the log head's:
         // their pages are read whole at once.
         let pu = self.dev.pu();
-        let mut prev_log: Option<u32> = None;
+        let mut prev_log: Option<PageAddr> = None;
         if !sc.log_again {
             replayed += sc.replayed_logs;
             self.dev.stats_mut().recovery_replayed_pages = replayed;
             last_block[LOG_HEAD] = sc.bound[LOG_HEAD]
                 .last_acc
-                .map(|(p, _)| self.dev.block_of(p) as u32);
+                .map(|(p, _)| self.dev.block_of(p));
             return Ok(last_block);
         }
         for (wi, &(b, start)) in walk.iter().enumerate() {
@@ -864,7 +861,7 @@ impl<
                 continue;
             }
             for i in start..ppb {
-                let page = self.dev.geo().page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(b, i);
                 let superseded = sc.superseded.contains(&page);
                 let mask = if sc.log_suspect == Some(page) {
                     self.pbuf.copy_from_slice(self.log_tail.image());
@@ -899,7 +896,7 @@ impl<
         }
         if let Some(lc) = bound[LOG_HEAD].last_commit {
             if !seq_cmp(track[LOG_HEAD].expected, lc).is_gt() {
-                let page = bound[LOG_HEAD].last_acc.map_or(0, |(p, _)| p);
+                let page = bound[LOG_HEAD].last_acc.map_or(PageAddr(0), |(p, _)| p);
                 return Err(Fault::MediaLoss(page));
             }
         }
@@ -911,7 +908,7 @@ impl<
     /// part of a transaction a salvage mount leaves out); returns how many it applied.
     fn apply_replayed(
         &mut self,
-        page: u32,
+        page: PageAddr,
         bp: &Backpointer,
         bound: &Bound,
         sc: &Scanned,
@@ -983,7 +980,7 @@ impl<
     fn relocate_suspects(
         &mut self,
         sc: &Scanned,
-        last_block: [Option<u32>; HEADS],
+        last_block: [Option<BlockAddr>; HEADS],
     ) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();
         if let Some((sp, sbp)) = sc.suspect {
@@ -1003,7 +1000,7 @@ impl<
             // A cold block's pages stay cold; the data head's go back to it.
             let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
             for i in 0..ppb {
-                let page = self.dev.geo().page(BlockAddr(b), i).0;
+                let page = self.dev.geo().page(b, i);
                 if sc.suspect.is_some_and(|(sp, _)| sp == page) || sc.log_suspect == Some(page) {
                     continue;
                 }
@@ -1068,7 +1065,7 @@ impl<
         &mut self,
         walk: &Walk,
         cold: &mut ColdCursor,
-    ) -> Result<Option<(u32, Backpointer)>, FaultOf<F>> {
+    ) -> Result<Option<(PageAddr, Backpointer)>, FaultOf<F>> {
         if cold.peeked.is_some() {
             return Ok(cold.peeked);
         }
@@ -1081,7 +1078,7 @@ impl<
                 if (cold.wi, cold.i) >= cold.cut {
                     return Ok(None);
                 }
-                let page = self.dev.geo().page(BlockAddr(b), cold.i).0;
+                let page = self.dev.geo().page(b, cold.i);
                 if let Scan::Bp(bp) = self.dev.scan_read(page)? {
                     if is_cold_copy(&bp, cold.start) {
                         cold.peeked = Some((page, bp));
@@ -1097,7 +1094,7 @@ impl<
     }
 
     /// Salvage: whether metadata page `page`'s record reads (into `pbuf`).
-    fn meta_reads(&mut self, page: u32) -> Result<bool, FaultOf<F>> {
+    fn meta_reads(&mut self, page: PageAddr) -> Result<bool, FaultOf<F>> {
         match self.dev.read_meta(page, &mut self.pbuf) {
             Ok(_) => Ok(true),
             Err(Fault::Corrupted) => Ok(false),
@@ -1112,7 +1109,10 @@ impl<
 
     /// For a page whose spare-area scan failed: whether it is a log page with sectors
     /// of whole groups (read into `pbuf`), as the backpointer of its first one.
-    pub(crate) fn log_page_behind(&mut self, page: u32) -> Result<Option<Backpointer>, FaultOf<F>> {
+    pub(crate) fn log_page_behind(
+        &mut self,
+        page: PageAddr,
+    ) -> Result<Option<Backpointer>, FaultOf<F>> {
         let mask = self.read_log_page(page)?;
         if mask == 0 {
             return Ok(None);
@@ -1123,7 +1123,7 @@ impl<
 
     /// Reads the suspect commit page fully into `rbuf`; `false` if it does not read
     /// back as what its backpointer claims.
-    fn read_suspect(&mut self, page: u32, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
+    fn read_suspect(&mut self, page: PageAddr, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
         let r = match bp.kind {
             PageKind::Data => {
                 let payload = self.dev.payload() as usize;
@@ -1207,17 +1207,17 @@ mod tests {
         };
         let mut b = Bound::default();
         assert!(!b.replays(1), "nothing committed: nothing replays");
-        b.accept(100, bp(1, false));
-        b.accept(101, bp(2, true));
-        b.accept(102, bp(3, false));
+        b.accept(PageAddr(100), bp(1, false));
+        b.accept(PageAddr(101), bp(2, true));
+        b.accept(PageAddr(102), bp(3, false));
         assert_eq!((b.last_commit, b.prev_commit), (Some(2), None));
         assert!(b.replays(1) && b.replays(2) && !b.replays(3));
-        b.accept(103, bp(4, true));
+        b.accept(PageAddr(103), bp(4, true));
         assert_eq!((b.last_commit, b.prev_commit), (Some(4), Some(2)));
         // A retry of the commit page does not move the previous commit.
-        b.accept(104, bp(4, true));
+        b.accept(PageAddr(104), bp(4, true));
         assert_eq!((b.last_commit, b.prev_commit), (Some(4), Some(2)));
-        assert_eq!(b.last_acc.map(|(p, _)| p), Some(104));
+        assert_eq!(b.last_acc.map(|(p, _)| p), Some(PageAddr(104)));
     }
 
     #[test]

@@ -33,7 +33,7 @@
 //!   (all of an object's for a truncate or delete) once the object's dirty pages are
 //!   programmed, so every clean copy is the committed page.
 
-use nand_hal::NandFlash;
+use nand_hal::{NandFlash, PageAddr};
 
 use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind, Placement};
@@ -380,7 +380,7 @@ impl<
         s: usize,
         obj: u32,
         lpn: u32,
-        page: u32,
+        page: PageAddr,
     ) -> Result<(), FaultOf<F>> {
         let p = self.dev.payload() as usize;
         let expect = Some((PageKind::Data, obj, lpn));

@@ -8,15 +8,15 @@
 //! bytes. Before anything is programmed, [`Oftl::prepare`] reserves window room and
 //! collects garbage, so no checkpoint or GC interleaves with a transaction.
 
-use nand_hal::NandFlash;
+use nand_hal::{NandFlash, PageAddr};
 
 use crate::errors::{Fault, WriteError};
 use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
-use crate::format::checkpoint::{ObjKind, NONE};
+use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
 use crate::format::meta::{MetaRecord, ATTR_LEN};
 use crate::format::table::{ObjRecord, TABLE_OBJ};
-use crate::io::FaultOf;
+use crate::io::{FaultOf, NO_PAGE};
 use crate::policy::SpacePolicy;
 use crate::space::Room;
 use crate::txn::TxOp;
@@ -153,7 +153,11 @@ impl<
     }
 
     /// Applies a metadata record found at `page` (normal path and recovery replay).
-    pub(crate) fn apply_meta(&mut self, rec: &MetaRecord, page: u32) -> Result<(), FaultOf<F>> {
+    pub(crate) fn apply_meta(
+        &mut self,
+        rec: &MetaRecord,
+        page: PageAddr,
+    ) -> Result<(), FaultOf<F>> {
         let p = self.dev.payload() as u64;
         self.ids.seen(rec.id);
         match self.obj_get(rec.id)? {
@@ -194,7 +198,7 @@ impl<
                     id: rec.id,
                     kind: rec.kind,
                     size: rec.size,
-                    root: NONE,
+                    root: NO_PAGE,
                     direct: rec.kind == ObjKind::Object,
                     meta: page,
                     log_start: if rec.kind == ObjKind::Log {
@@ -210,7 +214,11 @@ impl<
     }
 
     /// Applies a data page found at `page` (normal path and recovery replay).
-    pub(crate) fn apply_data(&mut self, bp: &Backpointer, page: u32) -> Result<(), FaultOf<F>> {
+    pub(crate) fn apply_data(
+        &mut self,
+        bp: &Backpointer,
+        page: PageAddr,
+    ) -> Result<(), FaultOf<F>> {
         if bp.owner == TABLE_OBJ || self.obj_get(bp.owner)?.is_none() {
             return Ok(());
         }

@@ -11,10 +11,12 @@
 //! Index pages carry a backpointer of kind `Index`, `owner` = object id and
 //! `lpn` = leaf number, or [`ROOT_LPN`] for the root.
 
+use nand_hal::PageAddr;
+
 use crate::errors::Corrupted;
 
-/// Unmapped entry.
-pub const UNMAPPED: u32 = u32::MAX;
+/// Unmapped entry (stored as `0xFFFFFFFF`).
+pub const UNMAPPED: PageAddr = PageAddr(u32::MAX);
 /// Backpointer `lpn` of a root index page.
 pub const ROOT_LPN: u32 = super::backpointer::MAX_U24;
 
@@ -24,13 +26,13 @@ fn at(i: usize) -> core::ops::Range<usize> {
 }
 
 /// Reads entry `i`.
-pub fn entry(page: &[u8], i: usize) -> u32 {
-    super::field::get_u32(page, at(i))
+pub fn entry(page: &[u8], i: usize) -> PageAddr {
+    PageAddr(super::field::get_u32(page, at(i)))
 }
 
 /// Writes entry `i`.
-pub fn set_entry(page: &mut [u8], i: usize, v: u32) {
-    super::field::put_u32(page, at(i), v)
+pub fn set_entry(page: &mut [u8], i: usize, v: PageAddr) {
+    super::field::put_u32(page, at(i), v.0)
 }
 
 /// Checks that every entry of an index page read from flash is unmapped or a page of
@@ -41,7 +43,7 @@ pub fn validate(page: &[u8], entries: usize, device_pages: u32) -> Result<(), Co
     }
     for i in 0..entries {
         let e = entry(page, i);
-        if e != UNMAPPED && e >= device_pages {
+        if e != UNMAPPED && e.0 >= device_pages {
             return Err(Corrupted);
         }
     }
@@ -55,8 +57,8 @@ mod tests {
     #[test]
     fn entries_round_trip_and_validate() {
         let mut p = [0xFFu8; 64];
-        set_entry(&mut p, 3, 77);
-        assert_eq!(entry(&p, 3), 77);
+        set_entry(&mut p, 3, PageAddr(77));
+        assert_eq!(entry(&p, 3), PageAddr(77));
         assert_eq!(entry(&p, 2), UNMAPPED);
         assert_eq!(validate(&p, 16, 100), Ok(()));
         assert_eq!(validate(&p, 16, 50), Err(Corrupted));

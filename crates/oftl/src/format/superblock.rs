@@ -38,7 +38,7 @@
 //! ```
 //! All integers little-endian.
 
-use nand_hal::{Capabilities, EccKind, Geometry, OobRegion, MAX_OOB_REGIONS};
+use nand_hal::{BlockAddr, Capabilities, EccKind, Geometry, OobRegion, MAX_OOB_REGIONS};
 
 use super::backpointer::Placement;
 use super::field::{crc_matches, get_u16, get_u32, put_u16, put_u32};
@@ -92,9 +92,9 @@ pub struct Superblock {
     /// Format id.
     pub format_id: u32,
     /// Blocks holding the superblock copies.
-    pub sb_blocks: [u32; 2],
+    pub sb_blocks: [BlockAddr; 2],
     /// The checkpoint blocks (written in rotation; any may go bad).
-    pub ckpt_blocks: [u32; CKPT_BLOCKS],
+    pub ckpt_blocks: [BlockAddr; CKPT_BLOCKS],
     /// Programs a log-stream page takes (1..=`nop`).
     pub log_programs: u8,
 }
@@ -126,8 +126,8 @@ impl Superblock {
         oob_count: 0,
         window_blocks: 0,
         format_id: 0,
-        sb_blocks: [0; 2],
-        ckpt_blocks: [0; CKPT_BLOCKS],
+        sb_blocks: [BlockAddr(0); 2],
+        ckpt_blocks: [BlockAddr(0); CKPT_BLOCKS],
         log_programs: 1,
     };
 
@@ -138,8 +138,8 @@ impl Superblock {
         caps: &Capabilities,
         window_blocks: u16,
         format_id: u32,
-        sb_blocks: [u32; 2],
-        ckpt_blocks: [u32; CKPT_BLOCKS],
+        sb_blocks: [BlockAddr; 2],
+        ckpt_blocks: [BlockAddr; CKPT_BLOCKS],
         partial_logs: bool,
     ) -> Self {
         let mut oob_regions = [OobRegion::default(); MAX_OOB_REGIONS];
@@ -223,10 +223,10 @@ impl Superblock {
         put_u16(&mut b, field::WINDOW_BLOCKS, self.window_blocks);
         put_u32(&mut b, field::FORMAT_ID, self.format_id);
         for (i, &blk) in self.sb_blocks.iter().enumerate() {
-            put_u32(&mut b, field::sb_block(i), blk);
+            put_u32(&mut b, field::sb_block(i), blk.0);
         }
         for (i, &blk) in self.ckpt_blocks.iter().enumerate() {
-            put_u32(&mut b, field::ckpt_block(i), blk);
+            put_u32(&mut b, field::ckpt_block(i), blk.0);
         }
         b[field::LOG_PROGRAMS] = self.log_programs;
         let crc = CRC32.checksum(&b[field::COVERED]);
@@ -286,11 +286,11 @@ impl Superblock {
             oob_count,
             window_blocks: get_u16(b, field::WINDOW_BLOCKS),
             format_id: get_u32(b, field::FORMAT_ID),
-            sb_blocks: core::array::from_fn(|i| get_u32(b, field::sb_block(i))),
-            ckpt_blocks: core::array::from_fn(|i| get_u32(b, field::ckpt_block(i))),
+            sb_blocks: core::array::from_fn(|i| BlockAddr(get_u32(b, field::sb_block(i)))),
+            ckpt_blocks: core::array::from_fn(|i| BlockAddr(get_u32(b, field::ckpt_block(i)))),
             log_programs: b[field::LOG_PROGRAMS],
         };
-        let in_range = |blk: u32| blk < sb.blocks;
+        let in_range = |blk: BlockAddr| blk.0 < sb.blocks;
         let fixed = || sb.sb_blocks.iter().chain(sb.ckpt_blocks.iter());
         let distinct = fixed()
             .enumerate()
@@ -379,8 +379,8 @@ mod tests {
             &p.capabilities,
             16,
             77,
-            [0, 1],
-            [2, 3, 4, 5],
+            [BlockAddr(0), BlockAddr(1)],
+            [2, 3, 4, 5].map(BlockAddr),
             true,
         )
     }

@@ -28,6 +28,8 @@
 //! 24  8  log stream trim point (first live LSN; 0 for objects), <= size
 //! ```
 
+use nand_hal::PageAddr;
+
 use super::checkpoint::{ObjKind, NONE};
 use super::field::{get_u32, get_u64, put_u32, put_u64};
 use crate::errors::Corrupted;
@@ -60,13 +62,14 @@ pub struct ObjRecord {
     pub kind: ObjKind,
     /// Size in bytes (a log stream's end LSN).
     pub size: u64,
-    /// Root index page or [`NONE`]; with `direct`, the data page of logical page 0.
-    pub root: u32,
+    /// Root index page or `PageAddr(NONE)`; with `direct`, the data page of logical
+    /// page 0 (or [`UNMAPPED`](super::index::UNMAPPED), the same value).
+    pub root: PageAddr,
     /// A small object mapped without index pages: `root` is its only data page. Set
     /// at creation; cleared (for good) when the object first maps a second page.
     pub direct: bool,
     /// Current metadata page.
-    pub meta: u32,
+    pub meta: PageAddr,
     /// A log stream's trim point (first live sequence number).
     pub log_start: u64,
 }
@@ -79,8 +82,8 @@ impl ObjRecord {
         b[field::KIND] = self.kind as u8;
         b[field::FLAGS] = self.direct as u8;
         put_u64(&mut b, field::SIZE, self.size);
-        put_u32(&mut b, field::ROOT, self.root);
-        put_u32(&mut b, field::META, self.meta);
+        put_u32(&mut b, field::ROOT, self.root.0);
+        put_u32(&mut b, field::META, self.meta.0);
         put_u64(&mut b, field::LOG_START, self.log_start);
         b
     }
@@ -96,9 +99,9 @@ impl ObjRecord {
             id: get_u32(b, field::ID),
             kind: ObjKind::from_byte(b[field::KIND]).ok_or(Corrupted)?,
             size: get_u64(b, field::SIZE),
-            root: get_u32(b, field::ROOT),
+            root: PageAddr(get_u32(b, field::ROOT)),
             direct: b[field::FLAGS] == 1,
-            meta: get_u32(b, field::META),
+            meta: PageAddr(get_u32(b, field::META)),
             log_start: get_u64(b, field::LOG_START),
         };
         let log_ok = match r.kind {
@@ -111,8 +114,8 @@ impl ObjRecord {
             || (r.direct && r.kind != ObjKind::Object)
             || b[field::RESERVED] != [0xFF, 0xFF]
             || r.size > max_size
-            || (r.root != NONE && r.root >= pages)
-            || r.meta >= pages
+            || (r.root.0 != NONE && r.root.0 >= pages)
+            || r.meta.0 >= pages
             || !log_ok
         {
             return Err(Corrupted);
@@ -151,9 +154,9 @@ mod tests {
             id: 70,
             kind: ObjKind::Log,
             size: 1 << 30,
-            root: NONE,
+            root: PageAddr(NONE),
             direct: false,
-            meta: 99,
+            meta: PageAddr(99),
             log_start: 12,
         }
     }
@@ -199,7 +202,7 @@ mod tests {
         direct.kind = ObjKind::Object;
         direct.log_start = 0;
         direct.direct = true;
-        direct.root = 500;
+        direct.root = PageAddr(500);
         assert_eq!(
             ObjRecord::parse(&direct.encode(), 70, 1000, 1 << 31),
             Ok(Some(direct))
