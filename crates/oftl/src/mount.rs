@@ -278,7 +278,8 @@ impl<
         Ok(sb)
     }
 
-    fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
+    #[inline(never)]
+    fn mount_load(&mut self) -> Result<bool, MountError<F::Error>> {
         self.salvaged = SalvageReport::new();
         let sb = self.checked_superblock()?;
         self.reset_state(sb);
@@ -288,6 +289,20 @@ impl<
         for b in self.dev.sb().ckpt_blocks {
             self.dev.check_marker(b).map_err(MountError::Flash)?;
         }
+        Ok(clean)
+    }
+
+    #[inline(never)]
+    fn reload_for_replay(&mut self) -> Result<(), MountError<F::Error>> {
+        let sb = *self.dev.sb();
+        self.reset_state(sb);
+        self.session.opened();
+        self.load_newest_checkpoint()?;
+        Ok(())
+    }
+
+    fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
+        let clean = self.mount_load()?;
         if clean {
             self.ckpt.clean_on_flash();
             self.check_recorded_window()?;
@@ -300,9 +315,7 @@ impl<
                     // Too few good blocks to finish a recovery (or to checkpoint it):
                     // replay again in RAM only and mount read-only, so everything
                     // readable can still be read.
-                    self.reset_state(sb);
-                    self.session.opened();
-                    self.load_newest_checkpoint()?;
+                    self.reload_for_replay()?;
                     self.session.replay_in_ram_only();
                     self.recover().map_err(mount_fault)?;
                     self.go_read_only(ReadOnlyReason::GoodBlocks);

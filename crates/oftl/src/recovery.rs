@@ -326,6 +326,33 @@ struct Scanned {
     superseded: heapless::Vec<PageAddr, MAX_SUPERSEDED>,
 }
 
+impl Scanned {
+    const EMPTY: Self = Scanned {
+        walk: Walk::new(),
+        fresh: [Track {
+            start: 0,
+            expected: 0,
+            span: 0,
+        }; HEADS],
+        bound: [Bound {
+            last_commit: None,
+            prev_commit: None,
+            last_acc: None,
+        }; HEADS],
+        next_seq: [0; HEADS],
+        replayed_logs: 0,
+        log_again: false,
+        log_blocks: 0,
+        cold_blocks: 0,
+        last_cold: None,
+        cold_cut: (0, 0),
+        log_suspect: None,
+        suspect: None,
+        loss: [None; HEADS],
+        superseded: heapless::Vec::new(),
+    };
+}
+
 impl<
         F: NandFlash,
         P: SpacePolicy,
@@ -343,7 +370,8 @@ impl<
         // Pass 1 applies log sectors, whose cache write-backs go to the index head: to
         // a fresh block (the recorded one may hold pages written after the checkpoint).
         self.dev.heads_mut().left_block(INDEX_HEAD);
-        let mut sc = self.scan_window()?;
+        let mut sc = Scanned::EMPTY;
+        self.scan_window(&mut sc)?;
         if !no_write {
             self.open_recovery_window(&sc)?;
         } else {
@@ -351,7 +379,7 @@ impl<
             self.dev.table_mut().clear_window();
         }
         self.dev.set_recovering(true);
-        let last_block = self.replay_window(&mut sc);
+        let last_block = self.replay_window(&sc);
         let r = last_block.and_then(|lb| {
             if no_write {
                 // Read-only: nothing relocated, no checkpoint (see the salvage docs).
@@ -374,11 +402,12 @@ impl<
 
     /// Step 1: the pass over the window's spare areas (see the module docs).
     #[inline(never)]
-    fn scan_window(&mut self) -> Result<Scanned, FaultOf<F>> {
+    fn scan_window(&mut self, out: &mut Scanned) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let pu = self.dev.pu();
-        let mut walk = Walk::new();
+        let walk = &mut out.walk;
+        walk.clear();
         for (i, h) in self.dev.heads().all().into_iter().enumerate() {
             // The index head's pages are a cache recovery rebuilds: not scanned.
             if let Some(b) = h.block.filter(|_| i != INDEX_HEAD) {
@@ -406,7 +435,8 @@ impl<
             span: if h == LOG_HEAD { spp } else { 1 },
         });
         let mut track = fresh;
-        let mut bound = [Bound::default(); HEADS];
+        let bound = &mut out.bound;
+        *bound = [Bound::default(); HEADS];
         let mut next_seq: [u32; HEADS] = core::array::from_fn(|h| fresh[h].start);
         let mut see = |h: usize, seq: u32| {
             if !seq_cmp(seq, fresh[h].start).is_lt() && !seq_cmp(seq, next_seq[h]).is_lt() {
@@ -435,7 +465,8 @@ impl<
         // back to the checkpoint; pass 2 may not read them all again).
         let mut touched = heapless::Vec::<ObjectId, { SalvageReport::MAX_OBJECTS }>::new();
         let mut touched_more = false;
-        let mut superseded = heapless::Vec::<PageAddr, MAX_SUPERSEDED>::new();
+        let superseded = &mut out.superseded;
+        superseded.clear();
         // Salvage applies log sectors in pass 2 only, once it knows where the log's
         // replay stops.
         if salvage {
@@ -713,22 +744,18 @@ impl<
                 }
             }
         }
-        Ok(Scanned {
-            walk,
-            fresh,
-            bound,
-            next_seq,
-            replayed_logs,
-            log_again,
-            log_blocks,
-            cold_blocks,
-            last_cold,
-            cold_cut,
-            log_suspect,
-            suspect,
-            loss,
-            superseded,
-        })
+        out.fresh = fresh;
+        out.next_seq = next_seq;
+        out.replayed_logs = replayed_logs;
+        out.log_again = log_again;
+        out.log_blocks = log_blocks;
+        out.cold_blocks = cold_blocks;
+        out.last_cold = last_cold;
+        out.cold_cut = cold_cut;
+        out.log_suspect = log_suspect;
+        out.suspect = suspect;
+        out.loss = loss;
+        Ok(())
     }
 
     /// Step 2: heads continue past every number seen, in blocks the checkpoint calls
@@ -746,16 +773,13 @@ impl<
 
     /// Step 3: pass 2, the replay. Returns the last walk block each head programmed.
     #[inline(never)]
-    fn replay_window(
-        &mut self,
-        sc: &mut Scanned,
-    ) -> Result<[Option<BlockAddr>; HEADS], FaultOf<F>> {
+    fn replay_window(&mut self, sc: &Scanned) -> Result<[Option<BlockAddr>; HEADS], FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let salvage = self.session.salvaging();
         let suspect = sc.suspect;
-        let walk = sc.walk.clone();
-        let bound = sc.bound;
+        let walk = &sc.walk;
+        let bound = &sc.bound;
         // Pass 2a: metadata and data (creations, trims and deletes first), the data
         // head in sequence order with the cold copies merged in by watermark.
         let mut track = sc.fresh;
@@ -1274,7 +1298,8 @@ mod tests {
             !fs.load_newest_checkpoint().unwrap(),
             "not a clean checkpoint"
         );
-        let sc = fs.scan_window().unwrap();
+        let mut sc = super::Scanned::EMPTY;
+        fs.scan_window(&mut sc).unwrap();
         let b = sc.bound[DATA_HEAD];
         assert_eq!(
             b.last_commit,

@@ -200,7 +200,7 @@ mod pages {
         }
 
         /// `obj`'s dirty pages as `(lpn, buffer)`.
-        pub fn dirty_of(&self, obj: u32) -> heapless::Vec<(u32, u8), 64> {
+        pub fn dirty_of(&self, obj: u32) -> heapless::Vec<(u32, u8), WBUF> {
             let mut v = heapless::Vec::new();
             for (i, w) in self.pages.iter().enumerate() {
                 if w.used && w.dirty && w.obj == obj {
