@@ -36,8 +36,6 @@ use crate::{Stats, DATA_HEAD, INDEX_HEAD};
 /// the heads only through their events.
 pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     flash: F,
-    geo: Geometry,
-    caps: Capabilities,
     sb: Superblock,
     placement: Placement,
     payload: u32,
@@ -55,13 +53,10 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
 }
 
 impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
-    /// Over `flash`, before any mount: `geo` and `caps` stand in until
-    /// [`Dev::reset`] reads the device's.
-    pub const fn new(flash: F, policy: P, geo: Geometry, caps: Capabilities) -> Self {
+    /// Over `flash`, before any mount.
+    pub const fn new(flash: F, policy: P) -> Self {
         Dev {
             flash,
-            geo,
-            caps,
             sb: Superblock::BLANK,
             placement: Placement::Oob,
             payload: 0,
@@ -85,14 +80,6 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 
     pub fn into_flash(self) -> F {
         self.flash
-    }
-
-    pub fn geo(&self) -> Geometry {
-        self.geo
-    }
-
-    pub fn caps(&self) -> &Capabilities {
-        &self.caps
     }
 
     pub fn sb(&self) -> &Superblock {
@@ -158,17 +145,24 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
 }
 
 impl<F: NandFlash, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
-    /// Everything known of the device starts again for superblock `sb`: the device's
-    /// geometry and capabilities, the placement `sb` records, an empty block table,
-    /// heads and figures (the flash and the policy stay).
+    /// The device's geometry (asked of the flash: not kept in RAM).
+    pub fn geo(&self) -> Geometry {
+        self.flash.geometry()
+    }
+
+    /// The device's capabilities (asked of the flash: not kept in RAM).
+    pub fn caps(&self) -> &Capabilities {
+        self.flash.capabilities()
+    }
+
+    /// Everything known of the device starts again for superblock `sb`: the placement
+    /// `sb` records, an empty block table, heads and figures (the flash and the
+    /// policy stay).
     pub fn reset(&mut self, sb: Superblock) {
         let geo = self.flash.geometry();
-        let caps = *self.flash.capabilities();
-        self.geo = geo;
-        self.caps = caps;
         self.placement = sb.placement;
         self.payload = sb.placement.payload(geo.page_size());
-        self.oob_span = caps.oob.span();
+        self.oob_span = self.flash.capabilities().oob.span();
         self.sb = sb;
         self.table.reset(geo.blocks());
         self.heads.reset();
@@ -202,11 +196,11 @@ pub(crate) type FaultOf<F> = Fault<<F as nand_hal::ErrorType>::Error>;
 
 impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     pub fn ppb(&self) -> u32 {
-        self.geo.pages_per_block()
+        self.geo().pages_per_block()
     }
 
     pub fn pu(&self) -> usize {
-        self.caps.program_unit as usize
+        self.caps().program_unit as usize
     }
 
     /// Reads a page's backpointer: the OOB/trailer one of data-like pages, else the
@@ -241,12 +235,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     Err(e) => return read_fault(e),
                 }
                 let mut g = [0u8; BP_LEN];
-                self.caps.oob.gather_protected(&oob[..span], &mut g);
+                self.caps().oob.gather_protected(&oob[..span], &mut g);
                 g
             }
             Placement::InBand => {
                 let mut t = [0u8; BP_LEN];
-                let ps = self.geo.page_size();
+                let ps = self.geo().page_size();
                 match self.flash.read(page, ps - BP_LEN as u32, &mut t, &mut []) {
                     Ok(rep) => clean &= rep.is_clean(),
                     Err(e) => return read_fault(e),
@@ -320,9 +314,9 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         if let Some((kind, owner, lpn)) = expect {
             let mut g = [0u8; BP_LEN];
             if span > 0 {
-                self.caps.oob.gather_protected(&oob[..span], &mut g);
+                self.caps().oob.gather_protected(&oob[..span], &mut g);
             } else {
-                let ps = self.geo.page_size();
+                let ps = self.geo().page_size();
                 let mut t = [0u8; TRAILER_LEN];
                 self.flash
                     .read(page, ps - TRAILER_LEN as u32, &mut t, &mut [])
@@ -343,7 +337,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             }
         }
         if rep.needs_scrub() {
-            self.table.needs_scrub(self.geo.block_of(page));
+            self.table.needs_scrub(self.geo().block_of(page));
         }
         Ok(rep)
     }
@@ -558,7 +552,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         loop {
             let block = self.head_ready(head)?;
             let h = self.heads.get(head);
-            let page = self.geo.page(block, self.heads.take_page(head));
+            let page = self.geo().page(block, self.heads.take_page(head));
             if head == COLD_HEAD {
                 // A relocated copy: its number is the data head's watermark.
                 bp.seq = self.heads.next_seq(DATA_HEAD);
@@ -615,7 +609,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             Placement::Oob => {
                 let mut oob = [0xFFu8; 64];
                 let span = self.oob_span.min(64);
-                self.caps.oob.scatter_protected(&enc, &mut oob[..span]);
+                self.caps().oob.scatter_protected(&enc, &mut oob[..span]);
                 self.flash.program(page, 0, page_buf, &oob[..span])
             }
             Placement::InBand => {
@@ -629,7 +623,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     }
 
     pub fn block_of(&self, page: PageAddr) -> BlockAddr {
-        self.geo.block_of(page)
+        self.geo().block_of(page)
     }
 
     pub fn mark_valid(&mut self, page: PageAddr) {

@@ -564,12 +564,8 @@ impl<
     /// mount read the device's geometry and capabilities and reject a device that does
     /// not fit this build's const parameters.
     pub const fn new(flash: F, config: Config, policy: P) -> Self {
-        // Placeholders until format or mount reads the device (`reset_state`).
-        let part = nand_hal::parts::W25N01GV;
-        let geometry = part.geometry;
-        let capabilities = part.capabilities;
         Oftl {
-            dev: Dev::new(flash, policy, geometry, capabilities),
+            dev: Dev::new(flash, policy),
             config,
             cache: cache::PageCache::new(),
             wbuf: wbuf::WriteBuffers::EMPTY,
