@@ -77,10 +77,6 @@ pub(crate) struct InFlight {
     superseded: bool,
 }
 
-/// Most nested cache write-backs in flight (each is one eviction inside another's
-/// parent update).
-pub(crate) const MAX_INFLIGHT: usize = 24;
-
 /// Where a page's address comes from.
 enum Addr {
     /// Known: the page (or [`NO_PAGE`]: unmapped).
@@ -167,8 +163,9 @@ impl<const PAGE: usize> Slot<PAGE> {
 /// (see the module docs). Operations that read or write flash take the device.
 pub(crate) struct PageCache<const PAGE: usize, const CACHE: usize> {
     slots: [Slot<PAGE>; CACHE],
-    /// Cache pages written whose parents are being updated.
-    inflight: heapless::Vec<InFlight, MAX_INFLIGHT>,
+    /// Cache pages written whose parents are being updated: one per nested
+    /// write-back, so at most `CACHE` (see [`PageCache::write_slot`]).
+    inflight: heapless::Vec<InFlight, CACHE>,
     tick: u32,
     /// Root index page of the object table ([`format::table`](crate::format::table)),
     /// or [`NO_PAGE`].
@@ -447,6 +444,11 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
     /// update is in flight, `addr_of` answers the new address from `inflight`.
     /// If the page is written again meanwhile (a nested write that updates the
     /// parent itself), this older write leaves the parent alone.
+    ///
+    /// Nesting is bounded by the dirty pages: each nested write-back cleans a dirty
+    /// page, and a finished one dirties at most one (its parent), so at depth `d` the
+    /// cache holds `d` fewer dirty pages than when the outermost write began: `d` never
+    /// exceeds `CACHE`, the capacity of `inflight` (and of the recursion on the stack).
     pub fn write_slot<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
         &mut self,
         dev: &mut Dev<F, P, BLOCKS>,
