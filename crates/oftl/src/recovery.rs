@@ -841,7 +841,7 @@ impl<
                         replayed += self.apply_replayed(pp, &pbp, &bound[DATA_HEAD], sc)?;
                     }
                     // Copies made before this page was programmed come first.
-                    replayed += self.replay_cold(&walk, &mut cold, limit)?;
+                    replayed += self.replay_cold(walk, &mut cold, limit)?;
                     if !frozen && bp.seq == limit && bound[DATA_HEAD].replays(bp.seq) {
                         limit = bp.seq.wrapping_add(1);
                     } else {
@@ -862,7 +862,7 @@ impl<
                 return Err(Fault::MediaLoss(unread.unwrap_or(page)));
             }
         }
-        replayed += self.replay_cold(&walk, &mut cold, limit)?;
+        replayed += self.replay_cold(walk, &mut cold, limit)?;
 
         // Pass 2b: if pass 1 met log sectors of a stream it did not know (created in the
         // window), apply all log sectors again now that the metadata is in, whole
