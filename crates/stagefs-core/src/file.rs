@@ -14,7 +14,7 @@
 use oftl::{ObjKind, TxOp};
 
 use crate::error::Error;
-use crate::format::bucket::{self, Kind};
+use crate::format::bucket::{self, Body, Kind};
 use crate::namespace::{self, OwnedEntry};
 use crate::path;
 use crate::store::Store;
@@ -223,6 +223,10 @@ impl Handle {
 impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// Opens (and with `create`, creates: durable on return) a file.
     pub fn open(&mut self, path: &str, o: OpenOptions) -> Result<File, Error<S::FlashError>> {
+        // Its frame is on the deepest stack paths of a file workload, so it holds no
+        // entry or handle: the entry is looked at where it lies in `a`, the handle is
+        // filled in its slot once nothing more can fail, and a new file's entry is made
+        // by `create_file`, in its own frame.
         let write = o.write || o.append;
         let needs_write = o.create || o.create_new || o.truncate;
         if !write && (needs_write || !o.read) {
@@ -238,29 +242,43 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if self.is_open(dir, name.as_bytes()) {
             return Err(Error::Busy);
         }
-        let mut loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
-        let entry = match loc.found {
+        let loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
+        // The entry's kind, object, and where its inline bytes lie in `a`.
+        let (kind, object, inline) = match loc.found {
             Some(_) if o.create_new => return Err(Error::Exists),
-            Some(at) => namespace::entry_at(&self.a, &loc, at)?,
+            Some(at) => {
+                let e = namespace::entry_ref(&self.a, &loc, at)?;
+                match e.body {
+                    Body::Object(id) => (e.kind, id, 0..0),
+                    Body::Inline(d) => {
+                        // `d` borrows from `a`: its place there, from the pointers.
+                        let from = d.as_ptr() as usize - self.a.as_ptr() as usize;
+                        (e.kind, 0, from..from + d.len())
+                    }
+                }
+            }
             None if !(o.create || o.create_new) => return Err(Error::NotFound),
             None => {
-                let e = OwnedEntry::new(Kind::File, name.as_bytes(), 0)?;
-                loc = self.locate_with_room(dir, name.as_bytes(), e.entry().len())?;
-                let old = loc.root.entries;
-                if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
-                    return Err(Error::Corrupted);
-                }
-                let count = (old + 1).to_le_bytes();
-                let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-                self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
-                self.store.transact(&ops)?;
-                e
+                self.create_file(dir, name.as_bytes())?;
+                (Kind::File, 0, 0..0)
             }
         };
-        if entry.kind == Kind::Dir {
+        if kind == Kind::Dir {
             return Err(Error::IsADirectory);
         }
-        let mut h = Handle::CLOSED;
+        // What can fail comes first: the slot stays closed until the handle is complete.
+        let (mut size, mut staged, mut dirty) = (0, None, false);
+        if o.truncate {
+            let staged = self.staged_len(dir, name.as_bytes()).unwrap_or(0);
+            dirty = object != 0 || !inline.is_empty() || staged > 0;
+        } else if object == 0 {
+            staged = self.staged_into_b(dir, name.as_bytes())?;
+            size = staged.unwrap_or(inline.len()) as u64;
+        } else {
+            size = self.store.size(object)?;
+        }
+        let h = &mut self.handles[slot];
+        *h = Handle::CLOSED;
         h.open = true;
         h.dir = dir;
         h.name[..name.len()].copy_from_slice(name.as_bytes());
@@ -268,31 +286,43 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         h.read = o.read;
         h.write = write;
         h.append = o.append;
+        h.size = size;
         if o.truncate {
-            let staged = self.staged_len(dir, name.as_bytes()).unwrap_or(0);
-            h.dirty = entry.object != 0 || !entry.inline().is_empty() || staged > 0;
-            h.truncated = h.dirty;
-            h.replaced = entry.object;
-        } else if entry.object == 0 {
-            match self.staged_contents(dir, name.as_bytes(), &mut h.inline)? {
-                Some(n) => h.size = n as u64,
-                None => {
-                    let d = entry.inline();
-                    h.inline[..d.len()].copy_from_slice(d);
-                    h.size = d.len() as u64;
-                }
+            h.dirty = dirty;
+            h.truncated = dirty;
+            h.replaced = object;
+        } else if object == 0 {
+            match staged {
+                Some(n) => h.inline[..n].copy_from_slice(&self.b[..n]),
+                None => h.inline[..inline.len()].copy_from_slice(&self.a[inline]),
             }
         } else {
-            h.obj = entry.object;
-            h.size = self.store.size(entry.object)?;
+            h.obj = object;
         }
         self.opens = self.opens.wrapping_add(1);
         h.open_id = self.opens;
-        self.handles[slot] = h;
         Ok(File {
             slot: slot as u8,
             session: self.opens,
         })
+    }
+
+    /// Makes an empty file `name` in directory `dir` (one transaction, durable); leaves
+    /// its bucket in `a`. Out of line: its entry and operations stay off the stack of
+    /// `open`'s other paths.
+    #[inline(never)]
+    fn create_file(&mut self, dir: u32, name: &[u8]) -> Result<(), Error<S::FlashError>> {
+        let e = OwnedEntry::new(Kind::File, name, 0)?;
+        let mut loc = self.locate_with_room(dir, name, e.entry().len())?;
+        let old = loc.root.entries;
+        if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
+            return Err(Error::Corrupted);
+        }
+        let count = (old + 1).to_le_bytes();
+        let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
+        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.store.transact(&ops)?;
+        Ok(())
     }
 
     fn handle(&self, f: File) -> Result<usize, Error<S::FlashError>> {
@@ -507,15 +537,20 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     pub(crate) fn commit(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
-        let h = self.handles[i];
+        // Only what the object path needs is copied here (an fsync of a file with an
+        // object is on the deepest path of a file workload); an inline file's commit
+        // copies the whole handle, in its own frame.
+        let h = &self.handles[i];
         if h.pending {
             return self.adopt(i);
         }
         if h.obj != 0 {
+            let obj = h.obj;
             if h.scattered {
-                self.flush_home(h.obj)?;
+                self.flush_home(obj)?;
             } else if h.nranges > 0 {
-                self.make_durable(h.obj, &h.ranges[..h.nranges as usize])?;
+                let (ranges, n) = (h.ranges, h.nranges as usize);
+                self.make_durable(obj, &ranges[..n])?;
             } else {
                 return Ok(());
             }
@@ -527,6 +562,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !h.dirty {
             return Ok(());
         }
+        self.commit_inline(i)
+    }
+
+    /// [`Fs::commit`] of a changed inline file: staged, or its entry rewritten.
+    #[inline(never)]
+    fn commit_inline(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
+        let h = self.handles[i];
         if h.replaced == 0 {
             let (dir, name, len) = (h.dir, h.name, h.name_len as usize);
             let contents = &self.handles[i].inline[..h.size as usize];

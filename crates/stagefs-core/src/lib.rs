@@ -67,7 +67,7 @@ pub use stage::{StagingStatus, Tuning};
 pub use store::Store;
 
 use file::Handle;
-use format::bucket;
+use format::bucket::{self, Body};
 use format::volume::{self, Volume};
 use namespace::{Loc, OwnedEntry};
 
@@ -339,6 +339,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         })
     }
 
+    /// After the store mounted: the volume header, then the staging replay. Out of line:
+    /// the replay's frame is not on the stack while the store recovers (the deepest path
+    /// of a mount after a crash).
+    #[inline(never)]
     fn open_volume(&mut self) -> Result<(), Error<S::FlashError>> {
         self.check_geometry()?;
         let mut h = [0u8; volume::LEN];
@@ -448,9 +452,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         for c in comps {
             let loc = namespace::locate(&mut self.store, dir, c.as_bytes(), &mut self.a)?;
             let at = loc.found.ok_or(Error::NotFound)?;
-            let e = namespace::entry_at(&self.a, &loc, at)?;
-            match (e.kind, e.object) {
-                (Kind::Dir, o) if o != 0 => dir = o,
+            let e = namespace::entry_ref(&self.a, &loc, at)?;
+            match (e.kind, e.body) {
+                (Kind::Dir, Body::Object(o)) if o != 0 => dir = o,
                 (Kind::Dir, _) => return Err(Error::Corrupted),
                 (Kind::File, _) => return Err(Error::NotADirectory),
             }

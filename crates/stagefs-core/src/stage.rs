@@ -511,16 +511,42 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         e: &StagedInline,
     ) -> Result<bool, Error<S::FlashError>> {
         let at = loc.found.ok_or(Error::Corrupted)?;
-        let orig = namespace::entry_at(&self.a, loc, at)?;
-        if orig.object != 0 {
+        // Only looked at here (no copy on the stack while the record is read: this is
+        // on the deepest path of a patch); `put_staged` copies it.
+        let object = match namespace::entry_ref(&self.a, loc, at)?.body {
+            bucket::Body::Object(id) => id,
+            bucket::Body::Inline(_) => 0,
+        };
+        if object != 0 {
             // No longer inline (cannot happen: growing settles first).
             return Ok(true);
         }
         let n = self.read_staged(e.lsn, e.dir, &e.name[..e.name_len as usize])?;
-        let mut entry = orig;
-        entry.set_inline(&self.b[..n])?;
+        self.put_staged(loc, at, n)
+    }
+
+    /// The rest of [`Fs::apply_staged`]: the entry at `at` of the bucket in `a` (inline)
+    /// gets the `n` staged bytes at the start of `b`; `false`, with the entry as it
+    /// was, if they do not fit.
+    #[inline(never)]
+    fn put_staged(
+        &mut self,
+        loc: &mut Loc,
+        at: usize,
+        n: usize,
+    ) -> Result<bool, Error<S::FlashError>> {
+        let orig = namespace::entry_at(&self.a, loc, at)?;
+        if n > crate::INLINE_MAX {
+            return Err(Error::Corrupted);
+        }
+        // `orig` with the staged contents, which stay in `b` (no second copy of the
+        // entry on the stack).
+        let entry = bucket::Entry {
+            body: bucket::Body::Inline(&self.b[..n]),
+            ..orig.entry()
+        };
         namespace::remove_from(&mut self.a, loc)?;
-        if namespace::insert_into(&mut self.a, loc, &entry.entry()) {
+        if namespace::insert_into(&mut self.a, loc, &entry) {
             return Ok(true);
         }
         // The old entry goes back where there was room for it.
@@ -575,20 +601,17 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Err(Error::Corrupted)
     }
 
-    /// The staged contents of inline file `dir`/`name`, if any: copied into `out`,
-    /// returns their length.
-    pub(crate) fn staged_contents(
+    /// The staged contents of inline file `dir`/`name`, if any: read into the start of
+    /// `b`, returns their length.
+    pub(crate) fn staged_into_b(
         &mut self,
         dir: u32,
         name: &[u8],
-        out: &mut [u8],
     ) -> Result<Option<usize>, Error<S::FlashError>> {
         let Some(e) = self.stage.inline.iter().find(|e| e.is(dir, name)).copied() else {
             return Ok(None);
         };
-        let n = self.read_staged(e.lsn, dir, name)?;
-        out[..n].copy_from_slice(&self.b[..n]);
-        Ok(Some(n))
+        self.read_staged(e.lsn, dir, name).map(Some)
     }
 
     /// The size of inline file `dir`/`name` if its contents are staged.
