@@ -24,7 +24,7 @@ pub type Tiny = Oftl<Part, 2048, 64, 4, 2>;
 /// run over the `TINY` part: its tables are sized for 1024 blocks whatever the part has.
 pub type Full = W25n01gv<Part>;
 
-/// The compact W25N01GV configuration (6 cached pages), over the `TINY` part too.
+/// The compact W25N01GV configuration (7 cached pages), over the `TINY` part too.
 pub type Compact = W25n01gvCompact<Part>;
 
 /// Any of the firmware's store configurations.

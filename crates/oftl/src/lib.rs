@@ -506,12 +506,13 @@ pub struct Oftl<
 /// docs).
 pub type W25n01gv<F> = Oftl<F, 2048, 1024, 12>;
 
-/// A W25N01GV configuration for MCUs with 64 KiB of RAM: 6 cached pages instead of 12,
-/// the rest as [`W25n01gv`]; about 32 KiB all told on a Cortex-M4 (see *RAM* in the crate
-/// docs). Same format: either opens the other's volumes. Workloads whose object-table
-/// or index pages outnumber the cache run slower (many small files in use at once: the
+/// A W25N01GV configuration for MCUs with 64 KiB of RAM: 7 cached pages instead of 12,
+/// the rest as [`W25n01gv`]; under 32 KiB all told on a Cortex-M4 (see *RAM* in the
+/// crate docs). Same format: either opens the other's volumes. Workloads whose
+/// object-table or index pages outnumber the cache run slower, and their crash
+/// recovery writes more cache pages back (many small files in use at once: the
 /// benchmark's `varmail`).
-pub type W25n01gvCompact<F> = Oftl<F, 2048, 1024, 6>;
+pub type W25n01gvCompact<F> = Oftl<F, 2048, 1024, 7>;
 
 impl<
         F: NandFlash,

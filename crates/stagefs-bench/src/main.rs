@@ -79,7 +79,7 @@ enum Which {
     StagingOff,
     /// Ablation: the file layer with the bypass off.
     BypassOff,
-    /// The file layer over the compact oftl configuration (`W25n01gvCompact`: 6 cached
+    /// The file layer over the compact oftl configuration (`W25n01gvCompact`: 7 cached
     /// pages, about 32 KiB of RAM on a Cortex-M4).
     Compact,
 }
