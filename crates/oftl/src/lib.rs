@@ -163,15 +163,17 @@
 //!
 //! | configuration | `static` | stack | RAM |
 //! |---|---|---|---|
-//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,624 B | 4,536 B | 45,160 B |
-//! | [`W25n01gvCompact`] (`CACHE` 6) | 28,216 B | 4,536 B | 32,752 B |
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,248 B | 2,744 B | 42,992 B |
+//! | [`W25n01gvCompact`] (`CACHE` 7) | 29,808 B | 2,744 B | 32,552 B |
 //!
-//! Of the default's 40,624 B, 24,816 are the cache, 6,144 the three page buffers, 4,144
-//! the write buffers and 4,096 the block table (a test keeps `size_of` <= 40 KiB on the
-//! host). Nothing allocates; stack use is a few frames plus cache write-back recursion
-//! (bounded by the number of dirty cached pages), when the store lives in a `static`
-//! built by [`Oftl::new`] (a `const fn`) and is formatted/mounted in place
-//! ([`Oftl::format`], [`Oftl::mount`], [`Oftl::unmount`] take `&mut self`).
+//! Of the default's 40,248 B, 24,816 are the cached pages, 6,144 the three page
+//! buffers, 4,144 the write buffers and 4,096 the block table (a test keeps `size_of`
+//! <= 40 KiB on the host). Nothing allocates; stack use is a few frames plus cache
+//! write-back recursion: each nested write-back cleans a dirty cached page, so the
+//! nesting (and the list of write-backs in flight) never exceeds `CACHE`. That holds
+//! when the store lives in a `static` built by [`Oftl::new`] (a `const fn`) and is
+//! formatted/mounted in place ([`Oftl::format`], [`Oftl::mount`], [`Oftl::unmount`]
+//! take `&mut self`).
 //!
 //! # Log streams
 //!
