@@ -312,13 +312,17 @@ impl<
                 Err(Fault::ReadOnly | Fault::NoSpace | Fault::Exhausted)
                     if !self.session.salvaging() =>
                 {
-                    // Too few good blocks to finish a recovery (or to checkpoint it):
-                    // replay again in RAM only and mount read-only, so everything
-                    // readable can still be read.
+                    // Too few good blocks to finish a recovery (or no checkpoint block
+                    // to checkpoint it): replay again in RAM only and mount read-only,
+                    // so everything readable can still be read.
+                    let reason = self
+                        .session
+                        .read_only()
+                        .unwrap_or(ReadOnlyReason::GoodBlocks);
                     self.reload_for_replay()?;
                     self.session.replay_in_ram_only();
                     self.recover().map_err(mount_fault)?;
-                    self.go_read_only(ReadOnlyReason::GoodBlocks);
+                    self.go_read_only(reason);
                 }
                 Err(e) => return Err(mount_fault(e)),
             }

@@ -275,6 +275,16 @@ impl Objects {
                 Err(oftl::WriteError::Flash(e)) if e.kind() == ErrorKind::PowerLoss => {
                     return Err(CheckError::PowerLoss)
                 }
+                // Out of checkpoint blocks (of the 4, the newest checkpoint's and the
+                // one a mount may fall back to are kept, and failed programs or erases,
+                // injected, took the other two): the store mounts read-only, every byte
+                // still readable (checked above). Only failures in those blocks lead here.
+                Err(oftl::WriteError::ReadOnly)
+                    if fs.health()
+                        == oftl::Health::ReadOnly(oftl::ReadOnlyReason::CheckpointBlocks) =>
+                {
+                    return Ok(());
+                }
                 Err(e) => return Err(format!("write after recovery: {e:?}").into()),
             }
             let mut b = [0u8; 5];
