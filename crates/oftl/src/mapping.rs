@@ -1,6 +1,7 @@
 //! Objects' indexes through the page cache: mapping logical pages to data pages,
 //! unmapping ranges, dropping emptied leaves and whole indexes, and the direct mapping
-//! of one-page objects (no index pages: the record's `root` is the data page).
+//! of small objects (no index pages: the record maps logical pages below
+//! [`DIRECT_PAGES`] itself).
 //!
 //! Every change keeps the block table's valid counts: a page mapped is counted valid,
 //! a page unmapped or replaced is counted invalid (the old one), and an index page
@@ -11,7 +12,7 @@ use nand_hal::{NandFlash, PageAddr};
 use crate::cache::Key;
 use crate::errors::Fault;
 use crate::format::index::{self, ROOT_LPN, UNMAPPED};
-use crate::format::table::TABLE_OBJ;
+use crate::format::table::{ObjRecord, DIRECT_PAGES, TABLE_OBJ};
 use crate::io::{FaultOf, NO_PAGE};
 use crate::policy::SpacePolicy;
 use crate::Oftl;
@@ -30,7 +31,7 @@ impl<
         if obj != TABLE_OBJ {
             let o = self.obj(obj)?;
             if o.direct {
-                return Ok(if lpn == 0 { o.root } else { UNMAPPED });
+                return Ok(o.direct_page(lpn));
             }
         }
         let epp = self.entries_per_index() as u32;
@@ -51,13 +52,14 @@ impl<
     ) -> Result<(), FaultOf<F>> {
         if obj != TABLE_OBJ {
             let o = self.obj(obj)?;
-            if o.direct && lpn == 0 {
-                if o.root != page {
-                    self.dev.mark_invalid(o.root);
+            if o.direct && lpn < DIRECT_PAGES {
+                let old = o.direct_page(lpn);
+                if old != page {
+                    self.dev.mark_invalid(old);
                     if page != UNMAPPED {
                         self.dev.mark_valid(page);
                     }
-                    self.obj_update(obj, |r| r.root = page)?;
+                    self.obj_update(obj, |r| r.set_direct_page(lpn, page))?;
                 }
                 return Ok(());
             }
@@ -65,7 +67,7 @@ impl<
                 if page == UNMAPPED {
                     return Ok(());
                 }
-                self.make_indexed(obj, o.root)?;
+                self.make_indexed(obj, &o)?;
             }
         }
         let epp = self.entries_per_index() as u32;
@@ -87,16 +89,19 @@ impl<
         Ok(())
     }
 
-    /// Gives a direct object an index holding its page 0 (`first`, already counted
-    /// valid), before it maps a second page.
-    fn make_indexed(&mut self, obj: u32, first: PageAddr) -> Result<(), FaultOf<F>> {
+    /// Gives direct object `o` an index holding its direct pages (already counted
+    /// valid) in leaf 0, before it maps a page past them.
+    fn make_indexed(&mut self, obj: u32, o: &ObjRecord) -> Result<(), FaultOf<F>> {
         self.obj_update(obj, |r| {
             r.direct = false;
             r.root = NO_PAGE;
+            r.direct_more = [NO_PAGE; DIRECT_PAGES as usize - 1];
         })?;
-        if first != UNMAPPED {
+        if (0..DIRECT_PAGES).any(|l| o.direct_page(l) != UNMAPPED) {
             let s = self.slot_for(obj, 0)?;
-            index::set_entry(self.cache.data_mut(s), 0, first);
+            for l in 0..DIRECT_PAGES {
+                index::set_entry(self.cache.data_mut(s), l as usize, o.direct_page(l));
+            }
         }
         Ok(())
     }
@@ -126,8 +131,8 @@ impl<
         if obj != TABLE_OBJ {
             let o = self.obj(obj)?;
             if o.direct {
-                if from_lpn == 0 && to_lpn > 0 {
-                    self.index_set(obj, 0, UNMAPPED)?;
+                for l in from_lpn..to_lpn.min(DIRECT_PAGES) {
+                    self.index_set(obj, l, UNMAPPED)?;
                 }
                 return Ok(());
             }
@@ -174,7 +179,7 @@ impl<
     /// Removes an object's whole index (its data pages become invalid).
     pub(crate) fn drop_index(&mut self, obj: u32, pages: u32) -> Result<(), FaultOf<F>> {
         if self.obj(obj)?.direct {
-            return self.index_set(obj, 0, UNMAPPED);
+            return self.unmap_from(obj, 0, DIRECT_PAGES);
         }
         self.unmap_from(obj, 0, pages)?;
         let epp = self.entries_per_index();

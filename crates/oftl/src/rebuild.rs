@@ -492,15 +492,7 @@ impl<
                         size = size.max(f.bp.lpn as u64 * payload + f.bp.len as u64);
                     }
                     out.push(Rebuilt {
-                        rec: ObjRecord {
-                            id,
-                            kind: ObjKind::Object,
-                            size,
-                            root: NO_PAGE,
-                            direct: true,
-                            meta: NO_PAGE,
-                            log_start: 0,
-                        },
+                        rec: ObjRecord::new(id, ObjKind::Object, size, NO_PAGE, 0),
                         map,
                     });
                 } else if meta_lost {
@@ -547,15 +539,7 @@ impl<
                         self.salvaged.left_out(id);
                     }
                     out.push(Rebuilt {
-                        rec: ObjRecord {
-                            id,
-                            kind: ObjKind::Object,
-                            size,
-                            root: NO_PAGE,
-                            direct: true,
-                            meta: meta_page,
-                            log_start: 0,
-                        },
+                        rec: ObjRecord::new(id, ObjKind::Object, size, meta_page, 0),
                         map,
                     });
                 }
@@ -631,15 +615,7 @@ impl<
             .map(|(&lpage, lp)| (self.log_slot(lpage), lp.page))
             .collect();
         let stream = Rebuilt {
-            rec: ObjRecord {
-                id,
-                kind: ObjKind::Log,
-                size: end,
-                root: NO_PAGE,
-                direct: false,
-                meta,
-                log_start: trim,
-            },
+            rec: ObjRecord::new(id, ObjKind::Log, end, meta, trim),
             map,
         };
         (stream, gaps)

@@ -16,7 +16,7 @@ use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
 use crate::format::meta::{MetaRecord, ATTR_LEN};
 use crate::format::table::{ObjRecord, TABLE_OBJ};
-use crate::io::{FaultOf, NO_PAGE};
+use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::space::Room;
 use crate::txn::TxOp;
@@ -194,19 +194,12 @@ impl<
             }
             None if rec.deleted => {}
             None => {
-                self.obj_insert(&ObjRecord {
-                    id: rec.id,
-                    kind: rec.kind,
-                    size: rec.size,
-                    root: NO_PAGE,
-                    direct: rec.kind == ObjKind::Object,
-                    meta: page,
-                    log_start: if rec.kind == ObjKind::Log {
-                        rec.size
-                    } else {
-                        0
-                    },
-                })?;
+                let log_start = if rec.kind == ObjKind::Log {
+                    rec.size
+                } else {
+                    0
+                };
+                self.obj_insert(&ObjRecord::new(rec.id, rec.kind, rec.size, page, log_start))?;
                 self.dev.mark_valid(page);
             }
         }

@@ -458,6 +458,76 @@ fn crash_keeps_each_object_a_prefix_of_its_writes() {
     assert_eq!(sim.counters().misuse, 0);
 }
 
+/// An object of up to three pages maps them in its record (no index pages); a fourth
+/// page gives it an index holding all four; truncating and deleting give the pages
+/// back; clean remounts and crash recovery see the same contents.
+#[test]
+fn small_objects_map_three_pages_without_an_index() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
+    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
+    let p = fs.payload() as usize;
+    let a = fs.create(ObjKind::Object).unwrap();
+    fs.sync().unwrap();
+    let base = fs.used_pages();
+    let three = pattern(1, 3 * p);
+    fs.write(a, 0, &three).unwrap();
+    fs.flush(a).unwrap();
+    fs.sync().unwrap();
+    assert_eq!(fs.used_pages(), base + 3, "three data pages, no index");
+    // Rewriting the middle page costs its new copy only.
+    fs.write(a, p as u64, &pattern(2, p)).unwrap();
+    fs.flush(a).unwrap();
+    fs.sync().unwrap();
+    assert_eq!(fs.used_pages(), base + 3);
+    let mut want = three.clone();
+    want[p..2 * p].copy_from_slice(&pattern(2, p));
+    // A crash after a flush: recovery replays the direct pages.
+    fs.write(a, 10, &[7; 5]).unwrap();
+    fs.flush(a).unwrap();
+    want[10..15].copy_from_slice(&[7; 5]);
+    drop(fs);
+    let mut fs = Fs::mounted(&mut sim).unwrap();
+    let mut buf = vec![0u8; 3 * p];
+    fs.read(a, 0, &mut buf).unwrap();
+    assert_eq!(buf, want);
+    // A fourth page: an index (root and leaf) now maps all four.
+    fs.write(a, 3 * p as u64, &pattern(3, 100)).unwrap();
+    fs.flush(a).unwrap();
+    fs.sync().unwrap();
+    assert_eq!(
+        fs.used_pages(),
+        base + 4 + 2,
+        "four data pages, a root and a leaf"
+    );
+    want.extend_from_slice(&pattern(3, 100));
+    fs.unmount().unwrap();
+    let mut fs = Fs::mounted(&mut sim).unwrap();
+    let mut buf = vec![0u8; want.len()];
+    fs.read(a, 0, &mut buf).unwrap();
+    assert_eq!(buf, want);
+    // Truncating a direct object unmaps its pages past the new size.
+    let b = fs.create(ObjKind::Object).unwrap();
+    fs.write(b, 0, &pattern(4, 2 * p + 1)).unwrap();
+    fs.flush(b).unwrap();
+    fs.sync().unwrap();
+    let with_b = fs.used_pages();
+    fs.truncate(b, p as u64 - 1).unwrap();
+    fs.sync().unwrap();
+    assert_eq!(fs.used_pages(), with_b - 2);
+    let mut one = vec![0u8; p];
+    assert_eq!(fs.read(b, 0, &mut one).unwrap(), p - 1);
+    assert_eq!(one[..p - 1], pattern(4, p - 1)[..]);
+    fs.delete(b).unwrap();
+    fs.delete(a).unwrap();
+    fs.sync().unwrap();
+    // Every page of both objects is free, and so are the emptied table page and its
+    // leaf: the table's root is all that is left.
+    assert_eq!(fs.used_pages(), 1);
+    fs.unmount().unwrap();
+    drop(fs);
+    assert_eq!(sim.counters().misuse, 0);
+}
+
 /// The object table spans pages: a page emptied by deletes is unmapped (its flash page
 /// no longer counts as used), listing skips it, and both a clean remount and crash
 /// recovery give back the same objects. A single-page object costs its metadata page

@@ -228,9 +228,12 @@ fn random_overwrites_at_40_percent_fill() {
     // The smallest window this build allows (4 blocks): bounded idle steps leave victims
     // half collected across checkpoints that free them (a regression test: resuming such
     // a victim after a head had reused its block erased live pages).
+    // Format v5 (three direct pages; an object's first index holds them all when it
+    // becomes indexed) shifts the order of this run's 4-slot write-backs a little:
+    // was (76,719, 36,067, 5,567).
     assert_eq!(
         (smallest.0, smallest.3, smallest.4),
-        (76_719, 36_067, 5_567)
+        (76_834, 36_139, 5_559)
     );
 }
 

@@ -626,12 +626,12 @@ fn read_errors_during_repair_with_logs() {
     );
 }
 
-/// Two lost pages at once, one per head (seed 1's store: log page 302 of stream 9, data
-/// page 464): both are reported, and stream 9, rolled back, is named (the report once
-/// kept only the data head's lost page).
+/// Two lost pages at once, one per head (seed 1's store: log page 302 of stream 9, and
+/// the first data-head page whose loss refuses a mount): both are reported, and stream
+/// 9, rolled back, is named (the report once kept only the data head's lost page).
 #[test]
 fn two_losses_one_per_head_are_both_reported() {
-    let (base, _synced, h) = lcrashed(1, 150, 18).unwrap();
+    let (base, synced, h) = lcrashed(1, 150, 18).unwrap();
     let tags = all_pages(&base);
     let t = |pg: u32| {
         tags.iter()
@@ -643,9 +643,13 @@ fn two_losses_one_per_head_are_both_reported() {
         Some(PageKind::Log),
         "the store this test expects"
     );
+    let data = repair::losses_that_refuse_a_mount(&synced, &base)
+        .into_iter()
+        .find(|&v| t(v).is_some_and(|x| x.0 != PageKind::Log))
+        .expect("a data-head page whose loss refuses a mount");
     let mut s = base.clone();
     kill(&mut s, 302);
-    kill(&mut s, 464);
+    kill(&mut s, data);
     assert!(matches!(
         Fs::mounted(&mut s),
         Err(MountError::MediaLoss { .. })
@@ -656,7 +660,7 @@ fn two_losses_one_per_head_are_both_reported() {
     let got = lsnap(&mut fs, &h);
     let nine = got[&9].clone().unwrap();
     assert!(
-        rep.unreadable_pages().contains(&302) && rep.unreadable_pages().contains(&464),
+        rep.unreadable_pages().contains(&302) && rep.unreadable_pages().contains(&data),
         "{rep:?}"
     );
     // Stream 9's only sectors since the checkpoint may be on the lost page itself.

@@ -9,7 +9,7 @@
 //! ```text
 //! off  size  field
 //!   0     4  magic "OFTL"
-//!   4     2  format version (4)
+//!   4     2  format version (5)
 //!   6     2  header length (512)
 //!   8     4  page size
 //!  12     2  spare (OOB) size
@@ -49,7 +49,7 @@ pub const SB_LEN: usize = 512;
 /// Blocks searched for superblock copies.
 pub const SB_SEARCH: u32 = 8;
 /// Current format version.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 /// Checkpoint blocks reserved at format.
 pub const CKPT_BLOCKS: usize = 4;
 const MAGIC: [u8; 4] = *b"OFTL";

@@ -18,15 +18,21 @@
 //! ```text
 //!  0  4  id (u32 LE; must equal the slot's id)
 //!  4  1  kind (0 object, 1 log stream)
-//!  5  1  flags: bit 0 = direct (objects only: `root` is the data page of
-//!           logical page 0 and the object has no index pages)
+//!  5  1  flags: bit 0 = direct (objects only: the object has no index pages;
+//!           its logical pages 0, 1 and 2 are mapped in the record itself)
 //!  6  2  reserved (0xFFFF)
 //!  8  8  size in bytes (u64 LE; a log stream's end LSN)
 //! 16  4  root index page, or with `direct` the data page of logical page 0
 //!        (u32 LE, 0xFFFFFFFF = none)
 //! 20  4  metadata page (u32 LE)
-//! 24  8  log stream trim point (first live LSN; 0 for objects), <= size
+//! 24  8  log stream: trim point (first live LSN, u64 LE), <= size
+//!        object: 0; with `direct`, the data pages of logical pages 1 and 2
+//!        (2 x u32 LE, 0xFFFFFFFF = none)
 //! ```
+//!
+//! A direct object (every object starts as one) holds up to [`DIRECT_PAGES`] pages
+//! without index pages, so a small file's update costs no index program; mapping a
+//! page past them gives it an index for good (the direct pages move into leaf 0).
 
 use nand_hal::PageAddr;
 
@@ -36,6 +42,8 @@ use crate::errors::Corrupted;
 
 /// Record size.
 pub const REC_LEN: usize = 32;
+/// Logical pages a direct object maps in its record.
+pub const DIRECT_PAGES: u32 = 3;
 /// The object table's own object id.
 pub const TABLE_OBJ: u32 = 0;
 
@@ -50,6 +58,8 @@ mod field {
     pub const ROOT: Range<usize> = 16..20;
     pub const META: Range<usize> = 20..24;
     pub const LOG_START: Range<usize> = 24..32;
+    /// A direct object's pages 1 and 2 (over `LOG_START`).
+    pub const DIRECT_MORE: [Range<usize>; 2] = [24..28, 28..32];
 }
 
 /// One object record.
@@ -65,9 +75,13 @@ pub struct ObjRecord {
     /// Root index page or `PageAddr(NONE)`; with `direct`, the data page of logical
     /// page 0 (or [`UNMAPPED`](super::index::UNMAPPED), the same value).
     pub root: PageAddr,
-    /// A small object mapped without index pages: `root` is its only data page. Set
-    /// at creation; cleared (for good) when the object first maps a second page.
+    /// A small object mapped without index pages: `root` and `direct_more` are its
+    /// data pages 0, 1 and 2. Set at creation; cleared (for good) when the object
+    /// first maps a page past [`DIRECT_PAGES`].
     pub direct: bool,
+    /// With `direct`, the data pages of logical pages 1 and 2
+    /// ([`UNMAPPED`](super::index::UNMAPPED) when not mapped); unused otherwise.
+    pub direct_more: [PageAddr; DIRECT_PAGES as usize - 1],
     /// Current metadata page.
     pub meta: PageAddr,
     /// A log stream's trim point (first live sequence number).
@@ -84,8 +98,47 @@ impl ObjRecord {
         put_u64(&mut b, field::SIZE, self.size);
         put_u32(&mut b, field::ROOT, self.root.0);
         put_u32(&mut b, field::META, self.meta.0);
-        put_u64(&mut b, field::LOG_START, self.log_start);
+        if self.direct {
+            for (r, p) in field::DIRECT_MORE.into_iter().zip(self.direct_more) {
+                put_u32(&mut b, r, p.0);
+            }
+        } else {
+            put_u64(&mut b, field::LOG_START, self.log_start);
+        }
         b
+    }
+
+    /// A direct object's data page of logical page `lpn`
+    /// ([`UNMAPPED`](super::index::UNMAPPED) past [`DIRECT_PAGES`]).
+    pub fn direct_page(&self, lpn: u32) -> PageAddr {
+        match lpn {
+            0 => self.root,
+            l if l < DIRECT_PAGES => self.direct_more[l as usize - 1],
+            _ => PageAddr(NONE),
+        }
+    }
+
+    /// Maps a direct object's logical page `lpn` (below [`DIRECT_PAGES`]).
+    pub fn set_direct_page(&mut self, lpn: u32, page: PageAddr) {
+        match lpn {
+            0 => self.root = page,
+            l if l < DIRECT_PAGES => self.direct_more[l as usize - 1] = page,
+            _ => {}
+        }
+    }
+
+    /// A record of a new object or log stream: no pages, no index.
+    pub fn new(id: u32, kind: ObjKind, size: u64, meta: PageAddr, log_start: u64) -> Self {
+        ObjRecord {
+            id,
+            kind,
+            size,
+            root: PageAddr(NONE),
+            direct: kind == ObjKind::Object,
+            direct_more: [PageAddr(NONE); DIRECT_PAGES as usize - 1],
+            meta,
+            log_start,
+        }
     }
 
     /// Parses the record in slot `id`: `Ok(None)` for a free slot. Page addresses are
@@ -95,14 +148,25 @@ impl ObjRecord {
         if b.iter().all(|&x| x == 0xFF) {
             return Ok(None);
         }
+        let direct = b[field::FLAGS] == 1;
+        let more = field::DIRECT_MORE.map(|r| PageAddr(get_u32(b, r)));
         let r = ObjRecord {
             id: get_u32(b, field::ID),
             kind: ObjKind::from_byte(b[field::KIND]).ok_or(Corrupted)?,
             size: get_u64(b, field::SIZE),
             root: PageAddr(get_u32(b, field::ROOT)),
-            direct: b[field::FLAGS] == 1,
+            direct,
+            direct_more: if direct {
+                more
+            } else {
+                [PageAddr(NONE); DIRECT_PAGES as usize - 1]
+            },
             meta: PageAddr(get_u32(b, field::META)),
-            log_start: get_u64(b, field::LOG_START),
+            log_start: if direct {
+                0
+            } else {
+                get_u64(b, field::LOG_START)
+            },
         };
         let log_ok = match r.kind {
             ObjKind::Object => r.log_start == 0,
@@ -115,6 +179,7 @@ impl ObjRecord {
             || b[field::RESERVED] != [0xFF, 0xFF]
             || r.size > max_size
             || (r.root.0 != NONE && r.root.0 >= pages)
+            || r.direct_more.iter().any(|p| p.0 != NONE && p.0 >= pages)
             || r.meta.0 >= pages
             || !log_ok
         {
@@ -156,6 +221,7 @@ mod tests {
             size: 1 << 30,
             root: PageAddr(NONE),
             direct: false,
+            direct_more: [PageAddr(NONE); 2],
             meta: PageAddr(99),
             log_start: 12,
         }
@@ -207,6 +273,23 @@ mod tests {
             ObjRecord::parse(&direct.encode(), 70, 1000, 1 << 31),
             Ok(Some(direct))
         );
+        // A direct object's pages 1 and 2 take the trim point's bytes.
+        direct.set_direct_page(2, PageAddr(700));
+        assert_eq!(direct.direct_page(0), PageAddr(500));
+        assert_eq!(direct.direct_page(1), PageAddr(NONE));
+        assert_eq!(direct.direct_page(2), PageAddr(700));
+        assert_eq!(direct.direct_page(DIRECT_PAGES), PageAddr(NONE));
+        let b = direct.encode();
+        assert_eq!(b[24..28], [0xFF; 4]);
+        assert_eq!(b[28..32], 700u32.to_le_bytes());
+        assert_eq!(ObjRecord::parse(&b, 70, 1000, 1 << 31), Ok(Some(direct)));
+        assert_eq!(ObjRecord::parse(&b, 70, 600, 1 << 31), Err(Corrupted));
+        // A new object is direct with nothing mapped; a new stream is not direct.
+        let new = ObjRecord::new(70, ObjKind::Object, 0, PageAddr(9), 0);
+        assert!(new.direct);
+        assert!((0..DIRECT_PAGES).all(|l| new.direct_page(l) == PageAddr(NONE)));
+        assert_eq!(ObjRecord::parse(&new.encode(), 70, 1000, 10), Ok(Some(new)));
+        assert!(!ObjRecord::new(70, ObjKind::Log, 5, PageAddr(9), 5).direct);
         let mut zero = o;
         zero.id = 0;
         assert_eq!(
