@@ -507,13 +507,10 @@ impl<
     /// erase fails are retired. Never the block holding the newest checkpoint a mount
     /// would load (`ckpt.durable`): until the next commit page is on flash that one
     /// stays authoritative; nor, after a mount that loaded an unmarked checkpoint, the
-    /// block of the one before it (`ckpt.spare`). The current block comes last: when it
-    /// is neither, it holds only this session's failed attempts, and erasing it again
-    /// is the way on when a grown bad block left no other. `false` if there is no
-    /// such block (nothing changed).
+    /// block of the one before it (`ckpt.spare`). `false` if there is no such block (nothing changed).
     fn switch_ckpt_block(&mut self) -> Result<bool, FaultOf<F>> {
         let n = self.dev.sb().ckpt_blocks.len();
-        for step in 1..=n {
+        for step in 1..n {
             let i = (self.ckpt.cur + step) % n;
             if self.ckpt.durable == Some(i) || self.ckpt.spare == Some(i) {
                 continue;
