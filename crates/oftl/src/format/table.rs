@@ -180,6 +180,7 @@ impl ObjRecord {
             || r.size > max_size
             || (r.root.0 != NONE && r.root.0 >= pages)
             || r.direct_more.iter().any(|p| p.0 != NONE && p.0 >= pages)
+            || (r.direct && shares_a_page(&r))
             || r.meta.0 >= pages
             || !log_ok
         {
@@ -187,6 +188,13 @@ impl ObjRecord {
         }
         Ok(Some(r))
     }
+}
+
+/// Whether two of a direct record's pages are the same page (a page holds one logical
+/// page: an indexed record's trim bytes read as a direct one's are zeros, for one).
+fn shares_a_page(r: &ObjRecord) -> bool {
+    let p = [r.root, r.direct_more[0], r.direct_more[1]];
+    (0..p.len()).any(|i| p[i].0 != NONE && p[i + 1..].contains(&p[i]))
 }
 
 /// Records per table page for a page payload of `payload` bytes.
@@ -284,6 +292,21 @@ mod tests {
         assert_eq!(b[28..32], 700u32.to_le_bytes());
         assert_eq!(ObjRecord::parse(&b, 70, 1000, 1 << 31), Ok(Some(direct)));
         assert_eq!(ObjRecord::parse(&b, 70, 600, 1 << 31), Err(Corrupted));
+        // Two logical pages in one page: refused (an indexed object's record with its
+        // direct flag set by damage reads its zero trim bytes as pages 1 and 2).
+        let mut twice = direct;
+        twice.set_direct_page(1, PageAddr(700));
+        assert_eq!(
+            ObjRecord::parse(&twice.encode(), 70, 1000, 1 << 31),
+            Err(Corrupted)
+        );
+        let mut flagged = o;
+        flagged.kind = ObjKind::Object;
+        flagged.log_start = 0;
+        flagged.root = PageAddr(5);
+        let mut b = flagged.encode();
+        b[5] = 1;
+        assert_eq!(ObjRecord::parse(&b, 70, 1000, 1 << 31), Err(Corrupted));
         // A new object is direct with nothing mapped; a new stream is not direct.
         let new = ObjRecord::new(70, ObjKind::Object, 0, PageAddr(9), 0);
         assert!(new.direct);
