@@ -92,7 +92,7 @@ const OBJECT_RUNS: [(u64, u64, CutKind); 4] = [
 const SPI_RUNS: [(u64, u64, CutKind); 3] = [
     (31, 94, CutKind::Clean),
     (32, 114, CutKind::Torn(TornMode::MostBits)),
-    (33, 134, CutKind::Torn(TornMode::Random)),
+    (33, 124, CutKind::Torn(TornMode::Random)),
 ];
 
 /// File-layer runs: (seed, program/erase the cut hits, cut kind).
@@ -112,10 +112,10 @@ fn main() -> ! {
     // The oftl stores, each in place for good: `const` initial values, never on the stack.
     static mut TINY_STORE: objects::Tiny =
         objects::Tiny::new(PART, objects::CONFIG, Greedy::DEFAULT);
-    static mut FULL_STORE: objects::Full =
-        objects::Full::new(PART, objects::CONFIG, Greedy::DEFAULT);
-    static mut COMPACT_STORE: objects::Compact =
-        objects::Compact::new(PART, objects::CONFIG, Greedy::DEFAULT);
+    static mut DEFAULT_STORE: objects::W25Default =
+        objects::W25Default::new(PART, objects::CONFIG, Greedy::DEFAULT);
+    static mut LARGE_STORE: objects::W25Large =
+        objects::W25Large::new(PART, objects::CONFIG, Greedy::DEFAULT);
     // The file layer over the TINY store configuration, in place too (the examples
     // share it).
     static mut VOLUME: files::Vol =
@@ -176,20 +176,20 @@ fn main() -> ! {
     ok &= passed;
     whole = whole.max(setup);
     // The default W25N01GV configuration, over the same part.
-    let (passed, full, _, setup) = object_config(
-        FULL_STORE,
+    let (passed, w25, _, setup) = object_config(
+        DEFAULT_STORE,
         part,
         page,
-        "oftl W25N01GV config (W25n01gv<_>, over the TINY part)",
+        "oftl default W25N01GV config (W25n01gv<_>, 7 cached pages, over the TINY part)",
     );
     ok &= passed;
     whole = whole.max(setup);
-    // The compact W25N01GV configuration (64 KiB-RAM MCUs), over the same part.
-    let (passed, compact, _, setup) = object_config(
-        COMPACT_STORE,
+    // The large W25N01GV configuration (12 cached pages), over the same part.
+    let (passed, large, _, setup) = object_config(
+        LARGE_STORE,
         part,
         page,
-        "oftl compact W25N01GV config (W25n01gvCompact<_>, over the TINY part)",
+        "oftl large W25N01GV config (W25n01gvLarge<_>, 12 cached pages, over the TINY part)",
     );
     ok &= passed;
     whole = whole.max(setup);
@@ -282,8 +282,8 @@ fn main() -> ! {
             .used
             .max(whole)
             .max(tiny)
-            .max(full)
-            .max(compact)
+            .max(w25)
+            .max(large)
             .max(files_peak)
             .max(spi_peak),
         stack.available

@@ -7,7 +7,7 @@
 //! store must take new writes, unmount cleanly and mount again with the same contents.
 
 use nand_hal::sim::FaultPlan;
-use oftl::{Config, ObjKind, ObjectId, Oftl, W25n01gv, W25n01gvCompact};
+use oftl::{Config, ObjKind, ObjectId, Oftl, W25n01gv, W25n01gvLarge};
 
 use crate::shared::Part;
 
@@ -20,12 +20,13 @@ pub const CONFIG: Config = Config::new().window_blocks(8).format_id(7);
 /// index pages, 2 write buffers.
 pub type Tiny = Oftl<Part, 2048, 64, 4, 2>;
 
-/// The default W25N01GV configuration (1024 blocks, its cached object-table and index pages),
-/// run over the `TINY` part: its tables are sized for 1024 blocks whatever the part has.
-pub type Full = W25n01gv<Part>;
+/// The default W25N01GV configuration (1024 blocks, 7 cached object-table and index
+/// pages), run over the `TINY` part: its tables are sized for 1024 blocks whatever the
+/// part has.
+pub type W25Default = W25n01gv<Part>;
 
-/// The compact W25N01GV configuration (7 cached pages), over the `TINY` part too.
-pub type Compact = W25n01gvCompact<Part>;
+/// The large W25N01GV configuration (12 cached pages), over the `TINY` part too.
+pub type W25Large = W25n01gvLarge<Part>;
 
 /// Any of the firmware's store configurations.
 pub type Store<const BLOCKS: usize, const CACHE: usize> = Oftl<Part, 2048, BLOCKS, CACHE, 2>;

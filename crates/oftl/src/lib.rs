@@ -163,12 +163,12 @@
 //!
 //! | configuration | `static` | stack | RAM |
 //! |---|---|---|---|
-//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 12, `WBUF` 2) | 40,248 B | 2,744 B | 42,992 B |
-//! | [`W25n01gvCompact`] (`CACHE` 7) | 29,808 B | 2,744 B | 32,552 B |
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 7, `WBUF` 2) | 29,808 B | 2,840 B | 32,648 B |
+//! | [`W25n01gvLarge`] (`CACHE` 12) | 40,248 B | 2,840 B | 43,088 B |
 //!
-//! Of the default's 40,248 B, 24,816 are the cached pages, 6,144 the three page
+//! Of the default's 29,808 B, 14,476 are the 7 cached pages, 6,144 the three page
 //! buffers, 4,144 the write buffers and 4,096 the block table (a test keeps `size_of`
-//! <= 40 KiB on the host). Nothing allocates; stack use is a few frames plus cache
+//! <= 29.5 KiB on the host). Nothing allocates; stack use is a few frames plus cache
 //! write-back recursion: each nested write-back cleans a dirty cached page, so the
 //! nesting (and the list of write-backs in flight) never exceeds `CACHE`. That holds
 //! when the store lives in a `static` built by [`Oftl::new`] (a `const fn`) and is
@@ -503,18 +503,17 @@ pub struct Oftl<
     pub(crate) window_target: u16,
 }
 
-/// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks): 12
-/// cached object-table and index pages, 2 write-back buffers (see *RAM* in the crate
-/// docs).
-pub type W25n01gv<F> = Oftl<F, 2048, 1024, 12>;
+/// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks): 7
+/// cached object-table and index pages, 2 write-back buffers; under 32 KiB all told on
+/// a Cortex-M4, so it fits MCUs with 64 KiB of RAM (see *RAM* in the crate docs).
+pub type W25n01gv<F> = Oftl<F, 2048, 1024, 7>;
 
-/// A W25N01GV configuration for MCUs with 64 KiB of RAM: 7 cached pages instead of 12,
-/// the rest as [`W25n01gv`]; under 32 KiB all told on a Cortex-M4 (see *RAM* in the
-/// crate docs). Same format: either opens the other's volumes. Workloads whose
-/// object-table or index pages outnumber the cache run slower, and their crash
-/// recovery writes more cache pages back (many small files in use at once: the
-/// benchmark's `varmail`).
-pub type W25n01gvCompact<F> = Oftl<F, 2048, 1024, 7>;
+/// A W25N01GV configuration for MCUs with RAM to spare: 12 cached pages instead of 7
+/// (about 10 KiB more), the rest as [`W25n01gv`]. Same format: either opens the other's
+/// volumes. Workloads whose object-table and index pages outnumber 7 run faster with
+/// it (many small files in use at once: the benchmark's `varmail`, 9% faster), and
+/// their crash recovery writes fewer cache pages back.
+pub type W25n01gvLarge<F> = Oftl<F, 2048, 1024, 12>;
 
 impl<
         F: NandFlash,

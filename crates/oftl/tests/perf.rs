@@ -8,14 +8,14 @@ mod common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
-use oftl::{Config, ObjKind, W25n01gv};
+use oftl::{Config, ObjKind, W25n01gvLarge};
 
 type Sim = SimNand<HeapStorage>;
 
 #[test]
 fn linear_write_throughput_and_amplification() {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(1));
-    let mut fs = W25n01gv::formatted(&mut sim, Config::default()).unwrap();
+    let mut fs = W25n01gvLarge::formatted(&mut sim, Config::default()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     let total: u64 = 8 << 20;
     let chunk = vec![0x3Cu8; 16 << 10];
@@ -52,7 +52,7 @@ const GOLDEN_APPEND_FLUSH: (u64, u64, u64, u64) = (20_181, 41_299_968, 315, 6_52
 #[test]
 fn mount_times_do_not_grow_with_fill() {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(2));
-    let mut fs = W25n01gv::formatted(&mut sim, Config::default()).unwrap();
+    let mut fs = W25n01gvLarge::formatted(&mut sim, Config::default()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     let chunk = vec![0x5Au8; 64 << 10];
     let mut clean = Vec::new();
@@ -64,7 +64,7 @@ fn mount_times_do_not_grow_with_fill() {
         }
         fs.unmount().unwrap();
         let t0 = sim.now_ns();
-        fs = W25n01gv::mounted(&mut sim).unwrap();
+        fs = W25n01gvLarge::mounted(&mut sim).unwrap();
         clean.push(fs.flash().now_ns() - t0);
     }
     assert!(clean.iter().all(|&t| t < 10_000_000), "{clean:?}");
@@ -75,7 +75,7 @@ fn mount_times_do_not_grow_with_fill() {
     }
     drop(fs);
     let t0 = sim.now_ns();
-    let fs = W25n01gv::mounted(&mut sim).unwrap();
+    let fs = W25n01gvLarge::mounted(&mut sim).unwrap();
     let crash = fs.flash().now_ns() - t0;
     let window_pages = 16 * 64 + 2 * 64;
     assert_eq!(
@@ -100,7 +100,7 @@ const CHUNK: usize = 64;
 #[test]
 fn small_appends_are_buffered_into_whole_pages() {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(3));
-    let mut fs = W25n01gv::formatted(&mut sim, Config::default()).unwrap();
+    let mut fs = W25n01gvLarge::formatted(&mut sim, Config::default()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     let total: u64 = 4 << 20;
     let chunk = [0xA5u8; CHUNK];
@@ -127,7 +127,7 @@ fn small_appends_are_buffered_into_whole_pages() {
 #[test]
 fn small_append_and_flush_costs_one_program() {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(4));
-    let mut fs = W25n01gv::formatted(&mut sim, Config::default()).unwrap();
+    let mut fs = W25n01gvLarge::formatted(&mut sim, Config::default()).unwrap();
     let o = fs.create(ObjKind::Object).unwrap();
     let n = 20_000u64;
     let before = fs.flash().counters();
@@ -242,7 +242,7 @@ fn random_overwrites_at_40_percent_fill() {
 /// programmed, erases, checkpoints, worst append in µs) and the user bytes.
 fn log_appends(partial: bool, warm: u32, n: u32) -> ((u64, u64, u64, u32, u64), u64) {
     let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(3));
-    let mut fs = W25n01gv::formatted(
+    let mut fs = W25n01gvLarge::formatted(
         &mut sim,
         Config {
             log_partial_programs: partial,
@@ -252,7 +252,7 @@ fn log_appends(partial: bool, warm: u32, n: u32) -> ((u64, u64, u64, u32, u64), 
     .unwrap();
     let log = fs.create(ObjKind::Log).unwrap();
     let mut i = 0u32;
-    let mut append = |fs: &mut W25n01gv<&mut Sim>| {
+    let mut append = |fs: &mut W25n01gvLarge<&mut Sim>| {
         let rec = [i as u8; 64];
         let t0 = fs.flash().now_ns();
         let lsn = fs.log_append(log, &rec).unwrap();

@@ -6,7 +6,7 @@ mod common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
-use oftl::{Config, FormatError, MountError, ObjKind, Oftl, W25n01gv};
+use oftl::{Config, FormatError, MountError, ObjKind, Oftl, W25n01gvLarge};
 
 type Sim = SimNand<HeapStorage>;
 /// 4 cached index pages.
@@ -28,8 +28,10 @@ fn minimum_is_four_blocks_whatever_the_cache() {
     // operation, a whole victim and the program-failure reserve: 4 blocks.
     assert_eq!(Small::min_window_blocks(16), 4);
     assert_eq!(Big::min_window_blocks(16), 4);
-    assert_eq!(W25n01gv::<&mut Sim>::min_window_blocks(64), 4);
-    assert!(W25n01gv::<&mut Sim>::min_window_blocks(64) <= Config::default().window_blocks as u32);
+    assert_eq!(W25n01gvLarge::<&mut Sim>::min_window_blocks(64), 4);
+    assert!(
+        W25n01gvLarge::<&mut Sim>::min_window_blocks(64) <= Config::default().window_blocks as u32
+    );
     assert_eq!(Small::min_window_blocks(0), u32::MAX);
 }
 

@@ -79,9 +79,9 @@ enum Which {
     StagingOff,
     /// Ablation: the file layer with the bypass off.
     BypassOff,
-    /// The file layer over the compact oftl configuration (`W25n01gvCompact`: 7 cached
-    /// pages, about 32 KiB of RAM on a Cortex-M4).
-    Compact,
+    /// The file layer over the large oftl configuration (`W25n01gvLarge`: 12 cached
+    /// pages, about 43 KB of RAM on a Cortex-M4).
+    Large,
 }
 
 impl Which {
@@ -89,7 +89,7 @@ impl Which {
         Which::Littlefs2,
         Which::Oftl,
         Which::Stagefs,
-        Which::Compact,
+        Which::Large,
         Which::StagingOff,
         Which::BypassOff,
     ];
@@ -104,10 +104,10 @@ impl Which {
             Which::Littlefs2 => Box::new(littlefs::Littlefs::new(dev)),
             Which::Oftl => Box::new(oftl::Oftl::new(dev)),
             Which::Stagefs => Box::new(stagefs::Stagefs::new(dev)),
-            Which::Compact => Box::new(stagefs::Stagefs::over(
+            Which::Large => Box::new(stagefs::Stagefs::over(
                 dev,
-                "stagefs, compact (32 KiB)",
-                |d| ::oftl::W25n01gvCompact::new(d, stagefs::CONFIG, ::oftl::Greedy::DEFAULT),
+                "stagefs, 12 cached pages (43 KB)",
+                |d| ::oftl::W25n01gvLarge::new(d, stagefs::CONFIG, ::oftl::Greedy::DEFAULT),
             )),
             Which::StagingOff => Box::new(stagefs::Stagefs::tuned(
                 dev,

@@ -1,7 +1,7 @@
 //! `oftl` on the simulated NAND, in its default W25N01GV configuration
-//! ([`oftl::W25n01gv`]: 12 cached object-table and index pages, 2 write-back buffers;
-//! `size_of` = 48,608 B of RAM, no heap; objects are limited by flash, not RAM) with the
-//! default 16-block updating window.
+//! ([`oftl::W25n01gv`]: 7 cached object-table and index pages, 2 write-back buffers;
+//! 32,552 B of RAM on a Cortex-M4, no heap; objects are limited by flash, not RAM) with
+//! the default 16-block updating window.
 //!
 //! The file calls map onto the object API as littlefs's do: a path names an object (the
 //! map lives in the benchmark, raw oftl has no directories), a write is a `write` at the

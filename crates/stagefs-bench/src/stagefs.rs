@@ -1,7 +1,7 @@
 //! The file layer (`stagefs-core`) over oftl in its default W25N01GV configuration
 //! (4 handles), as a benchmark target, with its staging mechanisms on (the default) or
-//! switched off for the ablation rows, or over another oftl configuration (the compact
-//! one). Unmount patches every staged record home, so the final drain is in the figures.
+//! switched off for the ablation rows, or over another oftl configuration (the large
+//! one, 12 cached pages). Unmount patches every staged record home, so the final drain is in the figures.
 
 use oftl::{Config, Greedy, W25n01gv};
 use stagefs_core::{File, Fs, OpenOptions, SeekFrom, Store, Tuning};
