@@ -1074,3 +1074,152 @@ fn soak() {
     }
     assert!(failures.is_empty());
 }
+
+/// Format 5's direct objects across the page-3 boundary: a sparse one (page 2 only) and
+/// a full one converting to an index, truncations back below it, a hole past it, a
+/// transaction across a converted and a direct object, GC, attributes.
+fn direct_boundary() -> Objects {
+    const P: u64 = 2048;
+    let pg = |n: u64| (n * P) as usize;
+    Objects {
+        profile: profile::TINY,
+        name: "direct-boundary",
+        para: false,
+        soft: false,
+        preload: vec![
+            Op::Create,
+            Op::Create,
+            Op::Create,
+            w(0, 0, pg(3), 1),
+            w(1, 2 * P, 100, 2),
+            Op::Sync,
+        ],
+        ops: vec![
+            // Sparse direct object (only page 2) converts.
+            w(1, 3 * P, 50, 3),
+            Op::Flush { slot: 1 },
+            // A full direct object converts.
+            w(0, 3 * P, 10, 4),
+            Op::Flush { slot: 0 },
+            Op::Truncate {
+                slot: 0,
+                size: 2 * P + 1,
+            },
+            Op::Truncate { slot: 0, size: 0 },
+            w(2, P, 10, 5),
+            w(2, 2 * P, 10, 6),
+            Op::Flush { slot: 2 },
+            Op::Truncate {
+                slot: 2,
+                size: P + 3,
+            },
+            w(2, 0, pg(3) + 1, 7),
+            Op::Flush { slot: 2 },
+            Op::Truncate { slot: 2, size: P },
+            w(0, 5 * P, 10, 8),
+            Op::Flush { slot: 0 },
+            Op::Tx {
+                a: 1,
+                b: 2,
+                off: 2 * P + 100,
+                len: 3000,
+                seed: 9,
+                size: 3 * P - 1,
+            },
+            Op::Delete { slot: 1 },
+            Op::Create,
+            w(2, 0, pg(2), 10),
+            w(2, 2 * P, pg(2), 11),
+            Op::Gc { budget: 20 },
+            Op::Sync,
+            Op::Truncate { slot: 2, size: 1 },
+            w(2, 2 * P, 5, 12),
+            Op::SetAttr { slot: 2, v: 3 },
+        ],
+    }
+}
+
+/// Many small direct objects copied by GC into the cold head, then changed.
+fn direct_cold() -> Objects {
+    const P: u64 = 2048;
+    let pg = |n: u64| (n * P) as usize;
+    let mut preload = vec![];
+    for i in 0..12u32 {
+        preload.push(Op::Create);
+        preload.push(w(
+            i as usize,
+            0,
+            pg(1 + (i as u64 % 3)) - (i as usize * 7),
+            100 + i,
+        ));
+    }
+    preload.push(Op::Create);
+    preload.push(w(12, 0, pg(40), 99));
+    preload.push(Op::Sync);
+    let mut ops = vec![
+        w(12, 0, pg(30), 50),
+        w(3, P, 100, 51),
+        w(5, 0, 10, 52),
+        Op::Gc { budget: 40 },
+        // Convert a copied object, shrink one, sparse write into one.
+        w(2, 3 * P, 10, 53),
+        Op::Truncate {
+            slot: 5,
+            size: P / 2,
+        },
+        w(4, 2 * P + 10, 10, 54),
+        Op::Flush { slot: 4 },
+        Op::Delete { slot: 8 },
+        Op::Gc { budget: 40 },
+        Op::Sync,
+        w(12, 0, pg(20), 55),
+        Op::Gc { budget: 40 },
+        w(1, 4 * P, 10, 56),
+        Op::Truncate {
+            slot: 1,
+            size: 2 * P,
+        },
+        Op::Gc { budget: 24 },
+    ];
+    for i in 0..6u32 {
+        ops.push(w(i as usize * 2, (i as u64 % 3) * P, 300, 60 + i));
+    }
+    ops.push(Op::Sync);
+    Objects {
+        profile: profile::TINY,
+        name: "direct-cold",
+        preload,
+        ops,
+        para: false,
+        soft: false,
+    }
+}
+
+#[test]
+fn direct_objects_boundary_sweep() {
+    sweep_ok(&direct_boundary(), &Sweep::exhaustive(51), 40);
+    sweep_ok(
+        &raw(direct_boundary(), "direct-boundary-raw"),
+        &clean_and_random(Sweep::exhaustive(52)),
+        40,
+    );
+    let mut sw = clean_and_random(Sweep::exhaustive(53));
+    sw.schedule = Schedule::Log;
+    sw.recovery_cuts = RecoveryCuts::Exhaustive;
+    let r = powerloss::sweep(&direct_boundary(), &sw);
+    println!(
+        "direct-boundary with recovery cuts: {} runs, {} recovery cuts",
+        r.runs, r.recovery_cuts
+    );
+    r.assert_ok();
+}
+
+#[test]
+fn direct_objects_copied_to_the_cold_head_sweep() {
+    for s in [
+        direct_cold(),
+        with_paragc(direct_cold(), "direct-cold-paragc"),
+    ] {
+        sweep_ok(&s, &clean_and_random(Sweep::exhaustive(54)), 100);
+    }
+}
