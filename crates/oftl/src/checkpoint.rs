@@ -394,7 +394,7 @@ impl<
             match self.dev.read_payload(
                 page,
                 0,
-                &mut self.pbuf[..payload],
+                &mut self.scratch.page_mut()[..payload],
                 Some((PageKind::Checkpoint, seq & MAX_U24, i)),
             ) {
                 Ok(_) => {}
@@ -406,7 +406,7 @@ impl<
                 Err(e) => return Err(e),
             }
         }
-        self.pbuf.fill(0xFF);
+        self.scratch.page_mut().fill(0xFF);
         Ok(())
     }
 
@@ -426,8 +426,11 @@ impl<
             seq: self.ckpt.seq,
             ..Backpointer::single(PageKind::Marker, 0, 0, 0)
         };
-        self.pbuf.fill(0xFF);
-        match self.dev.program_at(page, &mut self.pbuf, &bp, true) {
+        self.scratch.page_mut().fill(0xFF);
+        match self
+            .dev
+            .program_at(page, self.scratch.page_mut(), &bp, true)
+        {
             Ok(()) => Ok(()),
             Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed => {
                 self.ckpt.switch = true;
@@ -475,7 +478,7 @@ impl<
             seq: hdr.seq,
             digest: CRC32.digest(),
         };
-        self.pbuf.fill(0xFF);
+        self.scratch.page_mut().fill(0xFF);
         self.put(&mut sink, &hdr.encode())?;
         for h in 0..HEADS {
             let r: HeadRecord = self.dev.heads().get(h).record();
@@ -544,7 +547,7 @@ impl<
         let payload = self.dev.payload() as usize;
         while !bytes.is_empty() {
             let n = (payload - sink.pos).min(bytes.len());
-            self.pbuf[sink.pos..sink.pos + n].copy_from_slice(&bytes[..n]);
+            self.scratch.page_mut()[sink.pos..sink.pos + n].copy_from_slice(&bytes[..n]);
             sink.pos += n;
             bytes = &bytes[n..];
             if sink.pos == payload {
@@ -567,11 +570,11 @@ impl<
             relocated: false,
         };
         self.dev
-            .program_at(page, &mut self.pbuf, &bp, false)
+            .program_at(page, self.scratch.page_mut(), &bp, false)
             .map_err(Fault::Flash)?;
         sink.idx += 1;
         sink.pos = 0;
-        self.pbuf.fill(0xFF);
+        self.scratch.page_mut().fill(0xFF);
         Ok(())
     }
 
@@ -586,19 +589,14 @@ impl<
         let span = self.dev.geo().oob_size() as usize;
         let mut oob = [0u8; 256];
         let span = span.min(256);
-        match self
-            .dev
-            .flash_mut()
-            .read(page, 0, &mut self.rbuf, &mut oob[..span])
-        {
+        // Aside: the checkpoint page being streamed is in the scratch page.
+        let aside = self.scratch.aside_mut()?;
+        match self.dev.flash_mut().read(page, 0, aside, &mut oob[..span]) {
             // A torn program whose few landed bits ECC "corrected" reads all 0xFF too:
             // only a read that corrected nothing counts.
-            Ok(rep) => Ok(rep.is_clean()
-                && self
-                    .rbuf
-                    .iter()
-                    .chain(oob[..span].iter())
-                    .all(|&x| x == 0xFF)),
+            Ok(rep) => {
+                Ok(rep.is_clean() && aside.iter().chain(oob[..span].iter()).all(|&x| x == 0xFF))
+            }
             Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable => Ok(false),
             Err(e) => Err(Fault::Flash(e)),
         }

@@ -178,11 +178,19 @@ pub(crate) enum Fault<E> {
     Poisoned,
     WrongKind,
     BufferTooSmall(usize),
+    /// A rule of the code itself was broken (a bug): the store stops rather than guess.
+    Internal,
 }
 
 impl<E> From<Corrupted> for Fault<E> {
     fn from(_: Corrupted) -> Self {
         Fault::Corrupted
+    }
+}
+
+impl<E> From<crate::scratch::Clash> for Fault<E> {
+    fn from(_: crate::scratch::Clash) -> Self {
+        Fault::Internal
     }
 }
 
@@ -201,7 +209,7 @@ impl<E> From<Fault<E>> for WriteError<E> {
             Fault::Poisoned => WriteError::Poisoned,
             Fault::WrongKind => WriteError::WrongKind,
             // Writes read no log records into callers' buffers.
-            Fault::BufferTooSmall(_) => WriteError::Internal,
+            Fault::BufferTooSmall(_) | Fault::Internal => WriteError::Internal,
         }
     }
 }
@@ -220,7 +228,7 @@ impl<E> From<Fault<E>> for ReadError<E> {
             // The flash content did not match what the index promised.
             Fault::Corrupted | Fault::MediaLoss(_) | Fault::TooLarge => ReadError::Corrupted,
             // Reads never allocate ids or write objects.
-            Fault::ReadOnly | Fault::TooManyObjects => ReadError::Internal,
+            Fault::ReadOnly | Fault::TooManyObjects | Fault::Internal => ReadError::Internal,
         }
     }
 }
@@ -243,7 +251,7 @@ impl<E> From<Fault<E>> for MountError<E> {
             Fault::Corrupted | Fault::NotFound | Fault::WrongKind => MountError::Corrupted,
             // Too few good blocks to write the recovery.
             Fault::ReadOnly => MountError::NoSpace,
-            Fault::Poisoned | Fault::BufferTooSmall(_) => MountError::Internal,
+            Fault::Poisoned | Fault::BufferTooSmall(_) | Fault::Internal => MountError::Internal,
         }
     }
 }
@@ -327,7 +335,7 @@ mod tests {
     /// that an internal invariant raises reads as damaged flash.
     #[test]
     fn faults_narrow_to_what_they_mean() {
-        let all: [F; 12] = [
+        let all: [F; 13] = [
             Fault::Flash(7),
             Fault::Corrupted,
             Fault::NotFound,
@@ -340,8 +348,9 @@ mod tests {
             Fault::Poisoned,
             Fault::WrongKind,
             Fault::BufferTooSmall(3),
+            Fault::Internal,
         ];
-        let write: [WriteError<u8>; 12] = [
+        let write: [WriteError<u8>; 13] = [
             WriteError::Flash(7),
             WriteError::Corrupted,
             WriteError::NotFound,
@@ -354,8 +363,9 @@ mod tests {
             WriteError::Poisoned,
             WriteError::WrongKind,
             WriteError::Internal,
+            WriteError::Internal,
         ];
-        let read: [ReadError<u8>; 12] = [
+        let read: [ReadError<u8>; 13] = [
             ReadError::Flash(7),
             ReadError::Corrupted,
             ReadError::NotFound,
@@ -368,8 +378,9 @@ mod tests {
             ReadError::Poisoned,
             ReadError::WrongKind,
             ReadError::BufferTooSmall(3),
+            ReadError::Internal,
         ];
-        let mount: [MountError<u8>; 12] = [
+        let mount: [MountError<u8>; 13] = [
             MountError::Flash(7),
             MountError::Corrupted,
             MountError::Corrupted,
@@ -381,6 +392,7 @@ mod tests {
             MountError::NoSpace,
             MountError::Internal,
             MountError::Corrupted,
+            MountError::Internal,
             MountError::Internal,
         ];
         for (i, f) in all.iter().enumerate() {

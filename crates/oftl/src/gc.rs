@@ -398,17 +398,22 @@ impl<
     }
 
     /// Copies a valid page to `head` (data or cold; index pages always go through the
-    /// data head, log sectors through the log head) and repoints its owner. With
-    /// `from_rbuf`, the page content is already in `rbuf` (recovery's suspect page).
+    /// data head, log sectors through the log head) and repoints its owner, through
+    /// the aside scratch page. With `held`, the page's content is the copy recovery
+    /// holds there (the data head's suspect page, see `scratch`).
     pub(crate) fn relocate(
         &mut self,
         page: PageAddr,
         bp: &Backpointer,
-        from_rbuf: bool,
+        held: bool,
         head: usize,
     ) -> Result<(), FaultOf<F>> {
         if bp.kind == PageKind::Log {
-            return self.relocate_log(page, from_rbuf).map(|_| ());
+            // Recovery holds data-head pages only.
+            if held {
+                return Err(Fault::Internal);
+            }
+            return self.relocate_log(page, false).map(|_| ());
         }
         self.dev.stats_mut().relocated_pages += 1;
         let pu = self.dev.pu();
@@ -419,30 +424,39 @@ impl<
         nbp.relocated = false;
         match bp.kind {
             PageKind::Data => {
-                if !from_rbuf {
+                let buf = if held {
+                    self.scratch.held(page).ok_or(Fault::Internal)?
+                } else {
+                    let buf = self.scratch.aside_mut()?;
                     self.dev.read_payload(
                         page,
                         0,
-                        &mut self.rbuf[..payload],
+                        &mut buf[..payload],
                         Some((PageKind::Data, bp.owner, bp.lpn)),
                     )?;
-                }
-                self.rbuf[payload..].fill(0xFF);
-                let (np, _) = self.dev.program(head, &mut self.rbuf, nbp, false, None)?;
+                    buf
+                };
+                buf[payload..].fill(0xFF);
+                let (np, _) = self.dev.program(head, buf, nbp, false, None)?;
                 self.index_set(bp.owner, bp.lpn, np)?;
             }
             PageKind::Meta => {
-                let mut rec = if from_rbuf {
-                    MetaRecord::parse(&self.rbuf[..pu])?
+                let mut rec = if held {
+                    MetaRecord::parse(&self.scratch.held(page).ok_or(Fault::Internal)?[..pu])?
                 } else {
-                    self.dev.read_meta(page, &mut self.rbuf)?
+                    self.dev.read_meta(page, self.scratch.aside_mut()?)?
                 };
                 // A metadata page's size is authoritative at its sequence number, and
                 // the copy gets a new one: stamp the current size.
                 let o = self.obj_get(bp.owner)?.ok_or(Fault::Corrupted)?;
                 rec.size = Self::meta_size(&o);
-                rec.encode(&mut self.rbuf[..pu]);
-                let (np, _) = self.dev.program(head, &mut self.rbuf, nbp, true, None)?;
+                let buf = if held {
+                    self.scratch.held(page).ok_or(Fault::Internal)?
+                } else {
+                    self.scratch.aside_mut()?
+                };
+                rec.encode(&mut buf[..pu]);
+                let (np, _) = self.dev.program(head, buf, nbp, true, None)?;
                 let old = self.obj(bp.owner)?.meta;
                 self.dev.mark_invalid(old);
                 self.dev.mark_valid(np);

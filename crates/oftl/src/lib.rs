@@ -231,6 +231,7 @@ pub mod fuzzing {
     }
 }
 mod recovery;
+mod scratch;
 mod session;
 mod space;
 mod txn;
@@ -485,8 +486,8 @@ pub struct Oftl<
     pub(crate) cache: cache::PageCache<PAGE, CACHE>,
     /// Write-back buffers: dirty (or clean, cached) data pages of objects.
     pub(crate) wbuf: wbuf::WriteBuffers<PAGE, WBUF>,
-    pub(crate) pbuf: [u8; PAGE],
-    pub(crate) rbuf: [u8; PAGE],
+    /// The two scratch pages and the rule that keeps their uses apart.
+    pub(crate) scratch: scratch::Scratch<PAGE>,
     /// The log page the next append may continue, and its image as programmed (during
     /// a recovery: the last log page with accepted sectors, read once).
     pub(crate) log_tail: log::LogTail<PAGE>,
@@ -571,8 +572,7 @@ impl<
             config,
             cache: cache::PageCache::new(),
             wbuf: wbuf::WriteBuffers::EMPTY,
-            pbuf: [0xFF; PAGE],
-            rbuf: [0xFF; PAGE],
+            scratch: scratch::Scratch::EMPTY,
             log_tail: log::LogTail::<PAGE>::CLOSED,
             ckpt: checkpoint::CkptPos::START,
             ids: objtab::Ids::FRESH,
@@ -589,8 +589,7 @@ impl<
         self.dev.reset(sb);
         self.cache.reset(io::NO_PAGE);
         self.wbuf.reset();
-        self.pbuf.fill(0xFF);
-        self.rbuf.fill(0xFF);
+        self.scratch.reset();
         self.log_tail.reset();
         self.ckpt = checkpoint::CkptPos::START;
         self.ids = objtab::Ids::FRESH;

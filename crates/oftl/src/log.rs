@@ -388,7 +388,8 @@ impl<
                 self.draft_records(stream, lpage, slot, records);
                 let (from, to) = (slot as usize * pu, (slot + k) as usize * pu);
                 if let Attempt::Done(_) = self.log_program(slot, slot + k, false, Some(page))? {
-                    self.log_tail.extended(slot + k, &self.pbuf, from..to);
+                    self.log_tail
+                        .extended(slot + k, self.scratch.page(), from..to);
                     self.obj_update(stream, |o| o.size = lsn + k as u64)?;
                     return Ok(lsn);
                 }
@@ -396,12 +397,14 @@ impl<
                 // the page is done. Copy them with the new records to a fresh page, as
                 // one group (see the module docs).
                 self.log_tail.close();
-                self.pbuf.copy_from_slice(self.log_tail.image());
+                self.scratch
+                    .page_mut()
+                    .copy_from_slice(self.log_tail.image());
                 self.draft_records(stream, lpage, slot, records);
                 self.program_fresh(stream, lpage, 0, slot + k, true)?;
             }
             None => {
-                self.pbuf.fill(0xFF);
+                self.scratch.page_mut().fill(0xFF);
                 self.draft_records(stream, lpage, slot, records);
                 self.program_fresh(stream, lpage, slot, slot + k, false)?;
             }
@@ -410,7 +413,7 @@ impl<
         Ok(lsn)
     }
 
-    /// Programs slots `from..to` of `pbuf` to a fresh page of the log head (retrying
+    /// Programs slots `from..to` of the scratch page to a fresh page of the log head (retrying
     /// on the next page after a failed program), maps `lpage` of `stream` to it and
     /// opens it for the next append.
     fn program_fresh(
@@ -424,13 +427,14 @@ impl<
         loop {
             if let Attempt::Done(page) = self.log_program(from, to, copy, None)? {
                 self.index_set(stream, self.log_slot(lpage), page)?;
-                self.log_tail.opened(stream, lpage, page, to, &self.pbuf);
+                self.log_tail
+                    .opened(stream, lpage, page, to, self.scratch.page());
                 return Ok(());
             }
         }
     }
 
-    /// Lays out `records` in `pbuf` from sector `slot` on: payloads and trailers with
+    /// Lays out `records` in the scratch page from sector `slot` on: payloads and trailers with
     /// their record positions (sequence numbers and groups are stamped by
     /// [`Oftl::log_program`]).
     fn draft_records(&mut self, stream: u32, lpage: u64, slot: u32, records: &[&[u8]]) {
@@ -441,7 +445,7 @@ impl<
             let n = rec.len().div_ceil(sp).max(1);
             for i in 0..n {
                 let chunk = &rec[(i * sp).min(rec.len())..((i + 1) * sp).min(rec.len())];
-                let sector = &mut self.pbuf[s * pu..(s + 1) * pu];
+                let sector = &mut self.scratch.page_mut()[s * pu..(s + 1) * pu];
                 sector.fill(0xFF);
                 sector[..chunk.len()].copy_from_slice(chunk);
                 LogSector {
@@ -461,7 +465,7 @@ impl<
         }
     }
 
-    /// Programs the sectors of `pbuf` in slots `from..to` (slots without a valid sector
+    /// Programs the sectors of the scratch page in slots `from..to` (slots without a valid sector
     /// are left out) as one group: consecutive sequence numbers from the log head's
     /// counter, the last sector the group's commit. To `page` (the open page) or the
     /// log head's next page. The counter advances only on success: a failed program's
@@ -484,12 +488,12 @@ impl<
         };
         let base = self.dev.heads().next_seq(LOG_HEAD);
         let members = (from..to)
-            .filter(|&s| sector_at(&self.pbuf, pu, s).is_some())
+            .filter(|&s| sector_at(self.scratch.page(), pu, s).is_some())
             .count() as u32;
         let mut n = 0u32;
         for s in from..to {
             let at = s as usize * pu;
-            let sector = &mut self.pbuf[at..at + pu];
+            let sector = &mut self.scratch.page_mut()[at..at + pu];
             if let Some(mut t) = LogSector::parse(sector) {
                 t.seq = base.wrapping_add(n);
                 t.group_delta = n as u8;
@@ -503,7 +507,7 @@ impl<
         match self
             .dev
             .flash_mut()
-            .program(page, a as u32, &self.pbuf[a..b], &[])
+            .program(page, a as u32, &self.scratch.page()[a..b], &[])
         {
             Ok(()) => {
                 self.dev
@@ -564,13 +568,13 @@ impl<
             let mine = |t: &LogSector| t.stream == stream && t.lpage == stored;
             let slot = (lsn % spp) as u32;
             let t = if mask & (1 << slot) != 0 {
-                sector_at(&self.pbuf, pu, slot).filter(mine)
+                sector_at(self.scratch.page(), pu, slot).filter(mine)
             } else {
                 None
             };
             let Some(t) = t else {
                 let at = slot as usize * pu;
-                if blank(&self.pbuf[at..at + pu], pu, self.blank_flips()) {
+                if blank(&self.scratch.page()[at..at + pu], pu, self.blank_flips()) {
                     // Never written: the page's records end here.
                     lsn = (lpage + 1) * spp;
                     continue;
@@ -589,7 +593,7 @@ impl<
             let mut s = slot;
             loop {
                 let u = (mask & (1 << s) != 0)
-                    .then(|| sector_at(&self.pbuf, pu, s))
+                    .then(|| sector_at(self.scratch.page(), pu, s))
                     .flatten()
                     .filter(|u| mine(u) && u.pos as u32 == s - slot)
                     .ok_or(Fault::Corrupted)?;
@@ -608,8 +612,8 @@ impl<
             let mut len = 0;
             for k in slot..=s {
                 let at = k as usize * pu;
-                let n = sector_at(&self.pbuf, pu, k).map_or(0, |u| u.len as usize);
-                buf[len..len + n].copy_from_slice(&self.pbuf[at..at + n]);
+                let n = sector_at(self.scratch.page(), pu, k).map_or(0, |u| u.len as usize);
+                buf[len..len + n].copy_from_slice(&self.scratch.page()[at..at + n]);
                 len += n;
             }
             return Ok(Some(LogRecord {
@@ -668,7 +672,7 @@ impl<
         Ok(())
     }
 
-    /// Reads a log page into `pbuf` with the step-aware read (a failed step on a
+    /// Reads a log page into the scratch page with the step-aware read (a failed step on a
     /// page-wide part does not hide the others) and returns the slots holding sectors
     /// of whole groups (0: nothing readable). A read that reports a failed step (or,
     /// without ECC, shows a written sector that does not check out) is tried again a
@@ -679,8 +683,10 @@ impl<
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
         if self.log_tail.pinned == Some(page) {
-            self.pbuf.copy_from_slice(self.log_tail.image());
-            return Ok(complete_slots(&self.pbuf, pu, spp));
+            self.scratch
+                .page_mut()
+                .copy_from_slice(self.log_tail.image());
+            return Ok(complete_slots(self.scratch.page(), pu, spp));
         }
         let no_ecc = self.dev.caps().ecc.kind == nand_hal::EccKind::None;
         let flips = self.blank_flips();
@@ -688,28 +694,29 @@ impl<
         let mut best = 0u32;
         let mut mask = 0;
         for attempt in 0..2 * attempts {
-            let report = match self
-                .dev
-                .flash_mut()
-                .read_steps(page, &mut self.pbuf, &mut [])
-            {
-                Ok(r) => r,
-                Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
-                Err(e) => return Err(Fault::Flash(e)),
-            };
+            let report =
+                match self
+                    .dev
+                    .flash_mut()
+                    .read_steps(page, self.scratch.page_mut(), &mut [])
+                {
+                    Ok(r) => r,
+                    Err(e) if e.kind() == ErrorKind::BadBlock => return Ok(0),
+                    Err(e) => return Err(Fault::Flash(e)),
+                };
             // A step reported uncorrectable may hold anything, even what the buffer
             // held before (implementations that cannot deliver it): never parse it.
             for s in 0..spp {
                 if report.step(s) == nand_hal::StepStatus::Uncorrectable {
-                    self.pbuf[s as usize * pu..(s as usize + 1) * pu].fill(0);
+                    self.scratch.page_mut()[s as usize * pu..(s as usize + 1) * pu].fill(0);
                 }
             }
-            mask = complete_slots(&self.pbuf, pu, spp);
+            mask = complete_slots(self.scratch.page(), pu, spp);
             let doubtful = !report.all_good()
                 || (no_ecc
                     && (0..spp).any(|s| {
                         let at = s as usize * pu;
-                        mask & (1 << s) == 0 && !blank(&self.pbuf[at..at + pu], pu, flips)
+                        mask & (1 << s) == 0 && !blank(&self.scratch.page()[at..at + pu], pu, flips)
                     }));
             let n = mask.count_ones();
             if n >= best {
@@ -725,8 +732,9 @@ impl<
     /// Copies a valid log page to the log head as one group (a copy): every sector of
     /// a whole group below the stream's end keeps its slot (LSNs do not change; sectors
     /// below the trim point stay too, so the copy's first slot is written whenever the
-    /// original's was), with new sequence numbers. With `from_rbuf` the page is already
-    /// in `rbuf`.
+    /// original's was), with new sequence numbers. The page is read into the scratch
+    /// page and kept aside while the copy is built in the scratch page; with
+    /// `from_aside` its image is in the aside page already.
     ///
     /// A page that reads as nothing at all, or whose live range holds a written
     /// sector that does not check out, is [`Reloc::Unreadable`]: it may hold records
@@ -734,26 +742,27 @@ impl<
     pub(crate) fn relocate_log(
         &mut self,
         page: PageAddr,
-        from_rbuf: bool,
+        from_aside: bool,
     ) -> Result<Reloc, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();
-        let mask = if from_rbuf {
-            complete_slots(&self.rbuf, pu, spp)
+        let flips = self.blank_flips();
+        let mask = if from_aside {
+            complete_slots(self.scratch.aside()?, pu, spp)
         } else {
             let m = self.read_log_page(page)?;
-            self.rbuf.copy_from_slice(&self.pbuf);
+            self.scratch.put_page_aside()?;
             m
         };
         if mask == 0 {
-            let erased = blank(&self.rbuf, pu, self.blank_flips());
+            let erased = blank(self.scratch.aside()?, pu, flips);
             return Ok(if erased {
                 Reloc::Stale
             } else {
                 Reloc::Unreadable
             });
         }
-        let Some(first) = sector_at(&self.rbuf, pu, mask.trailing_zeros()) else {
+        let Some(first) = sector_at(self.scratch.aside()?, pu, mask.trailing_zeros()) else {
             return Ok(Reloc::Unreadable);
         };
         let stream = first.stream;
@@ -765,16 +774,17 @@ impl<
             return Ok(Reloc::Stale);
         }
         let (start, end) = (o.log_start, o.size);
-        self.pbuf.fill(0xFF);
+        let (copy, aside) = self.scratch.both_mut()?;
+        copy.fill(0xFF);
         let mut last = 0;
         for s in 0..spp {
             let lsn = lpage * spp as u64 + s as u64;
             let at = s as usize * pu;
-            let sector = &self.rbuf[at..at + pu];
+            let sector = &aside[at..at + pu];
             if mask & (1 << s) != 0 && lsn < end {
-                self.pbuf[at..at + pu].copy_from_slice(sector);
+                copy[at..at + pu].copy_from_slice(sector);
                 last = s + 1;
-            } else if lsn >= start && lsn < end && !blank(sector, pu, self.blank_flips()) {
+            } else if lsn >= start && lsn < end && !blank(sector, pu, flips) {
                 // A live sector that does not read: keep the page where it is.
                 return Ok(Reloc::Unreadable);
             }

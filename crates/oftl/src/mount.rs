@@ -146,13 +146,13 @@ impl<
         }
         let pu = self.dev.pu();
         let len = SB_LEN.div_ceil(pu) * pu;
-        self.pbuf.fill(0xFF);
-        self.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
+        self.scratch.page_mut().fill(0xFF);
+        self.scratch.page_mut()[..SB_LEN].copy_from_slice(&sb.encode());
         for b in [fixed[0], fixed[1]] {
             let page = geo.page(b, 0);
             self.dev
                 .flash_mut()
-                .program(page, 0, &self.pbuf[..len], &[])
+                .program(page, 0, &self.scratch.page()[..len], &[])
                 .map_err(FormatError::Flash)?;
         }
         // The first checkpoint goes to the first checkpoint block (already erased).
@@ -634,7 +634,7 @@ impl<
                 match self.dev.read_payload(
                     page,
                     0,
-                    &mut self.pbuf[..payload],
+                    &mut self.scratch.page_mut()[..payload],
                     Some((PageKind::Checkpoint, owner, src.idx)),
                 ) {
                     Ok(_) => {}
@@ -648,7 +648,7 @@ impl<
                 src.len = payload;
             }
             let n = (src.len - src.pos).min(out.len() - done);
-            out[done..done + n].copy_from_slice(&self.pbuf[src.pos..src.pos + n]);
+            out[done..done + n].copy_from_slice(&self.scratch.page()[src.pos..src.pos + n]);
             src.pos += n;
             done += n;
         }

@@ -77,13 +77,14 @@ impl<
             } else if self.dev.placement() == Placement::InBand {
                 // Only a whole-payload read can be checked against the payload CRC.
                 let p = p as usize;
+                let aside = self.scratch.aside_mut()?;
                 self.dev.read_payload(
                     page,
                     0,
-                    &mut self.rbuf[..p],
+                    &mut aside[..p],
                     Some((PageKind::Data, obj, lpn)),
                 )?;
-                out.copy_from_slice(&self.rbuf[col..col + n]);
+                out.copy_from_slice(&aside[col..col + n]);
             } else {
                 self.dev
                     .read_payload(page, col as u32, out, Some((PageKind::Data, obj, lpn)))?;

@@ -262,12 +262,12 @@ impl<
                 .read_payload(
                     page,
                     0,
-                    &mut self.pbuf[..payload],
+                    &mut self.scratch.page_mut()[..payload],
                     Some((PageKind::Checkpoint, owner, 0)),
                 )
                 .is_ok()
             {
-                if let Ok(h) = CkptHeader::parse(&self.pbuf[..HEADER_LEN]) {
+                if let Ok(h) = CkptHeader::parse(&self.scratch.page()[..HEADER_LEN]) {
                     window = h.window_len;
                 }
             }
@@ -282,11 +282,11 @@ impl<
         let len = SB_LEN.div_ceil(pu) * pu;
         for b in sbb {
             self.dev.flash_mut().erase(b).map_err(Fault::Flash)?;
-            self.pbuf.fill(0xFF);
-            self.pbuf[..SB_LEN].copy_from_slice(&sb.encode());
+            self.scratch.page_mut().fill(0xFF);
+            self.scratch.page_mut()[..SB_LEN].copy_from_slice(&sb.encode());
             self.dev
                 .flash_mut()
-                .program(geo.page(b, 0), 0, &self.pbuf[..len], &[])
+                .program(geo.page(b, 0), 0, &self.scratch.page()[..len], &[])
                 .map_err(Fault::Flash)?;
         }
         warn!(
@@ -368,7 +368,7 @@ impl<
                             if mask & (1 << s) == 0 {
                                 continue;
                             }
-                            let Some(t) = sector_at(&self.pbuf, pu, s) else {
+                            let Some(t) = sector_at(self.scratch.page(), pu, s) else {
                                 continue;
                             };
                             sc.newest[LOG_HEAD] = Some(newest(sc.newest[LOG_HEAD], t.seq));
@@ -458,7 +458,7 @@ impl<
             let mut records: Vec<(Order, PageAddr, MetaRecord)> = Vec::new();
             let mut unread: Option<(Order, PageAddr)> = None;
             for f in found.iter().filter(|f| f.bp.kind == PageKind::Meta) {
-                match self.dev.read_meta(f.page, &mut self.pbuf) {
+                match self.dev.read_meta(f.page, self.scratch.page_mut()) {
                     Ok(rec) if rec.id == id => {
                         records.push((Order::of(&f.bp), f.page, rec));
                         unread = None;

@@ -317,7 +317,8 @@ struct Scanned {
     cold_cut: (usize, u32),
     /// The last log page with accepted sectors (its content is the log tail's image).
     log_suspect: Option<PageAddr>,
-    /// The data head's last commit page, read once into `rbuf`.
+    /// The data head's last commit page, read once and held in the aside scratch page
+    /// until step 4 relocates it (see `scratch`).
     suspect: Option<(PageAddr, Backpointer)>,
     /// Salvage: where each head's replay stops (the first page found lost).
     loss: [Option<PageAddr>; HEADS],
@@ -364,6 +365,7 @@ impl<
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
         let no_write = self.session.replay_only();
+        self.scratch.release();
         if self.ckpt.fell_back() && !no_write {
             self.restate_checkpoint()?;
         }
@@ -371,12 +373,18 @@ impl<
         // a fresh block (the recorded one may hold pages written after the checkpoint).
         self.dev.heads_mut().left_block(INDEX_HEAD);
         let mut sc = Scanned::EMPTY;
-        self.scan_window(&mut sc)?;
-        if !no_write {
-            self.open_recovery_window(&sc)?;
-        } else {
-            self.dev.heads_mut().restart(&sc.next_seq);
-            self.dev.table_mut().clear_window();
+        let opened = self.scan_window(&mut sc).and_then(|()| {
+            if !no_write {
+                self.open_recovery_window(&sc)
+            } else {
+                self.dev.heads_mut().restart(&sc.next_seq);
+                self.dev.table_mut().clear_window();
+                Ok(())
+            }
+        });
+        if let Err(e) = opened {
+            self.scratch.release();
+            return Err(e);
         }
         self.dev.set_recovering(true);
         let last_block = self.replay_window(&sc);
@@ -397,6 +405,9 @@ impl<
             self.checkpoint(false)
         });
         self.dev.set_recovering(false);
+        // A read-only replay never relocates the suspect page; an error may stop
+        // before: either way nothing uses the held copy after this.
+        self.scratch.release();
         r
     }
 
@@ -524,7 +535,7 @@ impl<
                     // ones from a plain read).
                     Scan::Garbage => match self.log_page_behind(page)? {
                         Some(bp) => bp,
-                        None if blank(&self.pbuf, pu, self.blank_flips()) => continue,
+                        None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
                             if salvage {
@@ -539,14 +550,14 @@ impl<
                     log_blocks |= 1 << wi;
                     let mask = if scan == Scan::Garbage {
                         // `log_page_behind` read it.
-                        complete_slots(&self.pbuf, pu, spp)
+                        complete_slots(self.scratch.page(), pu, spp)
                     } else {
                         self.read_log_page(page)?
                     };
                     // Every number on the page is seen, whole groups or not: none is
                     // ever used again.
                     for slot in 0..spp {
-                        if let Some(t) = sector_at(&self.pbuf, pu, slot) {
+                        if let Some(t) = sector_at(self.scratch.page(), pu, slot) {
                             see(LOG_HEAD, t.seq);
                         }
                     }
@@ -559,7 +570,7 @@ impl<
                     }
                     let mut any = false;
                     for slot in slots(mask) {
-                        let Some(t) = sector_at(&self.pbuf, pu, slot) else {
+                        let Some(t) = sector_at(self.scratch.page(), pu, slot) else {
                             continue;
                         };
                         match track[LOG_HEAD].step(t.seq) {
@@ -607,7 +618,7 @@ impl<
                     }
                     if any {
                         // Read once: the page may hold unstable bits from the cut.
-                        self.log_tail.keep_read(&self.pbuf);
+                        self.log_tail.keep_read(self.scratch.page());
                         log_suspect = Some(page);
                     }
                     if any || loss[LOG_HEAD].is_some() {
@@ -724,8 +735,8 @@ impl<
             }
         }
 
-        // The data head's last accepted commit page may be torn: read it once, keep it
-        // in rbuf.
+        // The data head's last accepted commit page may be torn: read it once, hold it
+        // aside.
         let mut suspect: Option<(PageAddr, Backpointer)> = None;
         if let (Some((page, bp)), Some(lc)) =
             (bound[DATA_HEAD].last_acc, bound[DATA_HEAD].last_commit)
@@ -888,13 +899,15 @@ impl<
                 let page = self.dev.geo().page(b, i);
                 let superseded = sc.superseded.contains(&page);
                 let mask = if sc.log_suspect == Some(page) {
-                    self.pbuf.copy_from_slice(self.log_tail.image());
-                    complete_slots(&self.pbuf, pu, spp)
+                    self.scratch
+                        .page_mut()
+                        .copy_from_slice(self.log_tail.image());
+                    complete_slots(self.scratch.page(), pu, spp)
                 } else {
                     self.read_log_page(page)?
                 };
                 for slot in slots(mask) {
-                    let Some(t) = sector_at(&self.pbuf, pu, slot) else {
+                    let Some(t) = sector_at(self.scratch.page(), pu, slot) else {
                         continue;
                     };
                     match track[LOG_HEAD].step(t.seq) {
@@ -951,32 +964,42 @@ impl<
         }
         match bp.kind {
             PageKind::Data => self.apply_data(bp, page)?,
-            PageKind::Meta => {
-                let rec = if sc.suspect.is_some_and(|(sp, _)| sp == page) {
-                    MetaRecord::parse(&self.rbuf[..self.dev.pu()])?
-                } else {
-                    // pbuf, not rbuf: rbuf holds the suspect page.
-                    // (A salvage mount's pass 1 read it whole: failing now is loss too.)
-                    match self.dev.read_meta(page, &mut self.pbuf) {
-                        Ok(rec) => rec,
-                        Err(Fault::Flash(e))
-                            if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
-                        {
-                            return Err(Fault::MediaLoss(page));
-                        }
-                        // Its backpointer read, its record does not: lost content.
-                        Err(Fault::Corrupted) => return Err(Fault::MediaLoss(page)),
-                        Err(e) => return Err(e),
-                    }
-                };
-                if rec.id != bp.owner {
-                    return Err(Fault::Corrupted);
-                }
-                self.apply_meta(&rec, page)?;
-            }
+            PageKind::Meta => self.apply_replayed_meta(page, bp, sc)?,
             _ => return Ok(0),
         }
         Ok(1)
+    }
+
+    /// Applies a replayed metadata page (out of line: its record is off the data
+    /// pages' path, which the replay's deepest stack runs through).
+    #[inline(never)]
+    fn apply_replayed_meta(
+        &mut self,
+        page: PageAddr,
+        bp: &Backpointer,
+        sc: &Scanned,
+    ) -> Result<(), FaultOf<F>> {
+        let rec = if sc.suspect.is_some_and(|(sp, _)| sp == page) {
+            let pu = self.dev.pu();
+            MetaRecord::parse(&self.scratch.held(page).ok_or(Fault::Internal)?[..pu])?
+        } else {
+            // (A salvage mount's pass 1 read it whole: failing now is loss too.)
+            match self.dev.read_meta(page, self.scratch.page_mut()) {
+                Ok(rec) => rec,
+                Err(Fault::Flash(e))
+                    if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
+                {
+                    return Err(Fault::MediaLoss(page));
+                }
+                // Its backpointer read, its record does not: lost content.
+                Err(Fault::Corrupted) => return Err(Fault::MediaLoss(page)),
+                Err(e) => return Err(e),
+            }
+        };
+        if rec.id != bp.owner {
+            return Err(Fault::Corrupted);
+        }
+        self.apply_meta(&rec, page)
     }
 
     /// Before step 5: moves the replayed heads' next numbers past every number an
@@ -1012,8 +1035,12 @@ impl<
                 self.relocate(sp, &sbp, true, DATA_HEAD)?;
             }
         }
+        // The held suspect page is done with (relocation reads the rest from flash).
+        self.scratch.release();
         if let Some(lp) = sc.log_suspect {
-            self.rbuf.copy_from_slice(self.log_tail.image());
+            self.scratch
+                .aside_mut()?
+                .copy_from_slice(self.log_tail.image());
             self.relocate_log(lp, true)?;
         }
         for (h, lb) in last_block.iter().enumerate() {
@@ -1066,7 +1093,7 @@ impl<
             cold.peeked = None;
             match bp.kind {
                 PageKind::Data => self.apply_data(&bp, page)?,
-                PageKind::Meta => match self.dev.read_meta(page, &mut self.pbuf) {
+                PageKind::Meta => match self.dev.read_meta(page, self.scratch.page_mut()) {
                     Ok(rec) if rec.id == bp.owner => self.apply_meta(&rec, page)?,
                     Ok(_) | Err(Fault::Corrupted) => continue,
                     Err(Fault::Flash(e))
@@ -1117,9 +1144,9 @@ impl<
         Ok(None)
     }
 
-    /// Salvage: whether metadata page `page`'s record reads (into `pbuf`).
+    /// Salvage: whether metadata page `page`'s record reads (into the scratch page).
     fn meta_reads(&mut self, page: PageAddr) -> Result<bool, FaultOf<F>> {
-        match self.dev.read_meta(page, &mut self.pbuf) {
+        match self.dev.read_meta(page, self.scratch.page_mut()) {
             Ok(_) => Ok(true),
             Err(Fault::Corrupted) => Ok(false),
             Err(Fault::Flash(e))
@@ -1132,7 +1159,7 @@ impl<
     }
 
     /// For a page whose spare-area scan failed: whether it is a log page with sectors
-    /// of whole groups (read into `pbuf`), as the backpointer of its first one.
+    /// of whole groups (read into the scratch page), as the backpointer of its first one.
     pub(crate) fn log_page_behind(
         &mut self,
         page: PageAddr,
@@ -1142,12 +1169,15 @@ impl<
             return Ok(None);
         }
         let pu = self.dev.pu();
-        Ok(sector_at(&self.pbuf, pu, mask.trailing_zeros()).map(|t| t.backpointer()))
+        Ok(sector_at(self.scratch.page(), pu, mask.trailing_zeros()).map(|t| t.backpointer()))
     }
 
-    /// Reads the suspect commit page fully into `rbuf`; `false` if it does not read
-    /// back as what its backpointer claims.
+    /// Reads the suspect commit page fully into the aside scratch page and holds it
+    /// there; `false` (nothing held) if it does not read back as what its backpointer
+    /// claims.
     fn read_suspect(&mut self, page: PageAddr, bp: &Backpointer) -> Result<bool, FaultOf<F>> {
+        self.scratch.release();
+        let aside = self.scratch.aside_mut()?;
         let r = match bp.kind {
             PageKind::Data => {
                 let payload = self.dev.payload() as usize;
@@ -1155,16 +1185,19 @@ impl<
                     .read_payload(
                         page,
                         0,
-                        &mut self.rbuf[..payload],
+                        &mut aside[..payload],
                         Some((PageKind::Data, bp.owner, bp.lpn)),
                     )
                     .map(|_| ())
             }
-            PageKind::Meta => self.dev.read_meta(page, &mut self.rbuf).map(|_| ()),
+            PageKind::Meta => self.dev.read_meta(page, aside).map(|_| ()),
             _ => Ok(()),
         };
         match r {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                self.scratch.hold(page);
+                Ok(true)
+            }
             Err(Fault::Corrupted) => Ok(false),
             Err(Fault::Flash(e))
                 if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>

@@ -99,7 +99,10 @@ impl<
 
     /// Marks the handle poisoned after a failure that may have left RAM ahead of flash.
     pub(crate) fn fail(&mut self, e: FaultOf<F>) -> WriteError<F::Error> {
-        if matches!(e, Fault::Flash(_) | Fault::Corrupted | Fault::Exhausted) {
+        if matches!(
+            e,
+            Fault::Flash(_) | Fault::Corrupted | Fault::Exhausted | Fault::Internal
+        ) {
             self.session.poison();
         }
         e.into()
@@ -108,7 +111,7 @@ impl<
     /// [`Oftl::fail`] for reads: they change flash only by writing cached pages back,
     /// so only running out of room for that poisons the handle.
     pub(crate) fn fail_read(&mut self, e: FaultOf<F>) -> ReadError<F::Error> {
-        if matches!(e, Fault::Exhausted) {
+        if matches!(e, Fault::Exhausted | Fault::Internal) {
             self.session.poison();
         }
         e.into()

@@ -385,9 +385,9 @@ impl<
         let p = self.dev.payload() as usize;
         let expect = Some((PageKind::Data, obj, lpn));
         if self.dev.placement() == Placement::InBand {
-            self.dev
-                .read_payload(page, 0, &mut self.rbuf[..p], expect)?;
-            self.wbuf.data_mut(s)[..p].copy_from_slice(&self.rbuf[..p]);
+            let aside = self.scratch.aside_mut()?;
+            self.dev.read_payload(page, 0, &mut aside[..p], expect)?;
+            self.wbuf.data_mut(s)[..p].copy_from_slice(&aside[..p]);
         } else {
             self.dev
                 .read_payload(page, 0, &mut self.wbuf.data_mut(s)[..p], expect)?;
@@ -464,15 +464,15 @@ impl<
         for (k, &(lpn, s)) in dirty.iter().enumerate() {
             let s = s as usize;
             let pu = p as usize;
-            self.pbuf[..pu].copy_from_slice(&self.wbuf.data(s)[..pu]);
-            self.pbuf[pu..].fill(0xFF);
+            self.scratch.page_mut()[..pu].copy_from_slice(&self.wbuf.data(s)[..pu]);
+            self.scratch.page_mut()[pu..].fill(0xFF);
             let start = lpn as u64 * p;
             let valid = size.saturating_sub(start).min(p) as u16;
             let mut bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
             bp.commit = meta.is_none() && k + 1 == dirty.len();
-            let (page, bp) = self
-                .dev
-                .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+            let (page, bp) =
+                self.dev
+                    .program(DATA_HEAD, self.scratch.page_mut(), bp, false, Some(first))?;
             self.apply_data(&bp, page)?;
             self.wbuf.programmed(s);
         }

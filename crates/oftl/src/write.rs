@@ -123,7 +123,7 @@ impl<
 
     /// Reads object `o`'s metadata page.
     pub(crate) fn load_meta(&mut self, o: &ObjRecord) -> Result<MetaRecord, FaultOf<F>> {
-        let mut rec = self.dev.read_meta(o.meta, &mut self.rbuf)?;
+        let mut rec = self.dev.read_meta(o.meta, self.scratch.aside_mut()?)?;
         if rec.id != o.id || rec.kind != o.kind {
             return Err(Fault::Corrupted);
         }
@@ -139,8 +139,8 @@ impl<
         tx: Option<(u32, bool)>,
     ) -> Result<(), FaultOf<F>> {
         let pu = self.dev.pu();
-        self.pbuf.fill(0xFF);
-        rec.encode(&mut self.pbuf[..pu]);
+        self.scratch.page_mut().fill(0xFF);
+        rec.encode(&mut self.scratch.page_mut()[..pu]);
         let mut bp = Backpointer::single(PageKind::Meta, rec.id, 0, 84);
         let first = tx.map(|(f, commit)| {
             bp.commit = commit;
@@ -148,7 +148,7 @@ impl<
         });
         let (page, _) = self
             .dev
-            .program(DATA_HEAD, &mut self.pbuf, bp, true, first)?;
+            .program(DATA_HEAD, self.scratch.page_mut(), bp, true, first)?;
         self.apply_meta(rec, page)
     }
 
@@ -245,29 +245,29 @@ impl<
             if n < p {
                 let old = self.index_get(obj, lpn)?;
                 if old == UNMAPPED {
-                    self.pbuf[..p].fill(0);
+                    self.scratch.page_mut()[..p].fill(0);
                 } else {
                     self.dev.read_payload(
                         old,
                         0,
-                        &mut self.pbuf[..p],
+                        &mut self.scratch.page_mut()[..p],
                         Some((PageKind::Data, obj, lpn)),
                     )?;
                     let cur = self.obj(obj)?.size;
                     if cur < start + p as u64 {
                         let keep = cur.saturating_sub(start) as usize;
-                        self.pbuf[keep..p].fill(0);
+                        self.scratch.page_mut()[keep..p].fill(0);
                     }
                 }
             }
-            self.pbuf[col..col + n].copy_from_slice(&data[pos..pos + n]);
-            self.pbuf[p..].fill(0xFF);
+            self.scratch.page_mut()[col..col + n].copy_from_slice(&data[pos..pos + n]);
+            self.scratch.page_mut()[p..].fill(0xFF);
             *remaining -= 1;
             let mut bp = Backpointer::single(PageKind::Data, obj, lpn, valid);
             bp.commit = *remaining == 0;
-            let (page, bp) = self
-                .dev
-                .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+            let (page, bp) =
+                self.dev
+                    .program(DATA_HEAD, self.scratch.page_mut(), bp, false, Some(first))?;
             self.apply_data(&bp, page)?;
             pos += n;
         }
@@ -301,23 +301,23 @@ impl<
             let ps = p as usize;
             let keep = (size % p) as usize;
             if tail == UNMAPPED {
-                self.pbuf[..ps].fill(0);
+                self.scratch.page_mut()[..ps].fill(0);
             } else {
                 self.dev.read_payload(
                     tail,
                     0,
-                    &mut self.pbuf[..ps],
+                    &mut self.scratch.page_mut()[..ps],
                     Some((PageKind::Data, obj, tail_lpn)),
                 )?;
             }
-            self.pbuf[keep..ps].fill(0);
-            self.pbuf[ps..].fill(0xFF);
+            self.scratch.page_mut()[keep..ps].fill(0);
+            self.scratch.page_mut()[ps..].fill(0xFF);
             *remaining -= 1;
             let mut bp = Backpointer::single(PageKind::Data, obj, tail_lpn, keep as u16);
             bp.commit = *remaining == 0;
-            let (page, bp) = self
-                .dev
-                .program(DATA_HEAD, &mut self.pbuf, bp, false, Some(first))?;
+            let (page, bp) =
+                self.dev
+                    .program(DATA_HEAD, self.scratch.page_mut(), bp, false, Some(first))?;
             self.apply_data(&bp, page)?;
         }
         Ok(())
