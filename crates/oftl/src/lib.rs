@@ -163,10 +163,10 @@
 //!
 //! | configuration | `static` | stack | RAM |
 //! |---|---|---|---|
-//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 7, `WBUF` 2) | 29,808 B | 2,840 B | 32,648 B |
-//! | [`W25n01gvLarge`] (`CACHE` 12) | 40,248 B | 2,840 B | 43,088 B |
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 7, `WBUF` 2) | 29,816 B | 2,688 B | 32,504 B |
+//! | [`W25n01gvLarge`] (`CACHE` 12) | 40,256 B | 2,688 B | 42,944 B |
 //!
-//! Of the default's 29,808 B, 14,476 are the 7 cached pages, 6,144 the three page
+//! Of the default's 29,816 B, 14,476 are the 7 cached pages, 6,144 the three page
 //! buffers, 4,144 the write buffers and 4,096 the block table (a test keeps `size_of`
 //! <= 29.5 KiB on the host). Nothing allocates; stack use is a few frames plus cache
 //! write-back recursion: each nested write-back cleans a dirty cached page, so the
