@@ -420,48 +420,37 @@ enum S {
     Sync,
 }
 
-/// Runs `ops` (objects 1.. created first), then a crash, returning used pages before
-/// (after a sync on a clone) and after the crash recovery (after a sync).
+/// A fresh store with `objs` objects after `ops`, on `sim`.
+fn run_ops<'a>(sim: &'a mut Sim, objs: u32, ops: &[S]) -> Fs<'a> {
+    let mut fs = Fs::formatted(sim, cfg()).unwrap();
+    for _ in 0..objs {
+        fs.create(ObjKind::Object).unwrap();
+    }
+    for (i, op) in ops.iter().enumerate() {
+        match *op {
+            S::W(id, off, len) => {
+                fs.write(id, off, &bytes(i as u32 + 1, len)).unwrap();
+                fs.flush(id).unwrap();
+            }
+            S::T(id, size) => fs.truncate(id, size).unwrap(),
+            S::Sync => fs.sync().unwrap(),
+        }
+    }
+    fs
+}
+
+/// Runs `ops` (objects 1.. created first) twice: ending in a sync, and ending in a
+/// crash then recovery and a sync. Returns the valid pages of each.
 fn replay_used(objs: u32, ops: &[S]) -> (u64, u64) {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
-    for _ in 0..objs {
-        fs.create(ObjKind::Object).unwrap();
-    }
-    for (i, op) in ops.iter().enumerate() {
-        match *op {
-            S::W(id, off, len) => {
-                fs.write(id, off, &bytes(i as u32 + 1, len)).unwrap();
-                fs.flush(id).unwrap();
-            }
-            S::T(id, size) => fs.truncate(id, size).unwrap(),
-            S::Sync => fs.sync().unwrap(),
-        }
-    }
-    drop(fs);
-    let mut clean = sim.clone();
-    let mut fs = Fs::mounted(&mut clean).unwrap();
+    drop(run_ops(&mut sim, objs, ops));
+    let mut fs = Fs::mounted(&mut sim).unwrap();
     fs.sync().unwrap();
-    let a = fs.used_pages();
-    drop(fs);
-    // Same image, but the pre-crash state synced: run again with a final sync.
+    let crashed = fs.used_pages();
     let mut sim2 = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let mut fs = Fs::formatted(&mut sim2, cfg()).unwrap();
-    for _ in 0..objs {
-        fs.create(ObjKind::Object).unwrap();
-    }
-    for (i, op) in ops.iter().enumerate() {
-        match *op {
-            S::W(id, off, len) => {
-                fs.write(id, off, &bytes(i as u32 + 1, len)).unwrap();
-                fs.flush(id).unwrap();
-            }
-            S::T(id, size) => fs.truncate(id, size).unwrap(),
-            S::Sync => fs.sync().unwrap(),
-        }
-    }
+    let mut fs = run_ops(&mut sim2, objs, ops);
     fs.sync().unwrap();
-    (fs.used_pages(), a)
+    (fs.used_pages(), crashed)
 }
 
 #[test]

@@ -683,16 +683,7 @@ fn exhaustive_log_sectors() {
             s.name
         );
         sweep_ok(&s, &Sweep::exhaustive(21), 400);
-        let mut sw = clean_and_random(Sweep::exhaustive(22));
-        sw.schedule = Schedule::Log;
-        sw.recovery_cuts = RecoveryCuts::Exhaustive;
-        let r = powerloss::sweep(&s, &sw);
-        println!(
-            "{} with recovery cuts: {} runs, {} recovery cuts",
-            s.name, r.runs, r.recovery_cuts
-        );
-        r.assert_ok();
-        assert!(r.recovery_cuts > 20);
+        assert!(sweep_with_recovery_cuts(&s, 22) > 20);
     }
 }
 
@@ -711,15 +702,22 @@ fn exhaustive_basic() {
 #[test]
 fn exhaustive_namespace_transactions() {
     sweep_ok(&namespace(), &Sweep::exhaustive(31), 40);
-    let mut sw = clean_and_random(Sweep::exhaustive(32));
+    sweep_with_recovery_cuts(&namespace(), 32);
+}
+
+/// Every cut of `s`'s workload, clean and random, each followed by every cut of the
+/// recovery it starts; returns the recovery cuts.
+fn sweep_with_recovery_cuts(s: &Objects, seed: u64) -> u64 {
+    let mut sw = clean_and_random(Sweep::exhaustive(seed));
     sw.schedule = Schedule::Log;
     sw.recovery_cuts = RecoveryCuts::Exhaustive;
-    let r = powerloss::sweep(&namespace(), &sw);
+    let r = powerloss::sweep(s, &sw);
     println!(
-        "objects-namespace with recovery cuts: {} runs, {} recovery cuts",
-        r.runs, r.recovery_cuts
+        "{} with recovery cuts: {} runs, {} recovery cuts",
+        s.name, r.runs, r.recovery_cuts
     );
     r.assert_ok();
+    r.recovery_cuts
 }
 
 #[test]
@@ -1203,15 +1201,7 @@ fn direct_objects_boundary_sweep() {
         &clean_and_random(Sweep::exhaustive(52)),
         40,
     );
-    let mut sw = clean_and_random(Sweep::exhaustive(53));
-    sw.schedule = Schedule::Log;
-    sw.recovery_cuts = RecoveryCuts::Exhaustive;
-    let r = powerloss::sweep(&direct_boundary(), &sw);
-    println!(
-        "direct-boundary with recovery cuts: {} runs, {} recovery cuts",
-        r.runs, r.recovery_cuts
-    );
-    r.assert_ok();
+    sweep_with_recovery_cuts(&direct_boundary(), 53);
 }
 
 #[test]
