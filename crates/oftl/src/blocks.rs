@@ -42,6 +42,8 @@ use nand_hal::BlockAddr;
 pub(crate) type WindowList = heapless::Vec<BlockAddr, MAX_WINDOW>;
 
 const STATE_MASK: u32 = 0b111;
+/// Blocks [`BlockTable::pick_victim`] can hide from the policy at once.
+pub(crate) const MAX_HIDDEN: usize = 4;
 const RETIRE: u32 = 1 << 3;
 const SCRUB: u32 = 1 << 4;
 const VALID_SHIFT: u32 = 5;
@@ -535,29 +537,33 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
         policy: &mut P,
         ppb: u32,
         urgency: Urgency,
-        hidden: Option<BlockAddr>,
+        hidden: &[BlockAddr],
     ) -> Option<BlockAddr> {
         let urgent = self
             .all()
             .iter()
             .enumerate()
             .map(|(i, b)| (BlockAddr(i as u32), b))
-            .find(|&(i, b)| b.urgent() && Some(i) != hidden)
+            .find(|&(i, b)| b.urgent() && !hidden.contains(&i))
             .map(|(i, _)| i);
         let pick = urgent.or_else(|| {
-            let saved = hidden
-                .filter(|&h| (h.0 as usize) < self.n)
-                .map(|h| (h, self.info[h.0 as usize]));
-            if let Some((h, _)) = saved {
-                self.info[h.0 as usize].set_valid(ppb.min(u16::MAX as u32) as u16);
+            // Hidden blocks show as full of valid pages while the policy looks.
+            let mut saved = [(0usize, BlockInfo::FREE); MAX_HIDDEN];
+            let mut n = 0;
+            for h in hidden.iter().filter(|h| (h.0 as usize) < self.n) {
+                if let Some(slot) = saved.get_mut(n) {
+                    *slot = (h.0 as usize, self.info[h.0 as usize]);
+                    n += 1;
+                    self.info[h.0 as usize].set_valid(ppb.min(u16::MAX as u32) as u16);
+                }
             }
             let p = policy.pick_victim_for(self.all(), ppb, urgency);
-            if let Some((h, e)) = saved {
-                self.info[h.0 as usize] = e;
+            for &(i, e) in saved[..n].iter().rev() {
+                self.info[i] = e;
             }
             p
         });
-        pick.filter(|&v| Some(v) != hidden).filter(|&v| {
+        pick.filter(|&v| !hidden.contains(&v)).filter(|&v| {
             let b = self.get(v);
             (v.0 as usize) < self.n && b.state() == BlockState::Full && b.valid() > 0
         })
@@ -760,26 +766,26 @@ mod tests {
         t.loaded(BlockAddr(2), BlockState::Full, 63, 0);
         let mut g = Greedy::DEFAULT;
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Foreground, None),
+            t.pick_victim(&mut g, 64, Urgency::Foreground, &[]),
             Some(BlockAddr(0))
         );
         t.needs_scrub(BlockAddr(2));
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Foreground, None),
+            t.pick_victim(&mut g, 64, Urgency::Foreground, &[]),
             Some(BlockAddr(2))
         );
         // A hidden block is neither the urgent pick nor the policy's.
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(BlockAddr(2))),
+            t.pick_victim(&mut g, 64, Urgency::Foreground, &[BlockAddr(2)]),
             Some(BlockAddr(0))
         );
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Foreground, Some(BlockAddr(0))),
+            t.pick_victim(&mut g, 64, Urgency::Foreground, &[BlockAddr(0)]),
             Some(BlockAddr(2))
         );
         t.collected(BlockAddr(2), false);
         assert_eq!(
-            t.pick_victim(&mut g, 64, Urgency::Background, Some(BlockAddr(0))),
+            t.pick_victim(&mut g, 64, Urgency::Background, &[BlockAddr(0)]),
             Some(BlockAddr(1))
         );
         assert_eq!(t.get(BlockAddr(0)).valid(), 1, "hiding changes nothing");

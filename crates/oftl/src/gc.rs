@@ -51,17 +51,22 @@ pub(crate) struct Victim {
 }
 
 /// Where collection stands between steps. Changed only through its events.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Collection {
     victim: Option<Victim>,
     /// Head the victim's pages are copied to (the policy's choice).
     head: usize,
     /// A page of the victim did not read (it may be referenced).
     unreadable: bool,
-    /// A block collection left alone (a referenced page did not read), until the next
+    /// Blocks collection left alone (a referenced page did not read), until the next
     /// checkpoint.
-    stuck: Option<BlockAddr>,
+    stuck: heapless::Vec<BlockAddr, STUCK>,
 }
+
+/// Blocks collection remembers leaving alone at once. A step gives up after this many
+/// victims in a row copied nothing more (with more such blocks than this, they would
+/// otherwise take turns being picked for good).
+const STUCK: usize = crate::blocks::MAX_HIDDEN;
 
 impl Collection {
     /// Nothing being collected.
@@ -69,7 +74,7 @@ impl Collection {
         victim: None,
         head: DATA_HEAD,
         unreadable: false,
-        stuck: None,
+        stuck: heapless::Vec::new(),
     };
 
     pub fn victim(&self) -> Option<Victim> {
@@ -80,9 +85,9 @@ impl Collection {
         self.head
     }
 
-    /// The block collection leaves alone until the next checkpoint.
-    pub fn stuck(&self) -> Option<BlockAddr> {
-        self.stuck
+    /// The blocks collection leaves alone until the next checkpoint.
+    pub fn stuck(&self) -> &[BlockAddr] {
+        &self.stuck
     }
 
     /// Collection starts on `block` (erased `erases` times), copying through `head`.
@@ -118,14 +123,18 @@ impl Collection {
         core::mem::take(&mut self.unreadable)
     }
 
-    /// Collection leaves `block` alone until the next checkpoint.
+    /// Collection leaves `block` alone until the next checkpoint (when there is room
+    /// to remember it: past [`STUCK`] blocks, a step's bound on fruitless victims is
+    /// what stops it).
     fn left_alone(&mut self, block: BlockAddr) {
-        self.stuck = Some(block);
+        if !self.stuck.contains(&block) {
+            let _ = self.stuck.push(block);
+        }
     }
 
-    /// A checkpoint: a block left alone may be tried again.
+    /// A checkpoint: the blocks left alone may be tried again.
     pub fn checkpointed(&mut self) {
-        self.stuck = None;
+        self.stuck.clear();
     }
 
     /// A checkpoint freed (or retired) `block`: nothing left to collect in it.
@@ -174,17 +183,25 @@ impl<
             }
             let mut copied = 0;
             let mut idle = 0;
-            while copied < budget {
+            // Victims in a row that ended without a copy: pages that did not read, or
+            // counts a damaged image got wrong. Bounded, so a step always ends.
+            let mut fruitless = 0;
+            while copied < budget && fruitless <= STUCK {
                 if self.gc.victim().is_none() && !self.pick_gc_victim(Urgency::Background) {
                     break;
                 }
                 let at = self.gc.victim();
                 let room = self.gc_room(idle > 0)?;
-                copied += self.gc_advance((budget - copied).min(room))?;
+                let n = self.gc_advance((budget - copied).min(room))?;
+                copied += n;
                 idle = if self.gc.victim() == at { idle + 1 } else { 0 };
                 if idle > 2 {
                     return Err(Fault::NoSpace);
                 }
+                fruitless = match (n, self.gc.victim()) {
+                    (0, None) => fruitless + 1,
+                    _ => 0,
+                };
             }
             let more = self.gc.victim().is_some() || {
                 let ppb = self.dev.ppb();
