@@ -116,6 +116,8 @@ fn main() -> ! {
         objects::W25Default::new(PART, objects::CONFIG, Greedy::DEFAULT);
     static mut LARGE_STORE: objects::W25Large =
         objects::W25Large::new(PART, objects::CONFIG, Greedy::DEFAULT);
+    static mut SMALL_STORE: objects::W25Small =
+        objects::W25Small::new(PART, objects::CONFIG, Greedy::DEFAULT);
     // The file layer over the TINY store configuration, in place too (the examples
     // share it).
     static mut VOLUME: files::Vol =
@@ -190,6 +192,17 @@ fn main() -> ! {
         part,
         page,
         "oftl large W25N01GV config (W25n01gvLarge<_>, 12 cached pages, over the TINY part)",
+    );
+    ok &= passed;
+    whole = whole.max(setup);
+    // The small W25N01GV configuration (4 cached 512-byte pages, 1 write buffer, no log
+    // tail page).
+    let (passed, small, _, setup) = object_config(
+        SMALL_STORE,
+        part,
+        page,
+        "oftl small W25N01GV config (W25n01gvSmall<_>, 4 cached 512 B pages, 1 write \
+         buffer, no log tail page, over the TINY part)",
     );
     ok &= passed;
     whole = whole.max(setup);
@@ -284,6 +297,7 @@ fn main() -> ! {
             .max(tiny)
             .max(w25)
             .max(large)
+            .max(small)
             .max(files_peak)
             .max(spi_peak),
         stack.available
@@ -352,8 +366,8 @@ fn spi_runs(
 /// The object runs (`OBJECT_RUNS`) on store `fs`; prints its RAM under `label` and
 /// returns whether all passed, the peak stack from the top, the peak from the call into
 /// the workload, and the deepest setup before a run.
-fn object_config<const B: usize, const C: usize>(
-    fs: &mut objects::Store<B, C>,
+fn object_config<const B: usize, const C: usize, const W: usize, const M: usize, const L: usize>(
+    fs: &mut objects::Store<B, C, W, M, L>,
     part: shared::Part,
     page: &mut [u8; 2048],
     label: &str,
@@ -366,7 +380,7 @@ fn object_config<const B: usize, const C: usize>(
         own = own.max(o);
         setup = setup.max(s);
     }
-    let size = size_of::<objects::Store<B, C>>();
+    let size = size_of::<objects::Store<B, C, W, M, L>>();
     hprintln!(
         "{}: store {} B in a static, peak stack {} B ({} B from the call into the \
          workload): RAM <= {} B ({} B with the firmware's own frames)",
@@ -386,8 +400,8 @@ fn object_config<const B: usize, const C: usize>(
 /// the simulated part (a simulator cost), that peak less the stack in use at the call into
 /// the workload (the store's own and the workload's), and the peak before the run (with
 /// the renewal).
-fn object_run<const B: usize, const C: usize>(
-    fs: &mut objects::Store<B, C>,
+fn object_run<const B: usize, const C: usize, const W: usize, const M: usize, const L: usize>(
+    fs: &mut objects::Store<B, C, W, M, L>,
     part: shared::Part,
     seed: u64,
     at_op: u64,

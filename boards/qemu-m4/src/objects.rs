@@ -7,7 +7,7 @@
 //! store must take new writes, unmount cleanly and mount again with the same contents.
 
 use nand_hal::sim::FaultPlan;
-use oftl::{Config, ObjKind, ObjectId, Oftl, W25n01gv, W25n01gvLarge};
+use oftl::{Config, Greedy, ObjKind, ObjectId, Oftl, W25n01gv, W25n01gvLarge, W25n01gvSmall};
 
 use crate::shared::Part;
 
@@ -28,8 +28,19 @@ pub type W25Default = W25n01gv<Part>;
 /// The large W25N01GV configuration (12 cached pages), over the `TINY` part too.
 pub type W25Large = W25n01gvLarge<Part>;
 
-/// Any of the firmware's store configurations.
-pub type Store<const BLOCKS: usize, const CACHE: usize> = Oftl<Part, 2048, BLOCKS, CACHE, 2>;
+/// The small W25N01GV configuration (4 cached object-table and index pages of 512 B,
+/// one write buffer, no log tail page), over the `TINY` part too.
+pub type W25Small = W25n01gvSmall<Part>;
+
+/// Any of the firmware's store configurations (`WBUF` write buffers, `META`-byte
+/// object-table and index pages, a `LOG`-byte log tail page).
+pub type Store<
+    const BLOCKS: usize,
+    const CACHE: usize,
+    const WBUF: usize = 2,
+    const META: usize = 2048,
+    const LOG: usize = 2048,
+> = Oftl<Part, 2048, BLOCKS, CACHE, WBUF, Greedy, META, LOG>;
 
 const OBJECTS: usize = 3;
 const CHUNK: usize = 2048;
@@ -58,8 +69,14 @@ fn fill(obj: usize, offset: u64, buf: &mut [u8]) {
     }
 }
 
-fn check_contents<const B: usize, const C: usize>(
-    fs: &mut Store<B, C>,
+fn check_contents<
+    const B: usize,
+    const C: usize,
+    const W: usize,
+    const M: usize,
+    const L: usize,
+>(
+    fs: &mut Store<B, C, W, M, L>,
     ids: &[ObjectId; OBJECTS],
     acked: &[u64; OBJECTS],
     in_flight: Option<usize>,
@@ -102,8 +119,8 @@ fn check_contents<const B: usize, const C: usize>(
 /// never moved): format,
 /// write until the power cut that `plan` arms, recover, check, write more, unmount,
 /// mount, check again.
-pub fn run<const B: usize, const C: usize>(
-    fs: &mut Store<B, C>,
+pub fn run<const B: usize, const C: usize, const W: usize, const M: usize, const L: usize>(
+    fs: &mut Store<B, C, W, M, L>,
     part: Part,
     plan: FaultPlan,
     buf: &mut [u8; CHUNK],

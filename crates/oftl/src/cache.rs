@@ -26,6 +26,7 @@ use nand_hal::{NandFlash, PageAddr};
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind};
 use crate::format::index::{self, ROOT_LPN, UNMAPPED};
+use crate::format::superblock::WHOLE_PAGE;
 use crate::format::table::{self, ObjRecord, REC_LEN, TABLE_OBJ};
 use crate::io::{FaultOf, NO_PAGE};
 use crate::policy::SpacePolicy;
@@ -89,7 +90,8 @@ enum Addr {
 /// pages, and a cache of at least 4 pages always converges well within it.
 const LOAD_TRIES: usize = 256;
 
-/// The page sizes the cache works with, from the device's payload.
+/// The page sizes the cache works with, from the superblock's metadata unit (the
+/// device's payload, or less in a small-RAM layout).
 #[derive(Clone, Copy, Debug)]
 struct Shape {
     payload: usize,
@@ -105,15 +107,16 @@ struct Shape {
 
 impl Shape {
     fn of<F: NandFlash, P, const BLOCKS: usize>(dev: &Dev<F, P, BLOCKS>) -> Self {
-        let payload = dev.payload() as usize;
+        let payload = dev.meta_payload() as usize;
         let epp = (payload / 4) as u32;
         let e = epp as u64;
         Shape {
             payload,
             epp,
-            rpp: table::records_per_page(dev.payload()),
+            rpp: table::records_per_page(payload as u32),
             pages: dev.geo().pages(),
-            max_size: (e * e).min(crate::format::backpointer::MAX_U24 as u64) * payload as u64,
+            max_size: (e * e).min(crate::format::backpointer::MAX_U24 as u64)
+                * dev.payload() as u64,
         }
     }
 
@@ -466,10 +469,17 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         } else {
             PageKind::Index
         };
-        let mut bp = Backpointer::single(kind, k.obj, k.idx, dev.payload() as u16);
+        let mut bp = Backpointer::single(kind, k.obj, k.idx, dev.meta_payload() as u16);
         // Table and index pages never close a transaction: recovery ignores them.
         bp.commit = false;
-        let (page, _) = dev.program(INDEX_HEAD, &mut self.slots[v].data, bp, false, None)?;
+        // A whole-page unit programs the whole slot (with in-band placement its end
+        // takes the backpointer); a smaller unit only its first program units.
+        let n = if dev.sb().meta_unit == WHOLE_PAGE {
+            PAGE
+        } else {
+            dev.meta_payload() as usize
+        };
+        let (page, _) = dev.program(INDEX_HEAD, &mut self.slots[v].data[..n], bp, false, None)?;
         dev.mark_invalid(old);
         dev.mark_valid(page);
         self.slots[v].addr = page;
@@ -556,10 +566,12 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     pub(crate) fn records_per_page(&self) -> u32 {
-        table::records_per_page(self.dev.payload())
+        table::records_per_page(self.dev.meta_payload())
     }
 
     /// The record of `id` in cached table page slot `s`.

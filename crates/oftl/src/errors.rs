@@ -132,6 +132,9 @@ pub enum WriteError<E> {
     /// An internal invariant failed: a bug in this crate, to report (never damaged
     /// flash, which is `Corrupted`). The handle may be poisoned; remount.
     Internal,
+    /// This build keeps no log tail page (`Oftl`'s `LOG` is 0): log streams cannot be
+    /// created or appended to. Nothing changed.
+    NoLogStreams,
 }
 
 /// Why a read failed.
@@ -180,6 +183,8 @@ pub(crate) enum Fault<E> {
     BufferTooSmall(usize),
     /// A rule of the code itself was broken (a bug): the store stops rather than guess.
     Internal,
+    /// A log stream operation in a build without a log tail page.
+    NoLogStreams,
 }
 
 impl<E> From<Corrupted> for Fault<E> {
@@ -208,6 +213,7 @@ impl<E> From<Fault<E>> for WriteError<E> {
             Fault::TooLarge => WriteError::TooLarge,
             Fault::Poisoned => WriteError::Poisoned,
             Fault::WrongKind => WriteError::WrongKind,
+            Fault::NoLogStreams => WriteError::NoLogStreams,
             // Writes read no log records into callers' buffers.
             Fault::BufferTooSmall(_) | Fault::Internal => WriteError::Internal,
         }
@@ -228,7 +234,9 @@ impl<E> From<Fault<E>> for ReadError<E> {
             // The flash content did not match what the index promised.
             Fault::Corrupted | Fault::MediaLoss(_) | Fault::TooLarge => ReadError::Corrupted,
             // Reads never allocate ids or write objects.
-            Fault::ReadOnly | Fault::TooManyObjects | Fault::Internal => ReadError::Internal,
+            Fault::ReadOnly | Fault::TooManyObjects | Fault::Internal | Fault::NoLogStreams => {
+                ReadError::Internal
+            }
         }
     }
 }
@@ -251,6 +259,8 @@ impl<E> From<Fault<E>> for MountError<E> {
             Fault::Corrupted | Fault::NotFound | Fault::WrongKind => MountError::Corrupted,
             // Too few good blocks to write the recovery.
             Fault::ReadOnly => MountError::NoSpace,
+            // Recovery would replay log pages, which needs the log tail page.
+            Fault::NoLogStreams => MountError::Mismatch(Mismatch::Capacity),
             Fault::Poisoned | Fault::BufferTooSmall(_) | Fault::Internal => MountError::Internal,
         }
     }
@@ -298,6 +308,7 @@ display_error!(WriteError {
     WriteError::Exhausted => "room ran out part-way (a sizing bug); handle poisoned, remount",
     WriteError::ReadOnly => "store is read-only",
     WriteError::Internal => "internal error (a bug to report); remount",
+    WriteError::NoLogStreams => "this build keeps no log tail page: no log streams",
 });
 display_error!(ReadError {
     ReadError::Corrupted => "on-flash data corrupted",
@@ -335,7 +346,7 @@ mod tests {
     /// that an internal invariant raises reads as damaged flash.
     #[test]
     fn faults_narrow_to_what_they_mean() {
-        let all: [F; 13] = [
+        let all: [F; 14] = [
             Fault::Flash(7),
             Fault::Corrupted,
             Fault::NotFound,
@@ -349,8 +360,9 @@ mod tests {
             Fault::WrongKind,
             Fault::BufferTooSmall(3),
             Fault::Internal,
+            Fault::NoLogStreams,
         ];
-        let write: [WriteError<u8>; 13] = [
+        let write: [WriteError<u8>; 14] = [
             WriteError::Flash(7),
             WriteError::Corrupted,
             WriteError::NotFound,
@@ -364,8 +376,9 @@ mod tests {
             WriteError::WrongKind,
             WriteError::Internal,
             WriteError::Internal,
+            WriteError::NoLogStreams,
         ];
-        let read: [ReadError<u8>; 13] = [
+        let read: [ReadError<u8>; 14] = [
             ReadError::Flash(7),
             ReadError::Corrupted,
             ReadError::NotFound,
@@ -379,8 +392,9 @@ mod tests {
             ReadError::WrongKind,
             ReadError::BufferTooSmall(3),
             ReadError::Internal,
+            ReadError::Internal,
         ];
-        let mount: [MountError<u8>; 13] = [
+        let mount: [MountError<u8>; 14] = [
             MountError::Flash(7),
             MountError::Corrupted,
             MountError::Corrupted,
@@ -394,6 +408,7 @@ mod tests {
             MountError::Corrupted,
             MountError::Internal,
             MountError::Internal,
+            MountError::Mismatch(Mismatch::Capacity),
         ];
         for (i, f) in all.iter().enumerate() {
             assert_eq!(WriteError::from(*f), write[i], "{f:?}");

@@ -100,6 +100,11 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.payload
     }
 
+    /// Payload bytes of an object-table or index page (the superblock's metadata unit).
+    pub fn meta_payload(&self) -> u32 {
+        self.sb.meta_payload()
+    }
+
     pub fn table(&self) -> &BlockTable<BLOCKS> {
         &self.table
     }

@@ -469,8 +469,16 @@ impl Stats {
 /// `PAGE` must equal the device page size, `BLOCKS` be at least its block count;
 /// `CACHE` (>= 4) bounds the cached object-table and index pages, `WBUF` (<= 64; 0
 /// makes every write synchronous) the write-back buffers. `P` chooses victims and free
-/// blocks. The number of objects is bounded by flash, not RAM: their records live in
-/// the on-flash object table ([`format::table`]).
+/// blocks. `META` is the payload of an object-table or index page as this build
+/// formats it and the size of a cache slot: the page's payload (the default, `PAGE`),
+/// or a multiple of the program unit below it for a small-RAM build
+/// ([`W25n01gvSmall`]: 512 B slots; SPEC 3.2). A build mounts any store whose unit is
+/// at most `META`. The number of objects is bounded by flash, not RAM: their records
+/// live in the on-flash object table ([`format::table`]). `LOG` is the log tail's page
+/// image: `PAGE` (the default), or 0 for a build without log streams (their creation
+/// and appends are refused with [`WriteError::NoLogStreams`], and so is a mount whose
+/// crash recovery would replay log pages, with `Mismatch(Capacity)`): a page less RAM,
+/// for stores of objects only ([`W25n01gvSmall`]).
 pub struct Oftl<
     F: NandFlash,
     const PAGE: usize,
@@ -478,19 +486,21 @@ pub struct Oftl<
     const CACHE: usize,
     const WBUF: usize = DEFAULT_WBUF,
     P: SpacePolicy = Greedy,
+    const META: usize = PAGE,
+    const LOG: usize = PAGE,
 > {
     pub(crate) dev: Dev<F, P, BLOCKS>,
     /// How `format` lays the store out.
     config: Config,
     /// Object-table and index pages, and the table root's address.
-    pub(crate) cache: cache::PageCache<PAGE, CACHE>,
+    pub(crate) cache: cache::PageCache<META, CACHE>,
     /// Write-back buffers: dirty (or clean, cached) data pages of objects.
     pub(crate) wbuf: wbuf::WriteBuffers<PAGE, WBUF>,
     /// The two scratch pages and the rule that keeps their uses apart.
     pub(crate) scratch: scratch::Scratch<PAGE>,
     /// The log page the next append may continue, and its image as programmed (during
     /// a recovery: the last log page with accepted sectors, read once).
-    pub(crate) log_tail: log::LogTail<PAGE>,
+    pub(crate) log_tail: log::LogTail<LOG>,
     pub(crate) ckpt: checkpoint::CkptPos,
     /// Live objects and the next id.
     pub(crate) ids: objtab::Ids,
@@ -516,6 +526,16 @@ pub type W25n01gv<F> = Oftl<F, 2048, 1024, 7>;
 /// their crash recovery writes fewer cache pages back.
 pub type W25n01gvLarge<F> = Oftl<F, 2048, 1024, 12>;
 
+/// A W25N01GV configuration for MCUs with little RAM (16 KiB all told on a Cortex-M4),
+/// for objects only: object-table and index pages of one 512-byte program unit
+/// (`META` 512), cached in 4 slots of that size, one write-back buffer, and no log
+/// streams (`LOG` 0: no log tail page). Its stores keep 128 index entries and 16
+/// object records per metadata page (a quarter of a page's, so the largest object is
+/// 32 MiB and metadata takes more pages); [`W25n01gv`] and [`W25n01gvLarge`] mount
+/// them too, not the reverse. The file layer needs log streams: under it, use
+/// `Oftl<F, 2048, 1024, 4, 1, Greedy, 512>` (a page more).
+pub type W25n01gvSmall<F> = Oftl<F, 2048, 1024, 4, 1, Greedy, 512, 0>;
+
 impl<
         F: NandFlash,
         P: SpacePolicy,
@@ -523,10 +543,14 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     const CACHE_OK: () = assert!(CACHE >= 4, "CACHE must be at least 4");
     const WBUF_OK: () = assert!(WBUF <= 64, "WBUF must be at most 64");
+    const META_OK: () = assert!(META <= PAGE, "META must be at most PAGE");
+    const LOG_OK: () = assert!(LOG == 0 || LOG == PAGE, "LOG must be 0 or PAGE");
 
     /// Checks that this build's tables fit a device.
     pub(crate) fn check_fit(geo: &Geometry, caps: &Capabilities) -> Result<(), Mismatch> {
@@ -534,6 +558,10 @@ impl<
         let _ = Self::CACHE_OK;
         #[allow(clippy::let_unit_value)]
         let _ = Self::WBUF_OK;
+        #[allow(clippy::let_unit_value)]
+        let _ = Self::META_OK;
+        #[allow(clippy::let_unit_value)]
+        let _ = Self::LOG_OK;
         if geo.page_size() as usize != PAGE || geo.blocks() as usize > BLOCKS {
             return Err(Mismatch::Capacity);
         }
@@ -573,7 +601,7 @@ impl<
             cache: cache::PageCache::new(),
             wbuf: wbuf::WriteBuffers::EMPTY,
             scratch: scratch::Scratch::EMPTY,
-            log_tail: log::LogTail::<PAGE>::CLOSED,
+            log_tail: log::LogTail::<LOG>::CLOSED,
             ckpt: checkpoint::CkptPos::START,
             ids: objtab::Ids::FRESH,
             session: session::Session::UNMOUNTED,
@@ -637,7 +665,7 @@ impl<
     }
 
     pub(crate) fn entries_per_index(&self) -> usize {
-        self.dev.payload() as usize / 4
+        self.dev.meta_payload() as usize / 4
     }
 
     /// Largest object size this format can index.
@@ -690,7 +718,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     pub(crate) fn formatted(flash: F, config: Config) -> Result<Self, FormatError<F::Error>> {
         let mut fs = Self::new(flash, config, P::default());

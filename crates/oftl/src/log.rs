@@ -94,31 +94,49 @@ struct OpenPage {
 /// The log head's open page (see the module docs) and its image, changed only through
 /// its events. During a recovery the image holds the last log page with accepted
 /// sectors instead, as the scan read it (once: it may hold unstable bits from the cut).
-pub(crate) struct LogTail<const PAGE: usize> {
+/// `IMG` is the image's size: the page size, or 0 in a build without log streams (no
+/// page is ever open, and recovery refuses to keep a log page).
+pub(crate) struct LogTail<const IMG: usize> {
     open: Option<OpenPage>,
     /// A read-only mount's last log page, as recovery read it (in `image`).
     pinned: Option<PageAddr>,
     /// The open page as programmed (or recovery's last log page as read).
-    image: [u8; PAGE],
+    image: [u8; IMG],
 }
 
-impl<const PAGE: usize> LogTail<PAGE> {
+/// The build keeps no log tail page (`IMG` 0).
+pub(crate) struct NoTail;
+
+impl<E> From<NoTail> for Fault<E> {
+    fn from(_: NoTail) -> Self {
+        Fault::NoLogStreams
+    }
+}
+
+impl<const IMG: usize> LogTail<IMG> {
     /// No open page.
     pub(crate) const CLOSED: Self = LogTail {
         open: None,
         pinned: None,
-        image: [0xFF; PAGE],
+        image: [0xFF; IMG],
     };
 
+    /// Whether this build keeps a log tail page (else it has no log streams).
+    pub(crate) const KEPT: bool = IMG > 0;
+
     /// The open page as programmed, or what recovery read of its last log page.
-    pub(crate) fn image(&self) -> &[u8; PAGE] {
+    pub(crate) fn image(&self) -> &[u8] {
         &self.image
     }
 
     /// Recovery read its last log page with accepted sectors into `page`: kept as
-    /// read, so every later use sees the same bytes.
-    pub(crate) fn keep_read(&mut self, page: &[u8; PAGE]) {
+    /// read, so every later use sees the same bytes. Refused without a tail page.
+    pub(crate) fn keep_read(&mut self, page: &[u8]) -> Result<(), NoTail> {
+        if page.len() != IMG {
+            return Err(NoTail);
+        }
         self.image.copy_from_slice(page);
+        Ok(())
     }
 
     /// Nothing may be appended to the open page any more (a checkpoint, a crash, the
@@ -142,14 +160,19 @@ impl<const PAGE: usize> LogTail<PAGE> {
 
     /// `page` of logical page `lpage` of `stream` was programmed from its first slot up
     /// to `next_slot` (a fresh page, or a copy with the new records) from `programmed`.
+    /// (Without a tail page nothing is opened: the next append takes a fresh page.)
     fn opened(
         &mut self,
         stream: u32,
         lpage: u64,
         page: PageAddr,
         next_slot: u32,
-        programmed: &[u8; PAGE],
+        programmed: &[u8],
     ) {
+        if programmed.len() != IMG {
+            self.open = None;
+            return;
+        }
         self.image.copy_from_slice(programmed);
         self.open = Some(OpenPage {
             stream,
@@ -162,13 +185,13 @@ impl<const PAGE: usize> LogTail<PAGE> {
 
     /// The open page took another partial program of `programmed`'s bytes `range`, up
     /// to `next_slot`.
-    fn extended(
-        &mut self,
-        next_slot: u32,
-        programmed: &[u8; PAGE],
-        range: core::ops::Range<usize>,
-    ) {
-        self.image[range.clone()].copy_from_slice(&programmed[range]);
+    fn extended(&mut self, next_slot: u32, programmed: &[u8], range: core::ops::Range<usize>) {
+        let (Some(dst), Some(src)) = (self.image.get_mut(range.clone()), programmed.get(range))
+        else {
+            self.open = None;
+            return;
+        };
+        dst.copy_from_slice(src);
         if let Some(o) = self.open.as_mut() {
             o.next_slot = next_slot;
             o.programs = o.programs.saturating_add(1);
@@ -211,7 +234,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     pub(crate) fn sectors_per_page(&self) -> u32 {
         self.dev.geo().page_size() / self.dev.caps().program_unit
@@ -342,6 +367,9 @@ impl<
     }
 
     fn log_append_inner(&mut self, stream: ObjectId, records: &[&[u8]]) -> Result<u64, FaultOf<F>> {
+        if !LogTail::<LOG>::KEPT {
+            return Err(Fault::NoLogStreams);
+        }
         self.check_writable()?;
         let o = self.obj(stream)?;
         if o.kind != ObjKind::Log {

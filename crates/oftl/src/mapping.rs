@@ -24,7 +24,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// The data page of `lpn`, or [`UNMAPPED`].
     pub(crate) fn index_get(&mut self, obj: u32, lpn: u32) -> Result<PageAddr, FaultOf<F>> {

@@ -46,7 +46,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Formats the device as the store's [`Config`] says (erasing every good block)
     /// and leaves the store mounted on it. Whatever the store held before is dropped
@@ -65,6 +67,8 @@ impl<
         let geo = self.dev.flash_mut().geometry();
         let caps = *self.dev.flash_mut().capabilities();
         Self::check_fit(&geo, &caps).map_err(FormatError::Unsupported)?;
+        let meta_unit = Superblock::meta_unit_for(&caps, geo.page_size(), META)
+            .map_err(FormatError::Unsupported)?;
         let w = config.window_blocks as u32;
         let needed = Self::min_window_blocks(geo.pages_per_block());
         if w < needed {
@@ -85,6 +89,7 @@ impl<
                 sb_blocks,
                 ckpt_blocks,
                 config.log_partial_programs,
+                meta_unit,
             )
         };
         // The block table doubles as the factory bad-block map while the fixed blocks
@@ -264,6 +269,7 @@ impl<
         sb.check_device(&geo, &caps).map_err(MountError::Mismatch)?;
         Self::check_fit(&geo, &caps).map_err(MountError::Mismatch)?;
         if sb.window_blocks as usize > MAX_WINDOW
+            || sb.meta_payload() as usize > META
             || MAX_WINDOW as u32 * geo.pages_per_block() - 1 > MAX_TX_DELTA
         {
             return Err(MountError::Mismatch(Mismatch::Capacity));

@@ -73,7 +73,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Largest object id this format can hold (the table's index bounds it).
     pub(crate) fn max_object_id(&self) -> u32 {
@@ -201,8 +203,10 @@ pub struct ObjectIds<
     const BLOCKS: usize,
     const CACHE: usize,
     const WBUF: usize,
+    const META: usize,
+    const LOG: usize,
 > {
-    fs: &'a mut Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>,
+    fs: &'a mut Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>,
     last: Option<ObjectId>,
     done: bool,
 }
@@ -214,7 +218,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Iterator for ObjectIds<'_, F, P, PAGE, BLOCKS, CACHE, WBUF>
+        const META: usize,
+        const LOG: usize,
+    > Iterator for ObjectIds<'_, F, P, PAGE, BLOCKS, CACHE, WBUF, META, LOG>
 {
     type Item = Result<ObjectId, ReadError<F::Error>>;
 
@@ -246,11 +252,13 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Live object ids, ascending, read from the object table through the cache (see
     /// [`Oftl::next_object`]).
-    pub fn objects(&mut self) -> ObjectIds<'_, F, P, PAGE, BLOCKS, CACHE, WBUF> {
+    pub fn objects(&mut self) -> ObjectIds<'_, F, P, PAGE, BLOCKS, CACHE, WBUF, META, LOG> {
         ObjectIds {
             fs: self,
             last: None,

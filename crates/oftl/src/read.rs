@@ -24,7 +24,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (fewer at
     /// the end of the object).

@@ -134,7 +134,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// [`Damaged::Rebuild`](crate::Damaged::Rebuild), from [`Oftl::mount_damaged`].
     pub(crate) fn mount_rebuild(
@@ -182,6 +184,8 @@ impl<
         let geo = self.dev.flash_mut().geometry();
         let caps = *self.dev.flash_mut().capabilities();
         let ppb = geo.pages_per_block();
+        let meta_unit = Superblock::meta_unit_for(&caps, geo.page_size(), META)
+            .map_err(|_| Fault::Corrupted)?;
         let describe = |w: u16, sbb: [BlockAddr; 2], cb: [BlockAddr; CKPT_BLOCKS]| {
             Superblock::describe(
                 &geo,
@@ -191,6 +195,7 @@ impl<
                 sbb,
                 cb,
                 true,
+                meta_unit,
             )
         };
         self.reset_state(describe(

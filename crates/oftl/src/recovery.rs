@@ -361,7 +361,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
         let no_write = self.session.replay_only();
@@ -618,7 +620,7 @@ impl<
                     }
                     if any {
                         // Read once: the page may hold unstable bits from the cut.
-                        self.log_tail.keep_read(self.scratch.page());
+                        self.log_tail.keep_read(self.scratch.page())?;
                         log_suspect = Some(page);
                     }
                     if any || loss[LOG_HEAD].is_some() {

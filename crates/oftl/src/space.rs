@@ -67,7 +67,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Gets ready to program `pages` pages in `ops` operations that grow the valid set
     /// by up to `growth` pages: dirty marker, capacity check, window room, pool floor.
@@ -334,7 +336,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Good blocks (not bad, not superblock or checkpoint blocks) the store needs to
     /// keep writing with its live data: the blocks the live pages fill, plus the shrink

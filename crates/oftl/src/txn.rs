@@ -88,7 +88,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Applies `ops` atomically: after a power cut either all of them or none are
     /// visible. On `Ok` they are durable (together with every earlier write to the
@@ -118,6 +120,12 @@ impl<
     }
 
     pub(crate) fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
+        let logs = ops
+            .iter()
+            .any(|op| matches!(op, TxOp::Create { kind: ObjKind::Log }));
+        if logs && !crate::log::LogTail::<LOG>::KEPT {
+            return Err(Fault::NoLogStreams);
+        }
         self.check_writable()?;
         let creates = ops
             .iter()

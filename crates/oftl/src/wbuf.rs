@@ -263,7 +263,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Writes `data` at `offset`. All-or-nothing after a power cut; durable once
     /// [`flush`](Self::flush) or [`sync`](Self::sync) returns (or any synchronous

@@ -29,7 +29,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Creates an empty object and returns its id. Ids are never reused.
     pub fn create(&mut self, kind: ObjKind) -> Result<ObjectId, WriteError<F::Error>> {
@@ -37,6 +39,9 @@ impl<
     }
 
     fn create_inner(&mut self, kind: ObjKind) -> Result<ObjectId, FaultOf<F>> {
+        if kind == ObjKind::Log && !crate::log::LogTail::<LOG>::KEPT {
+            return Err(Fault::NoLogStreams);
+        }
         self.check_writable()?;
         if self.ids.next() > self.max_object_id().min(MAX_U24) {
             return Err(Fault::TooManyObjects);

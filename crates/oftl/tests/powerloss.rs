@@ -30,6 +30,21 @@ struct Objects {
     para: bool,
     /// Run over host ECC ([`SoftEcc`], per-step status) on the raw part.
     soft: bool,
+    /// Object-table and index pages of one 512-byte program unit (`META` 512, the
+    /// small-RAM layout) instead of whole pages.
+    small: bool,
+}
+
+/// The store `$body` runs with, by the scenario's policy and metadata unit.
+macro_rules! with_store {
+    ($self:ident, $m:ident :: <$f:ty>($($arg:expr),*)) => {
+        match ($self.para, $self.small) {
+            (true, false) => $self.$m::<$f, Para, 2048>($($arg),*),
+            (false, false) => $self.$m::<$f, Greedy, 2048>($($arg),*),
+            (true, true) => $self.$m::<$f, Para, 512>($($arg),*),
+            (false, true) => $self.$m::<$f, Greedy, 512>($($arg),*),
+        }
+    };
 }
 
 /// `f` over the device the scenario runs on: the simulator, or host ECC around it.
@@ -64,28 +79,19 @@ impl Scenario for Objects {
     }
 
     fn setup(&self, nand: &mut Sim) -> Result<Oracle, String> {
-        on_device!(self, nand, |f| if self.para {
-            self.setup_on::<_, Para>(f)
-        } else {
-            self.setup_on::<_, Greedy>(f)
-        })
+        on_device!(self, nand, |f| with_store!(self, setup_on::<_>(f)))
     }
 
     fn run(&self, nand: &mut Sim, o: &mut Oracle) -> Result<(), String> {
-        on_device!(self, nand, |f| if self.para {
-            self.run_on::<_, Para>(f, o)
-        } else {
-            self.run_on::<_, Greedy>(f, o)
-        })
+        on_device!(self, nand, |f| with_store!(self, run_on::<_>(f, o)))
     }
 
     fn check(&self, nand: &mut Sim, o: &Oracle) -> Result<(), CheckError> {
         let r: Result<Result<(), CheckError>, String> = (|| {
-            Ok(on_device!(self, nand, |f| if self.para {
-                self.check_on::<_, Para>(f, o)
-            } else {
-                self.check_on::<_, Greedy>(f, o)
-            }))
+            Ok(on_device!(self, nand, |f| with_store!(
+                self,
+                check_on::<_>(f, o)
+            )))
         })();
         r.unwrap_or_else(|e| Err(e.into()))
     }
@@ -106,6 +112,7 @@ fn basic() -> Objects {
         name: "objects-basic",
         para: false,
         soft: false,
+        small: false,
         preload: vec![Op::Create, w(0, 0, 5000, 1)],
         ops: vec![
             Op::Create,
@@ -151,6 +158,7 @@ fn namespace() -> Objects {
         name: "objects-namespace",
         para: false,
         soft: false,
+        small: false,
         preload: vec![
             Op::Create,
             Op::Create,
@@ -168,6 +176,7 @@ fn transactions() -> Objects {
         name: "objects-tx",
         para: false,
         soft: false,
+        small: false,
         preload: vec![Op::Create, Op::Create, w(0, 0, 4000, 1), w(1, 0, 4000, 2)],
         ops: vec![
             Op::Tx {
@@ -201,11 +210,14 @@ fn transactions() -> Objects {
 
 impl Objects {
     fn setup_with<P: SpacePolicy + Default>(&self, nand: &mut Sim) -> Result<Oracle, String> {
-        self.setup_on::<_, P>(nand)
+        self.setup_on::<_, P, 2048>(nand)
     }
 
-    fn setup_on<F: NandFlash, P: SpacePolicy + Default>(&self, nand: F) -> Result<Oracle, String> {
-        let mut fs = FsOn::<F, P>::formatted(nand, cfg()).map_err(|e| format!("{e:?}"))?;
+    fn setup_on<F: NandFlash, P: SpacePolicy + Default, const M: usize>(
+        &self,
+        nand: F,
+    ) -> Result<Oracle, String> {
+        let mut fs = FsOn::<F, P, M>::formatted(nand, cfg()).map_err(|e| format!("{e:?}"))?;
         let mut m = Model::new();
         for op in &self.preload {
             run_op(&mut fs, &m, op).map_err(|e| format!("preload: {e:?}"))?;
@@ -218,12 +230,12 @@ impl Objects {
         })
     }
 
-    fn run_on<F: NandFlash, P: SpacePolicy + Default>(
+    fn run_on<F: NandFlash, P: SpacePolicy + Default, const M: usize>(
         &self,
         nand: F,
         o: &mut Oracle,
     ) -> Result<(), String> {
-        let mut fs = FsOn::<F, P>::mounted(nand).map_err(|e| format!("mount: {e:?}"))?;
+        let mut fs = FsOn::<F, P, M>::mounted(nand).map_err(|e| format!("mount: {e:?}"))?;
         for op in &self.ops {
             o.in_flight = Some(op.clone());
             run_op(&mut fs, &o.acked.durable, op).map_err(|e| format!("{op:?}: {e:?}"))?;
@@ -234,12 +246,12 @@ impl Objects {
         Ok(())
     }
 
-    fn check_on<F: NandFlash, P: SpacePolicy + Default>(
+    fn check_on<F: NandFlash, P: SpacePolicy + Default, const M: usize>(
         &self,
         nand: F,
         o: &Oracle,
     ) -> Result<(), CheckError> {
-        let mut fs = match FsOn::<F, P>::mounted(nand) {
+        let mut fs = match FsOn::<F, P, M>::mounted(nand) {
             Ok(fs) => fs,
             Err(MountError::Flash(e)) if nand_hal::Error::kind(&e) == ErrorKind::PowerLoss => {
                 return Err(CheckError::PowerLoss)
@@ -320,6 +332,7 @@ fn gc_heavy() -> Objects {
         ops,
         para: false,
         soft: false,
+        small: false,
     }
 }
 
@@ -383,6 +396,7 @@ fn cold_copies() -> Objects {
         ],
         para: false,
         soft: false,
+        small: false,
     }
 }
 
@@ -406,6 +420,7 @@ fn logs() -> Objects {
         ops,
         para: false,
         soft: false,
+        small: false,
     }
 }
 
@@ -457,6 +472,7 @@ fn log_sectors() -> Objects {
         ops,
         para: false,
         soft: false,
+        small: false,
     }
 }
 
@@ -567,6 +583,7 @@ fn buffered() -> Objects {
         ops,
         para: false,
         soft: false,
+        small: false,
     }
 }
 
@@ -602,7 +619,15 @@ fn many_objects() -> Objects {
         ops,
         para: false,
         soft: false,
+        small: false,
     }
+}
+
+/// The same scenario with object-table and index pages of one 512-byte unit.
+fn small_units(mut s: Objects, name: &'static str) -> Objects {
+    s.small = true;
+    s.name = name;
+    s
 }
 
 /// A part without ECC: in-band backpointers, log pages continued by partial programs.
@@ -647,6 +672,24 @@ fn exhaustive_many_objects() {
     sweep_ok(&many_objects(), &s, 100);
 }
 
+/// The small-RAM layout (`META` 512: 16 records per object-table page, 128 entries per
+/// index page, 4 cache slots of 512 B): many objects over ten table pages, GC of
+/// index and table pages, transactions, with cuts during recovery too.
+#[test]
+fn exhaustive_small_metadata_units() {
+    let mut s = clean_and_random(Sweep::exhaustive(9));
+    s.recovery_cuts = RecoveryCuts::Sample;
+    sweep_ok(&small_units(many_objects(), "objects-many-small"), &s, 100);
+    for sc in [
+        small_units(basic(), "objects-basic-small"),
+        small_units(transactions(), "transactions-small"),
+        small_units(gc_heavy(), "gc-heavy-small"),
+    ] {
+        sweep_ok(&sc, &Sweep::exhaustive(10), 40);
+        assert!(sweep_with_recovery_cuts(&sc, 11) > 10);
+    }
+}
+
 #[test]
 fn exhaustive_logs() {
     sweep_ok(&logs(), &Sweep::exhaustive(5), 40);
@@ -673,7 +716,7 @@ fn exhaustive_log_sectors() {
                 starts: &mut starts,
             };
             let r: Result<(), String> =
-                (|| on_device!(s, f, |d| s.run_on::<_, Greedy>(d, &mut o)))();
+                (|| on_device!(s, f, |d| s.run_on::<_, Greedy, 2048>(d, &mut o)))();
             r.unwrap();
         }
         println!("{}: programs by first sector {starts:?}", s.name);
@@ -1084,6 +1127,7 @@ fn direct_boundary() -> Objects {
         name: "direct-boundary",
         para: false,
         soft: false,
+        small: false,
         preload: vec![
             Op::Create,
             Op::Create,
@@ -1190,6 +1234,7 @@ fn direct_cold() -> Objects {
         ops,
         para: false,
         soft: false,
+        small: false,
     }
 }
 

@@ -82,12 +82,17 @@ enum Which {
     /// The file layer over the large oftl configuration (`W25n01gvLarge`: 12 cached
     /// pages, about 43 KB of RAM on a Cortex-M4).
     Large,
+    /// Raw oftl objects in the small configuration (`W25n01gvSmall`: 4 cached 512-byte
+    /// object-table and index pages, one write-back buffer, no log streams; 16 KiB of
+    /// RAM).
+    OftlSmall,
 }
 
 impl Which {
-    const ALL: [Which; 6] = [
+    const ALL: [Which; 7] = [
         Which::Littlefs2,
         Which::Oftl,
+        Which::OftlSmall,
         Which::Stagefs,
         Which::Large,
         Which::StagingOff,
@@ -103,6 +108,10 @@ impl Which {
         match self {
             Which::Littlefs2 => Box::new(littlefs::Littlefs::new(dev)),
             Which::Oftl => Box::new(oftl::Oftl::new(dev)),
+            Which::OftlSmall => Box::new(oftl::Oftl::<4, 1, 512, 0>::labelled(
+                dev,
+                "oftl, 16 KiB store",
+            )),
             Which::Stagefs => Box::new(stagefs::Stagefs::new(dev)),
             Which::Large => Box::new(stagefs::Stagefs::over(
                 dev,

@@ -1,7 +1,9 @@
 //! `oftl` on the simulated NAND, in its default W25N01GV configuration
 //! ([`oftl::W25n01gv`]: 7 cached object-table and index pages, 2 write-back buffers;
-//! 32,552 B of RAM on a Cortex-M4, no heap; objects are limited by flash, not RAM) with
-//! the default 16-block updating window.
+//! 32,504 B of RAM on a Cortex-M4, no heap; objects are limited by flash, not RAM), or
+//! its small one ([`oftl::W25n01gvSmall`]: 4 cached 512-byte object-table and index
+//! pages, one write-back buffer, no log streams; 16 KiB), with the default 16-block
+//! updating window.
 //!
 //! The file calls map onto the object API as littlefs's do: a path names an object (the
 //! map lives in the benchmark, raw oftl has no directories), a write is a `write` at the
@@ -14,7 +16,7 @@ use nand_hal::{
 };
 use std::collections::HashMap;
 
-use oftl::{Greedy, ObjKind, ObjectId, W25n01gv};
+use oftl::{Greedy, ObjKind, ObjectId};
 
 use crate::stagefs::CONFIG;
 
@@ -99,7 +101,11 @@ impl NandFlash for Shared {
     }
 }
 
-type Fs = W25n01gv<Shared>;
+/// The store: `CACHE` cached object-table and index pages of `META` bytes, `WBUF`
+/// write-back buffers, a log tail page of `LOG` bytes (the defaults:
+/// [`oftl::W25n01gv`]; `<4, 1, 512, 0>`: [`oftl::W25n01gvSmall`]).
+type Fs<const CACHE: usize, const WBUF: usize, const META: usize, const LOG: usize> =
+    oftl::Oftl<Shared, 2048, 1024, CACHE, WBUF, Greedy, META, LOG>;
 
 /// An open object: id, position.
 #[derive(Clone, Copy)]
@@ -108,26 +114,43 @@ struct OpenObj {
     pos: u64,
 }
 
-/// oftl as a benchmark target.
-pub struct Oftl {
+/// oftl as a benchmark target, in the store configuration its parameters give
+/// (the default: [`oftl::W25n01gv`]).
+pub struct Oftl<
+    const CACHE: usize = 7,
+    const WBUF: usize = 2,
+    const META: usize = 2048,
+    const LOG: usize = 2048,
+> {
     dev: Device,
-    fs: Option<Box<Fs>>,
+    label: &'static str,
+    fs: Option<Box<Fs<CACHE, WBUF, META, LOG>>>,
     names: HashMap<String, ObjectId>,
     files: Vec<Option<OpenObj>>,
 }
 
 impl Oftl {
-    /// oftl over `dev`.
+    /// oftl over `dev`, in the default configuration.
     pub fn new(dev: Device) -> Self {
+        Self::labelled(dev, "oftl")
+    }
+}
+
+impl<const CACHE: usize, const WBUF: usize, const META: usize, const LOG: usize>
+    Oftl<CACHE, WBUF, META, LOG>
+{
+    /// oftl over `dev` in this configuration, reported as `label`.
+    pub fn labelled(dev: Device, label: &'static str) -> Self {
         Oftl {
             dev,
+            label,
             fs: None,
             names: HashMap::new(),
             files: Vec::new(),
         }
     }
 
-    fn fs(&mut self) -> Result<&mut Fs, String> {
+    fn fs(&mut self) -> Result<&mut Fs<CACHE, WBUF, META, LOG>, String> {
         self.fs.as_deref_mut().ok_or_else(|| "not mounted".into())
     }
 
@@ -150,9 +173,11 @@ fn err<E: core::fmt::Debug>(e: E) -> String {
     format!("oftl error {e:?}")
 }
 
-impl Target for Oftl {
+impl<const CACHE: usize, const WBUF: usize, const META: usize, const LOG: usize> Target
+    for Oftl<CACHE, WBUF, META, LOG>
+{
     fn name(&self) -> String {
-        "oftl".into()
+        self.label.into()
     }
 
     fn device(&self) -> &Device {
@@ -160,7 +185,7 @@ impl Target for Oftl {
     }
 
     fn format(&mut self) -> Result<(), String> {
-        let mut fs = Box::new(Fs::new(
+        let mut fs = Box::new(Fs::<CACHE, WBUF, META, LOG>::new(
             Shared::new(self.dev.clone()),
             CONFIG,
             Greedy::DEFAULT,
@@ -172,7 +197,7 @@ impl Target for Oftl {
     }
 
     fn mount(&mut self) -> Result<(), String> {
-        let mut fs = Box::new(Fs::new(
+        let mut fs = Box::new(Fs::<CACHE, WBUF, META, LOG>::new(
             Shared::new(self.dev.clone()),
             CONFIG,
             Greedy::DEFAULT,

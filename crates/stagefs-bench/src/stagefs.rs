@@ -26,7 +26,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > LiveBytes for oftl::Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > LiveBytes for oftl::Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     fn live_bytes(&self) -> u64 {
         self.used_pages() * self.payload() as u64

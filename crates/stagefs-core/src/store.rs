@@ -4,7 +4,8 @@
 
 use nand_hal::NandFlash;
 use oftl::{
-    Damaged, LogRecord, ObjKind, ObjectId, Oftl, SalvageReport, SpacePolicy, TxOp, ATTR_LEN,
+    Damaged, FormatError, LogRecord, Mismatch, MountError, ObjKind, ObjectId, Oftl, SalvageReport,
+    SpacePolicy, TxOp, ATTR_LEN,
 };
 
 use crate::error::Error;
@@ -104,15 +105,25 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Store for Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Store for Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     type FlashError = F::Error;
 
     fn format(&mut self) -> Result<(), Error<F::Error>> {
+        if LOG == 0 {
+            // The staging log is a log stream: a store built without a log tail page
+            // (`oftl::W25n01gvSmall`) cannot hold a volume. Refused before any erase.
+            return Err(Error::Format(FormatError::Unsupported(Mismatch::Capacity)));
+        }
         Oftl::format(self).map_err(Error::Format)
     }
 
     fn mount(&mut self) -> Result<(), Error<F::Error>> {
+        if LOG == 0 {
+            return Err(Error::Mount(MountError::Mismatch(Mismatch::Capacity)));
+        }
         Oftl::mount(self).map_err(Error::Mount)?;
         let s = self.stats();
         info!(
@@ -125,6 +136,9 @@ impl<
     }
 
     fn mount_repair(&mut self) -> Result<(), Error<F::Error>> {
+        if LOG == 0 {
+            return Err(Error::Mount(MountError::Mismatch(Mismatch::Capacity)));
+        }
         self.mount_damaged(Damaged::Repair).map_err(Error::Mount)?;
         let r = Oftl::salvage_report(self);
         warn!(
@@ -143,6 +157,9 @@ impl<
         // as home (what staging held for it is gone; it is named) and as adopted by a
         // directory, so the staging replay neither re-applies old records over it nor
         // deletes it.
+        if LOG == 0 {
+            return Err(Error::Mount(MountError::Mismatch(Mismatch::Capacity)));
+        }
         self.mount_damaged(Damaged::Rebuild {
             lost_meta_attrs: crate::stage::attrs_for(u64::MAX),
         })

@@ -677,3 +677,56 @@ fn a_failed_close_on_a_full_volume_leaves_nothing_for_unmount_to_trip_on() {
         );
     }
 }
+
+/// The file layer over the small-RAM store layouts: 512-byte object-table and index
+/// pages work under it (a volume formatted, filled, crashed and remounted); a store
+/// built without a log tail page (`oftl::W25n01gvSmall`, objects only) is refused
+/// before anything is erased, since the staging log is a log stream.
+#[test]
+fn small_ram_stores_under_the_file_layer() {
+    use oftl::{FormatError, Greedy, Mismatch, MountError, Oftl};
+    type Small<'a> = Oftl<&'a mut support::Sim, 2048, 64, 4, 1, Greedy, 512>;
+    type NoLog<'a> = Oftl<&'a mut support::Sim, 2048, 64, 4, 1, Greedy, 512, 0>;
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
+    {
+        let mut fs: stagefs_core::Fs<Small<'_>, 2048, 4> =
+            stagefs_core::Fs::new(Small::new(&mut sim, support::cfg(), Greedy::DEFAULT));
+        fs.format().unwrap();
+        fs.create_dir("/logs").unwrap();
+        for i in 0..40u32 {
+            write_file(
+                &mut fs,
+                &format!("/logs/{i}"),
+                &pattern(i, 100 + 700 * (i as usize % 5)),
+            );
+        }
+        // Dropped mounted: a crash.
+    }
+    {
+        let mut fs: stagefs_core::Fs<Small<'_>, 2048, 4> =
+            stagefs_core::Fs::new(Small::new(&mut sim, support::cfg(), Greedy::DEFAULT));
+        fs.mount().unwrap();
+        for i in 0..40u32 {
+            let got = read_all(&mut fs, &format!("/logs/{i}"));
+            assert_eq!(got, pattern(i, 100 + 700 * (i as usize % 5)), "file {i}");
+        }
+        fs.unmount().unwrap();
+    }
+    let before = sim.counters();
+    let mut fs: stagefs_core::Fs<NoLog<'_>, 2048, 4> =
+        stagefs_core::Fs::new(NoLog::new(&mut sim, support::cfg(), Greedy::DEFAULT));
+    assert!(matches!(
+        fs.format(),
+        Err(Error::Format(FormatError::Unsupported(Mismatch::Capacity)))
+    ));
+    assert!(matches!(
+        fs.mount(),
+        Err(Error::Mount(MountError::Mismatch(Mismatch::Capacity)))
+    ));
+    drop(fs);
+    let after = sim.counters();
+    assert_eq!(
+        (after.programs, after.erases),
+        (before.programs, before.erases)
+    );
+}

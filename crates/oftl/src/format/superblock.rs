@@ -9,7 +9,8 @@
 //! ```text
 //! off  size  field
 //!   0     4  magic "OFTL"
-//!   4     2  format version (5)
+//!   4     2  format version (6; 5 is read too: the same layout, bytes 161..163
+//!            erased)
 //!   6     2  header length (512)
 //!   8     4  page size
 //!  12     2  spare (OOB) size
@@ -33,7 +34,11 @@
 //! 160     1  log programs per page (1..=NOP): how many programs a log-stream page
 //!            takes (partial programs, one or more sectors each); 1 = every synced
 //!            append programs a fresh page
-//! 161   347  reserved (0xFF)
+//! 161     2  metadata unit: payload bytes of an object-table or index page
+//!            (0xFFFF = the whole page payload; else a multiple of the program unit
+//!            below it, the page's first units programmed alone, OOB placement
+//!            only): small-RAM builds cache such pages in small slots
+//! 163   345  reserved (0xFF)
 //! 508     4  CRC-32/ISO-HDLC over bytes 0..508
 //! ```
 //! All integers little-endian.
@@ -49,7 +54,12 @@ pub const SB_LEN: usize = 512;
 /// Blocks searched for superblock copies.
 pub const SB_SEARCH: u32 = 8;
 /// Current format version.
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
+/// The previous version, read as this one with [`WHOLE_PAGE`] metadata units.
+pub const VERSION_5: u16 = 5;
+/// [`Superblock::meta_unit`] for object-table and index pages as large as the page's
+/// payload (every version-5 image).
+pub const WHOLE_PAGE: u16 = 0xFFFF;
 /// Checkpoint blocks reserved at format.
 pub const CKPT_BLOCKS: usize = 4;
 const MAGIC: [u8; 4] = *b"OFTL";
@@ -97,6 +107,8 @@ pub struct Superblock {
     pub ckpt_blocks: [BlockAddr; CKPT_BLOCKS],
     /// Programs a log-stream page takes (1..=`nop`).
     pub log_programs: u8,
+    /// Payload bytes of object-table and index pages ([`WHOLE_PAGE`]: the page's).
+    pub meta_unit: u16,
 }
 
 fn ecc_code(k: EccKind) -> u8 {
@@ -129,10 +141,13 @@ impl Superblock {
         sb_blocks: [BlockAddr(0); 2],
         ckpt_blocks: [BlockAddr(0); CKPT_BLOCKS],
         log_programs: 1,
+        meta_unit: WHOLE_PAGE,
     };
 
     /// Describes `geometry` and `caps` with the given layout choices (`partial_logs`:
-    /// log-stream pages take up to NOP programs, else one).
+    /// log-stream pages take up to NOP programs, else one; `meta_unit`: see
+    /// [`Superblock::meta_unit`], checked by [`Superblock::parse`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn describe(
         geometry: &Geometry,
         caps: &Capabilities,
@@ -141,6 +156,7 @@ impl Superblock {
         sb_blocks: [BlockAddr; 2],
         ckpt_blocks: [BlockAddr; CKPT_BLOCKS],
         partial_logs: bool,
+        meta_unit: u16,
     ) -> Self {
         let mut oob_regions = [OobRegion::default(); MAX_OOB_REGIONS];
         let regs = caps.oob.regions();
@@ -165,6 +181,7 @@ impl Superblock {
             sb_blocks,
             ckpt_blocks,
             log_programs: if partial_logs { caps.nop.max(1) } else { 1 },
+            meta_unit,
         }
     }
 
@@ -229,6 +246,7 @@ impl Superblock {
             put_u32(&mut b, field::ckpt_block(i), blk.0);
         }
         b[field::LOG_PROGRAMS] = self.log_programs;
+        put_u16(&mut b, field::META_UNIT, self.meta_unit);
         let crc = CRC32.checksum(&b[field::COVERED]);
         put_u32(&mut b, field::CRC, crc);
         b
@@ -248,7 +266,8 @@ impl Superblock {
         if !crc_matches(get_u32(b, field::CRC), CRC32.checksum(&b[field::COVERED])) {
             return Err(SbParseError::Corrupted);
         }
-        if get_u16(b, field::VERSION) != VERSION {
+        let version = get_u16(b, field::VERSION);
+        if version != VERSION && version != VERSION_5 {
             return Err(SbParseError::Version);
         }
         if get_u16(b, field::HEADER_LEN) as usize != SB_LEN {
@@ -289,6 +308,7 @@ impl Superblock {
             sb_blocks: core::array::from_fn(|i| BlockAddr(get_u32(b, field::sb_block(i)))),
             ckpt_blocks: core::array::from_fn(|i| BlockAddr(get_u32(b, field::ckpt_block(i)))),
             log_programs: b[field::LOG_PROGRAMS],
+            meta_unit: get_u16(b, field::META_UNIT),
         };
         let in_range = |blk: BlockAddr| blk.0 < sb.blocks;
         let fixed = || sb.sb_blocks.iter().chain(sb.ckpt_blocks.iter());
@@ -301,6 +321,8 @@ impl Superblock {
             || !distinct
             || get_u16(b, field::RESERVED_130) != 0xFFFF
             || sb.pages_per_block < 4
+            || (version == VERSION_5 && sb.meta_unit != WHOLE_PAGE)
+            || !sb.meta_unit_fits()
             || !sb
                 .sb_blocks
                 .iter()
@@ -310,6 +332,49 @@ impl Superblock {
             return Err(SbParseError::Corrupted);
         }
         Ok(Some(sb))
+    }
+}
+
+impl Superblock {
+    /// Payload bytes of an object-table or index page.
+    pub fn meta_payload(&self) -> u32 {
+        if self.meta_unit == WHOLE_PAGE {
+            self.placement.payload(self.page_size)
+        } else {
+            self.meta_unit as u32
+        }
+    }
+
+    /// The [`Superblock::meta_unit`] a build whose cache slots hold `slot` bytes formats
+    /// with on a part with `caps` and pages of `page_size`: the whole payload when a
+    /// slot holds it, else the slot (whole program units, OOB placement only).
+    pub fn meta_unit_for(
+        caps: &Capabilities,
+        page_size: u32,
+        slot: usize,
+    ) -> Result<u16, Mismatch> {
+        let placement = Placement::for_caps(caps);
+        let pu = caps.program_unit as usize;
+        if slot >= placement.payload(page_size) as usize {
+            Ok(WHOLE_PAGE)
+        } else if placement == Placement::Oob && pu > 0 && slot >= pu && slot % pu == 0 {
+            Ok(slot as u16)
+        } else {
+            Err(Mismatch::Capabilities)
+        }
+    }
+
+    /// Whether [`Superblock::meta_unit`] is one this format allows: the whole payload,
+    /// or whole program units below the page size, which only OOB placement can give
+    /// a backpointer.
+    pub fn meta_unit_fits(&self) -> bool {
+        let (m, pu) = (self.meta_unit as u32, self.program_unit as u32);
+        self.meta_unit == WHOLE_PAGE
+            || (self.placement == Placement::Oob
+                && pu > 0
+                && m >= pu
+                && m % pu == 0
+                && m < self.page_size)
     }
 }
 
@@ -346,6 +411,7 @@ mod field {
         144 + 4 * i..148 + 4 * i
     }
     pub const LOG_PROGRAMS: usize = 160;
+    pub const META_UNIT: Range<usize> = 161..163;
     /// What the CRC covers.
     pub const COVERED: Range<usize> = 0..508;
     pub const CRC: Range<usize> = 508..512;
@@ -382,7 +448,52 @@ mod tests {
             [BlockAddr(0), BlockAddr(1)],
             [2, 3, 4, 5].map(BlockAddr),
             true,
+            WHOLE_PAGE,
         )
+    }
+
+    /// `b` with its CRC made right again.
+    fn resealed(mut b: [u8; SB_LEN]) -> [u8; SB_LEN] {
+        let crc = CRC32.checksum(&b[..508]);
+        b[508..512].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn metadata_units() {
+        // Whole program units below the page, with OOB placement: a small-RAM layout.
+        let mut sb = sample();
+        sb.meta_unit = 512;
+        let back = Superblock::parse(&sb.encode()).unwrap().unwrap();
+        assert_eq!(back.meta_unit, 512);
+        assert_eq!(back, sb);
+        for bad in [0u16, 100, 513, 2048, 4096] {
+            let mut b = sb.encode();
+            b[161..163].copy_from_slice(&bad.to_le_bytes());
+            assert_eq!(
+                Superblock::parse(&resealed(b)),
+                Err(SbParseError::Corrupted),
+                "unit {bad}"
+            );
+        }
+        // In-band placement keeps the backpointer at the page's end: whole pages only.
+        let mut inband = sb;
+        inband.placement = Placement::InBand;
+        assert!(!inband.meta_unit_fits());
+        inband.meta_unit = WHOLE_PAGE;
+        assert!(inband.meta_unit_fits());
+        // Version 5 images are read, as whole-page units; a version 5 header naming a
+        // unit is damaged.
+        let mut b = sample().encode();
+        b[4..6].copy_from_slice(&VERSION_5.to_le_bytes());
+        let v5 = Superblock::parse(&resealed(b)).unwrap().unwrap();
+        assert_eq!(v5.meta_unit, WHOLE_PAGE);
+        let mut b = sb.encode();
+        b[4..6].copy_from_slice(&VERSION_5.to_le_bytes());
+        assert_eq!(
+            Superblock::parse(&resealed(b)),
+            Err(SbParseError::Corrupted)
+        );
     }
 
     #[test]

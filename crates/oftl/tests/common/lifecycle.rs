@@ -54,7 +54,9 @@ impl<
         const BLOCKS: usize,
         const CACHE: usize,
         const WBUF: usize,
-    > Lifecycle for Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P>
+        const META: usize,
+        const LOG: usize,
+    > Lifecycle for Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     type Flash = F;
     type Policy = P;

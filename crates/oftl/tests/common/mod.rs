@@ -17,8 +17,10 @@ pub type Sim = SimNand<HeapStorage>;
 pub type Fs<'a> = FsWith<'a, Greedy>;
 /// The test configuration with space policy `P`.
 pub type FsWith<'a, P> = FsOn<&'a mut Sim, P>;
-/// The test configuration over flash `F` (the simulator, or a wrapper around it).
-pub type FsOn<F, P> = Oftl<F, 2048, 64, 4, 2, P>;
+/// The test configuration over flash `F` (the simulator, or a wrapper around it), with
+/// object-table and index pages of `M` bytes (2048: whole pages; 512: the small-RAM
+/// layout).
+pub type FsOn<F, P, const M: usize = 2048> = Oftl<F, 2048, 64, 4, 2, P, M>;
 /// `paragc`'s policy sized for the test configuration.
 pub type Para = oftl::ParaGc<64>;
 
@@ -278,8 +280,8 @@ fn werr<E: Error>(e: WriteError<E>) -> OpError {
 /// `Op::Replace` on object ids: creates an object holding `len` bytes, writes its id at
 /// the start of `dir` and sets `dir`'s attribute byte 0 to `seed`, deletes `victim`
 /// unless it is `dir`, in one transaction. Returns the new object's id.
-pub fn replace_tx<F: NandFlash, P: SpacePolicy, const C: usize>(
-    fs: &mut Oftl<F, 2048, 64, C, 2, P>,
+pub fn replace_tx<F: NandFlash, P: SpacePolicy, const C: usize, const M: usize>(
+    fs: &mut Oftl<F, 2048, 64, C, 2, P, M>,
     dir: u32,
     victim: u32,
     len: usize,
@@ -317,8 +319,8 @@ pub fn replace_tx<F: NandFlash, P: SpacePolicy, const C: usize>(
 }
 
 /// Runs `op` on the filesystem, resolving slots through `model` (the state before it).
-pub fn run_op<F: NandFlash, P: SpacePolicy>(
-    fs: &mut FsOn<F, P>,
+pub fn run_op<F: NandFlash, P: SpacePolicy, const M: usize>(
+    fs: &mut FsOn<F, P, M>,
     model: &Model,
     op: &Op,
 ) -> Result<(), OpError> {
@@ -451,7 +453,9 @@ fn rerr<E: Error>(e: ReadError<E>) -> String {
 }
 
 /// Reads the whole state of `fs` as a model (next_id not included).
-pub fn observe<F: NandFlash, P: SpacePolicy>(fs: &mut FsOn<F, P>) -> Result<Model, String> {
+pub fn observe<F: NandFlash, P: SpacePolicy, const M: usize>(
+    fs: &mut FsOn<F, P, M>,
+) -> Result<Model, String> {
     let ids: Vec<u32> = fs.objects().map(Result::unwrap).collect();
     let mut m = Model::new();
     for id in ids {

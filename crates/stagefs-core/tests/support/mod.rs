@@ -5,7 +5,7 @@
 
 use nand_hal::sim::{HeapStorage, SimNand};
 use oftl::{Config, Greedy, Oftl};
-use stagefs_core::{Fs, OpenOptions};
+use stagefs_core::{Fs, OpenOptions, Store as StoreApi};
 
 pub type Sim = SimNand<HeapStorage>;
 pub type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
@@ -37,7 +37,10 @@ pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
         .collect()
 }
 
-pub fn read_all(fs: &mut Vol<'_>, path: &str) -> Vec<u8> {
+pub fn read_all<S: StoreApi>(fs: &mut Fs<S, 2048, 4>, path: &str) -> Vec<u8>
+where
+    S::FlashError: core::fmt::Debug,
+{
     let f = fs.open(path, OpenOptions::new().read(true)).unwrap();
     let mut out = Vec::new();
     let mut buf = [0u8; 700];
@@ -52,7 +55,10 @@ pub fn read_all(fs: &mut Vol<'_>, path: &str) -> Vec<u8> {
     out
 }
 
-pub fn write_file(fs: &mut Vol<'_>, path: &str, data: &[u8]) {
+pub fn write_file<S: StoreApi>(fs: &mut Fs<S, 2048, 4>, path: &str, data: &[u8])
+where
+    S::FlashError: core::fmt::Debug,
+{
     let f = fs.open(path, create().truncate(true)).unwrap();
     assert_eq!(fs.write(f, data).unwrap(), data.len());
     fs.close(f).unwrap();

@@ -1,0 +1,353 @@
+//! Small metadata units (`META` below the page payload, `W25n01gvSmall`): object-table
+//! and index pages of one program unit, cached in slots of that size. Objects across
+//! many table pages and index leaves against a model, remounts, crash recovery,
+//! garbage collection, and which builds mount which layouts.
+
+mod common;
+use common::lifecycle::Lifecycle;
+use common::{bytes, Rng};
+
+use std::collections::BTreeMap;
+
+use nand_hal::sim::{profile, CutKind, FaultPlan, HeapStorage, PowerCut, SimNand, TornMode};
+use oftl::{
+    Config, FormatError, Greedy, Mismatch, MountError, ObjKind, Oftl, TxOp, W25n01gv,
+    W25n01gvSmall, WriteError,
+};
+
+type Sim = SimNand<HeapStorage>;
+/// The small layout on the TINY part (2 KiB pages, 16 pages per block, 64 blocks).
+type TinySmall<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 0, Greedy, 512>;
+/// The whole-page layout on TINY.
+type TinyWhole<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 0, Greedy>;
+/// A TINY build without a log tail page (`LOG` 0): objects only.
+type TinyNoLog<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 1, Greedy, 2048, 0>;
+
+fn tiny_cfg() -> Config {
+    Config::new().window_blocks(6)
+}
+
+/// Checks every object of `m` reads back as modelled.
+fn check<L: ObjStore>(fs: &mut L, m: &BTreeMap<u32, Vec<u8>>) {
+    let mut ids = fs.ids();
+    ids.sort();
+    assert_eq!(ids, m.keys().copied().collect::<Vec<_>>());
+    for (&id, want) in m {
+        let got = fs.read_all(id);
+        assert_eq!(got.len(), want.len(), "object {id} size");
+        assert!(got == *want, "object {id} contents");
+    }
+}
+
+/// What the checks need of a store, for both layouts.
+trait ObjStore {
+    fn ids(&mut self) -> Vec<u32>;
+    fn read_all(&mut self, id: u32) -> Vec<u8>;
+}
+
+impl<
+        F: nand_hal::NandFlash,
+        const B: usize,
+        const C: usize,
+        const W: usize,
+        const M: usize,
+        const L: usize,
+    > ObjStore for Oftl<F, 2048, B, C, W, Greedy, M, L>
+{
+    fn ids(&mut self) -> Vec<u32> {
+        self.objects().map(Result::unwrap).collect()
+    }
+    fn read_all(&mut self, id: u32) -> Vec<u8> {
+        let n = self.size(id).unwrap() as usize;
+        let mut b = vec![0u8; n];
+        let got = self.read(id, 0, &mut b).unwrap();
+        assert_eq!(got, n);
+        b
+    }
+}
+
+/// A random workload over up to 40 objects: creates, overwrites, appends, truncates and
+/// deletes of sizes from a few bytes to several index leaves' worth (a 512-byte leaf
+/// maps 128 pages, 256 KiB), syncing now and then; the model follows.
+fn churn<
+    F: nand_hal::NandFlash,
+    const B: usize,
+    const C: usize,
+    const W: usize,
+    const M: usize,
+    const L: usize,
+>(
+    fs: &mut Oftl<F, 2048, B, C, W, Greedy, M, L>,
+    m: &mut BTreeMap<u32, Vec<u8>>,
+    rng: &mut Rng,
+    steps: usize,
+    max_len: usize,
+) {
+    for step in 0..steps {
+        let ids: Vec<u32> = m.keys().copied().collect();
+        let pick = |rng: &mut Rng| ids[rng.below(ids.len() as u64) as usize];
+        match rng.below(10) {
+            0 | 1 if m.len() < 40 => {
+                let id = fs.create(ObjKind::Object).unwrap();
+                m.insert(id, Vec::new());
+            }
+            2 if m.len() > 10 => {
+                let id = pick(rng);
+                fs.delete(id).unwrap();
+                m.remove(&id);
+            }
+            3 if !ids.is_empty() => {
+                let id = pick(rng);
+                let o = m.get_mut(&id).unwrap();
+                let size = rng.below(o.len() as u64 + 1);
+                fs.truncate(id, size).unwrap();
+                o.truncate(size as usize);
+            }
+            _ if !ids.is_empty() => {
+                let id = pick(rng);
+                let o = m.get_mut(&id).unwrap();
+                // Objects stay below 2 * max_len, 40 of them: TINY holds that.
+                let len = 1 + rng.below(max_len as u64) as usize;
+                let off = rng.below(o.len().min(max_len) as u64 + 1) as usize;
+                let d = bytes(step as u32, len);
+                fs.write(id, off as u64, &d).unwrap();
+                if o.len() < off + len {
+                    o.resize(off + len, 0);
+                }
+                o[off..off + len].copy_from_slice(&d);
+            }
+            _ => {}
+        }
+        if step % 50 == 49 {
+            fs.sync().unwrap();
+        }
+    }
+    fs.sync().unwrap();
+}
+
+#[test]
+fn small_units_on_the_w25n01gv_hold_many_objects_and_large_ones() {
+    let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(3));
+    let mut m = BTreeMap::new();
+    {
+        let mut fs = W25n01gvSmall::formatted(&mut sim, Config::default()).unwrap();
+        assert_eq!(fs.max_object_size(), 128 * 128 * 2048);
+        // 300 small objects span 19 object-table pages of 16 records each.
+        for i in 0..300u32 {
+            let id = fs.create(ObjKind::Object).unwrap();
+            let d = bytes(i, 64 + (i as usize % 7) * 900);
+            fs.write(id, 0, &d).unwrap();
+            m.insert(id, d);
+        }
+        // One object over three index leaves (128 pages each), written out of order.
+        let big = fs.create(ObjKind::Object).unwrap();
+        let d = bytes(99, 300 * 2048 + 100);
+        for chunk in [2usize, 0, 1] {
+            let at = chunk * 100 * 2048;
+            let end = (at + 100 * 2048 + if chunk == 2 { 100 } else { 0 }).min(d.len());
+            fs.write(big, at as u64, &d[at..end]).unwrap();
+        }
+        m.insert(big, d);
+        fs.sync().unwrap();
+        check(&mut fs, &m);
+        fs.unmount().unwrap();
+    }
+    let mut fs = W25n01gvSmall::mounted(&mut sim).unwrap();
+    check(&mut fs, &m);
+    // A write past the largest object the small layout indexes is refused.
+    let id = *m.keys().next().unwrap();
+    assert!(fs.write(id, 128 * 128 * 2048, b"x").is_err());
+    check(&mut fs, &m);
+}
+
+#[test]
+fn small_units_survive_churn_gc_and_remounts() {
+    let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(5));
+    let mut m = BTreeMap::new();
+    let mut rng = Rng(11);
+    let mut fs = TinySmall::formatted(&mut sim, tiny_cfg()).unwrap();
+    for _ in 0..6 {
+        churn(&mut fs, &mut m, &mut rng, 300, 6000);
+        check(&mut fs, &m);
+        fs.unmount().unwrap();
+        fs.mount().unwrap();
+        check(&mut fs, &m);
+    }
+    // The 64 blocks were reused several times over: collection ran.
+    let erases = fs.flash().counters().erases;
+    assert!(erases > 4 * 64, "{erases} erases");
+}
+
+#[test]
+fn small_units_recover_from_power_cuts() {
+    // Power cuts (every kind) at many points of synced writes over a churned store;
+    // after each, the recovering mount must give the state before the write in flight
+    // or after it, never anything else, and the store must keep working.
+    let kinds = [
+        CutKind::Clean,
+        CutKind::Torn(TornMode::Prefix),
+        CutKind::Torn(TornMode::SomeBits),
+        CutKind::Torn(TornMode::Random),
+    ];
+    let mut cuts = 0;
+    for i in 0..32u64 {
+        let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(i));
+        let mut m = BTreeMap::new();
+        let mut rng = Rng(i + 100);
+        let mut fs = TinySmall::formatted(&mut sim, tiny_cfg()).unwrap();
+        churn(&mut fs, &mut m, &mut rng, 150 + 20 * i as usize, 5000);
+        fs.flash_mut().arm(FaultPlan {
+            seed: i,
+            cut: Some(PowerCut {
+                at_op: 1 + rng.below(60),
+                kind: kinds[i as usize % kinds.len()],
+            }),
+            faults: Default::default(),
+        });
+        let mut before = m.clone();
+        let mut after = m.clone();
+        for step in 0..200u32 {
+            let ids: Vec<u32> = before.keys().copied().collect();
+            let id = ids[rng.below(ids.len() as u64) as usize];
+            let d = bytes(step + 1000, 1 + rng.below(3000) as usize);
+            let o = after.get_mut(&id).unwrap();
+            let off = rng.below(o.len() as u64 + 1) as usize;
+            if o.len() < off + d.len() {
+                o.resize(off + d.len(), 0);
+            }
+            o[off..off + d.len()].copy_from_slice(&d);
+            if fs.write(id, off as u64, &d).is_err() || fs.sync().is_err() {
+                cuts += 1;
+                break;
+            }
+            before = after.clone();
+        }
+        fs.flash_mut().power_on();
+        fs.flash_mut().disarm();
+        fs.mount().unwrap();
+        let state: BTreeMap<u32, Vec<u8>> = fs
+            .ids()
+            .into_iter()
+            .map(|id| (id, fs.read_all(id)))
+            .collect();
+        assert!(
+            state == before || state == after,
+            "seed {i}: recovered state is neither before nor after the write in flight"
+        );
+        m = state;
+        churn(&mut fs, &mut m, &mut rng, 60, 3000);
+        check(&mut fs, &m);
+    }
+    assert!(cuts >= 28, "only {cuts} of 32 runs were cut");
+}
+
+#[test]
+fn which_builds_mount_which_layouts() {
+    // A whole-page build mounts a small-unit store and keeps its layout.
+    let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
+    let mut m = BTreeMap::new();
+    let mut rng = Rng(2);
+    {
+        let mut fs = TinySmall::formatted(&mut sim, tiny_cfg()).unwrap();
+        churn(&mut fs, &mut m, &mut rng, 150, 5000);
+    }
+    {
+        let mut fs = TinyWhole::mounted(&mut sim).unwrap();
+        check(&mut fs, &m);
+        churn(&mut fs, &mut m, &mut rng, 150, 5000);
+        check(&mut fs, &m);
+    }
+    {
+        let mut fs = TinySmall::mounted(&mut sim).unwrap();
+        check(&mut fs, &m);
+    }
+    // A small build refuses a whole-page store: its pages do not fit its slots.
+    let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
+    drop(TinyWhole::formatted(&mut sim, tiny_cfg()).unwrap());
+    assert!(matches!(
+        TinySmall::mounted(&mut sim),
+        Err(MountError::Mismatch(Mismatch::Capacity))
+    ));
+    // A part whose backpointers go in-band has no small layout.
+    let mut sim = Sim::heap(common::tiny_raw(), FaultPlan::seeded(1));
+    assert!(matches!(
+        TinySmall::formatted(&mut sim, tiny_cfg()),
+        Err(FormatError::Unsupported(Mismatch::Capabilities))
+    ));
+    // The default W25N01GV build mounts the small one's volumes.
+    let mut sim = Sim::heap(profile::W25N01GV, FaultPlan::seeded(1));
+    let mut m = BTreeMap::new();
+    {
+        let mut fs = W25n01gvSmall::formatted(&mut sim, Config::default()).unwrap();
+        churn(&mut fs, &mut m, &mut Rng(4), 200, 9000);
+    }
+    let mut fs = W25n01gv::mounted(&mut sim).unwrap();
+    check(&mut fs, &m);
+}
+
+#[test]
+fn the_small_store_is_small() {
+    // Host layout: 4 slots of 512 B, one write buffer, two scratch pages, no log tail
+    // page, 4 KiB block table (the QEMU figure, static plus stack, is in the crate docs).
+    let n = core::mem::size_of::<W25n01gvSmall<&mut Sim>>();
+    assert!(n <= 13_400, "{n} B");
+}
+
+#[test]
+fn a_build_without_a_log_tail_refuses_log_streams_and_nothing_else() {
+    let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(8));
+    let (stream, obj);
+    {
+        // A build with log streams makes a store holding one, with records.
+        let mut fs = TinyWhole::formatted(&mut sim, tiny_cfg()).unwrap();
+        stream = fs.create(ObjKind::Log).unwrap();
+        for i in 0..5u8 {
+            fs.log_append(stream, &[i; 100]).unwrap();
+        }
+        obj = fs.create(ObjKind::Object).unwrap();
+        fs.write(obj, 0, &bytes(1, 5000)).unwrap();
+        fs.unmount().unwrap();
+    }
+    {
+        // Mounted cleanly by a build without a tail page: everything reads; objects take
+        // writes; log streams cannot be created or appended to, and nothing changes.
+        let mut fs = TinyNoLog::mounted(&mut sim).unwrap();
+        let (start, end) = fs.log_bounds(stream).unwrap();
+        assert_eq!(end - start, 5);
+        let mut b = [0u8; 512];
+        let r = fs.log_read(stream, start + 2, &mut b).unwrap().unwrap();
+        assert_eq!(&b[..r.len], &[2u8; 100][..]);
+        assert_eq!(fs.log_append(stream, b"x"), Err(WriteError::NoLogStreams));
+        assert_eq!(fs.create(ObjKind::Log), Err(WriteError::NoLogStreams));
+        assert_eq!(
+            fs.transact(&[TxOp::Create { kind: ObjKind::Log }]),
+            Err(WriteError::NoLogStreams)
+        );
+        // Not poisoned: objects still work.
+        fs.write(obj, 5000, &bytes(2, 3000)).unwrap();
+        fs.sync().unwrap();
+        assert_eq!(fs.size(obj).unwrap(), 8000);
+        assert_eq!(fs.log_bounds(stream).unwrap(), (start, end));
+        fs.unmount().unwrap();
+    }
+    // A crash with log pages in the window: this build cannot recover it (recovery
+    // keeps the last log page in the tail page); a build with one can, and nothing was
+    // touched meanwhile.
+    {
+        let mut fs = TinyWhole::mounted(&mut sim).unwrap();
+        fs.log_append(stream, &[9; 64]).unwrap();
+        // Dropped without unmount: a crash.
+    }
+    assert!(matches!(
+        TinyNoLog::mounted(&mut sim),
+        Err(MountError::Mismatch(Mismatch::Capacity))
+    ));
+    let mut fs = TinyWhole::mounted(&mut sim).unwrap();
+    // (A remount closes the log's open page: the record starts the next page.)
+    let (start, end) = fs.log_bounds(stream).unwrap();
+    assert!(end - start > 5, "{start}..{end}");
+    let mut b = [0u8; 512];
+    let r = fs.log_read(stream, end - 1, &mut b).unwrap().unwrap();
+    assert_eq!(&b[..r.len], &[9u8; 64][..]);
+    assert_eq!(fs.size(obj).unwrap(), 8000);
+}
