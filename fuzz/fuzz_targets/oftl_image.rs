@@ -6,6 +6,8 @@
 //! mount that reports media loss is retried as a salvage mount (read-only), then as a
 //! repair (which checkpoints what the salvage showed); any other refusal (and a failed
 //! repair) as a rebuild from a full scan; each of which must hold to the same rules.
+//! Odd seeds format and mount with 512-byte object-table and index pages (the
+//! small-RAM layout, `META` 512), even seeds with whole pages.
 
 #![no_main]
 
@@ -17,7 +19,7 @@ use nand_hal::PageAddr;
 use oftl::{Config, Damaged, Greedy, ObjKind, Oftl};
 
 type Sim = SimNand<HeapStorage>;
-type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+type Store<'a, const M: usize> = Oftl<&'a mut Sim, 2048, 64, 4, 2, Greedy, M>;
 
 const CONFIG: Config = Config::new().window_blocks(6);
 
@@ -41,13 +43,21 @@ struct Input {
 }
 
 fuzz_target!(|input: Input| {
+    if input.seed & 1 == 1 {
+        run::<512>(input)
+    } else {
+        run::<2048>(input)
+    }
+});
+
+fn run<const M: usize>(input: Input) {
     // Damaged images: reach the parsers behind the CRCs too (nothing here checks
     // contents, only that every answer is a result, never a panic or a hang).
     oftl::fuzzing::skip_crc_checks(true);
     let mut sim = SimNand::heap(TINY, FaultPlan::seeded(input.seed));
     let g = TINY.geometry;
     {
-        let mut fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+        let mut fs = Store::<M>::new(&mut sim, CONFIG, Greedy::DEFAULT);
         if fs.format().is_err() {
             return;
         }
@@ -87,7 +97,7 @@ fuzz_target!(|input: Input| {
     if input.scribble > 0 {
         sim.scribble(input.seed ^ 0x5c, input.scribble as u32 % 1000);
     }
-    let mut fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+    let mut fs = Store::<M>::new(&mut sim, CONFIG, Greedy::DEFAULT);
     match fs.mount() {
         Ok(()) => {}
         // What a salvage mount is for: it must mount read-only or fail cleanly too; then
@@ -102,11 +112,11 @@ fuzz_target!(|input: Input| {
             ));
             let _ = fs.salvage_report().rolled_back();
             drop(fs);
-            fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+            fs = Store::<M>::new(&mut sim, CONFIG, Greedy::DEFAULT);
             if fs.mount_damaged(Damaged::Repair).is_err() {
                 // As fsck does: a rebuild from a full scan next.
                 drop(fs);
-                fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+                fs = Store::<M>::new(&mut sim, CONFIG, Greedy::DEFAULT);
                 if fs
                     .mount_damaged(Damaged::Rebuild {
                         lost_meta_attrs: [0xFF; oftl::ATTR_LEN],
@@ -124,7 +134,7 @@ fuzz_target!(|input: Input| {
         // Any other refusal: the full-scan rebuild must mount writable or fail cleanly.
         Err(_) => {
             drop(fs);
-            fs = Store::new(&mut sim, CONFIG, Greedy::DEFAULT);
+            fs = Store::<M>::new(&mut sim, CONFIG, Greedy::DEFAULT);
             if fs
                 .mount_damaged(Damaged::Rebuild {
                     lost_meta_attrs: [0xFF; oftl::ATTR_LEN],
@@ -150,4 +160,4 @@ fuzz_target!(|input: Input| {
     }
     let _ = fs.gc_step(4);
     let _ = fs.unmount();
-});
+}

@@ -154,26 +154,30 @@
 //!
 //! Everything lives in the [`Oftl`] value, sized by its const parameters: `PAGE`
 //! (page size), `BLOCKS` (the block table, 4 B per block), `CACHE` (cached object-table
-//! and index pages, `PAGE` + 20 B each), `WBUF` (write buffers, `PAGE` + 24 B each), plus
-//! three page buffers, a window list of [`MAX_WINDOW`] entries and a list of cache
-//! write-backs in flight. The number of objects costs no RAM: their records are in the
-//! on-flash object table ([`format::table`]). Measured on a Cortex-M4 (QEMU, see the
-//! README), the store in a `static` plus the peak stack from the call into it (a
+//! and index pages, `META` + 20 B each; `META` is the page size unless a small-RAM
+//! build formats smaller metadata units, SPEC 3.2), `WBUF` (write buffers, `PAGE` +
+//! 24 B each), plus two scratch pages, the log tail page (`LOG`: `PAGE`, or 0 in a
+//! build without log streams), a window list of [`MAX_WINDOW`] entries and a list of
+//! cache write-backs in flight. The number of objects costs no RAM: their records are
+//! in the on-flash object table ([`format::table`]). Measured on a Cortex-M4 (QEMU, see
+//! the README), the store in a `static` plus the peak stack from the call into it (a
 //! workload with a power cut and the recovering mount):
 //!
 //! | configuration | `static` | stack | RAM |
 //! |---|---|---|---|
-//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 7, `WBUF` 2) | 29,816 B | 2,688 B | 32,504 B |
-//! | [`W25n01gvLarge`] (`CACHE` 12) | 40,256 B | 2,688 B | 42,944 B |
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 7, `WBUF` 2) | 29,832 B | 2,752 B | 32,584 B |
+//! | [`W25n01gvLarge`] (`CACHE` 12) | 40,272 B | 2,752 B | 43,024 B |
+//! | [`W25n01gvSmall`] (`CACHE` 4, `WBUF` 1, `META` 512, `LOG` 0: objects only) | 13,312 B | 2,760 B | 16,072 B |
 //!
-//! Of the default's 29,816 B, 14,476 are the 7 cached pages, 6,144 the three page
+//! Of the default's 29,832 B, 14,476 are the 7 cached pages, 6,144 the three page
 //! buffers, 4,144 the write buffers and 4,096 the block table (a test keeps `size_of`
-//! <= 29.5 KiB on the host). Nothing allocates; stack use is a few frames plus cache
-//! write-back recursion: each nested write-back cleans a dirty cached page, so the
-//! nesting (and the list of write-backs in flight) never exceeds `CACHE`. That holds
-//! when the store lives in a `static` built by [`Oftl::new`] (a `const fn`) and is
-//! formatted/mounted in place ([`Oftl::format`], [`Oftl::mount`], [`Oftl::unmount`]
-//! take `&mut self`).
+//! <= 29.5 KiB on the host). The small one keeps 2,128 B of cache (4 slots of 512 B),
+//! one write buffer, the two scratch pages and the same block table. Nothing allocates;
+//! stack use is a few frames plus cache write-back recursion: each nested write-back
+//! cleans a dirty cached page, so the nesting (and the list of write-backs in flight)
+//! never exceeds `CACHE`. That holds when the store lives in a `static` built by
+//! [`Oftl::new`] (a `const fn`) and is formatted/mounted in place ([`Oftl::format`],
+//! [`Oftl::mount`], [`Oftl::unmount`] take `&mut self`).
 //!
 //! # Log streams
 //!

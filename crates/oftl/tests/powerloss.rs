@@ -976,6 +976,9 @@ fn replay() {
         raw(buffered(), "buffered-raw"),
         log_sectors(),
         soft_ecc(log_sectors(), "log-sectors-softecc"),
+        small_units(many_objects(), "objects-many-small"),
+        small_units(gc_heavy(), "gc-heavy-small"),
+        small_units(transactions(), "transactions-small"),
     ];
     let s = scenarios
         .iter()
@@ -1031,6 +1034,9 @@ fn soak() {
         raw(buffered(), "buffered-raw"),
         log_sectors(),
         soft_ecc(log_sectors(), "log-sectors-softecc"),
+        small_units(many_objects(), "objects-many-small"),
+        small_units(gc_heavy(), "gc-heavy-small"),
+        small_units(transactions(), "transactions-small"),
     ];
     let faults = [
         FaultConfig {
