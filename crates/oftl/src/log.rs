@@ -820,6 +820,12 @@ impl<
         if last == 0 {
             return Ok(Reloc::Stale);
         }
+        if !LogTail::<LOG>::KEPT {
+            // A build without a log tail page programs no log pages: recovering a cut
+            // among them needs the tail page. The page stays where it is, and collection
+            // leaves its block alone (as for a page that does not read).
+            return Ok(Reloc::Unreadable);
+        }
         self.dev.stats_mut().relocated_pages += 1;
         self.log_tail.moved(page);
         loop {

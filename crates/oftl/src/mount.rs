@@ -268,8 +268,12 @@ impl<
         let sb = find_superblock(flash)?;
         sb.check_device(&geo, &caps).map_err(MountError::Mismatch)?;
         Self::check_fit(&geo, &caps).map_err(MountError::Mismatch)?;
+        // Whole-page units are programmed from whole-page slots (with in-band placement
+        // the backpointer goes at the page's end).
+        let whole = sb.meta_unit == crate::format::superblock::WHOLE_PAGE;
         if sb.window_blocks as usize > MAX_WINDOW
             || sb.meta_payload() as usize > META
+            || (whole && META < PAGE)
             || MAX_WINDOW as u32 * geo.pages_per_block() - 1 > MAX_TX_DELTA
         {
             return Err(MountError::Mismatch(Mismatch::Capacity));

@@ -7,9 +7,10 @@ mod common;
 use common::lifecycle::Lifecycle;
 use common::{bytes, Rng};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, HeapStorage, PowerCut, SimNand, TornMode};
+use oftl::format::backpointer::PageKind;
 use oftl::{
     Config, FormatError, Greedy, Mismatch, MountError, ObjKind, Oftl, TxOp, W25n01gv,
     W25n01gvSmall, WriteError,
@@ -22,6 +23,8 @@ type TinySmall<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 0, Greedy, 512>;
 type TinyWhole<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 0, Greedy>;
 /// A TINY build without a log tail page (`LOG` 0): objects only.
 type TinyNoLog<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 1, Greedy, 2048, 0>;
+/// The same with 512-byte metadata units (the shape of `W25n01gvSmall`).
+type TinySmallNoLog<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 1, Greedy, 512, 0>;
 
 fn tiny_cfg() -> Config {
     Config::new().window_blocks(6)
@@ -295,59 +298,157 @@ fn the_small_store_is_small() {
 
 #[test]
 fn a_build_without_a_log_tail_refuses_log_streams_and_nothing_else() {
+    // On its own store: objects work, log streams are refused, the handle stays usable.
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(8));
-    let (stream, obj);
+    let mut m = BTreeMap::new();
     {
-        // A build with log streams makes a store holding one, with records.
-        let mut fs = TinyWhole::formatted(&mut sim, tiny_cfg()).unwrap();
-        stream = fs.create(ObjKind::Log).unwrap();
-        for i in 0..5u8 {
-            fs.log_append(stream, &[i; 100]).unwrap();
-        }
-        obj = fs.create(ObjKind::Object).unwrap();
-        fs.write(obj, 0, &bytes(1, 5000)).unwrap();
-        fs.unmount().unwrap();
-    }
-    {
-        // Mounted cleanly by a build without a tail page: everything reads; objects take
-        // writes; log streams cannot be created or appended to, and nothing changes.
-        let mut fs = TinyNoLog::mounted(&mut sim).unwrap();
-        let (start, end) = fs.log_bounds(stream).unwrap();
-        assert_eq!(end - start, 5);
-        let mut b = [0u8; 512];
-        let r = fs.log_read(stream, start + 2, &mut b).unwrap().unwrap();
-        assert_eq!(&b[..r.len], &[2u8; 100][..]);
-        assert_eq!(fs.log_append(stream, b"x"), Err(WriteError::NoLogStreams));
+        let mut fs = TinyNoLog::formatted(&mut sim, tiny_cfg()).unwrap();
         assert_eq!(fs.create(ObjKind::Log), Err(WriteError::NoLogStreams));
         assert_eq!(
             fs.transact(&[TxOp::Create { kind: ObjKind::Log }]),
             Err(WriteError::NoLogStreams)
         );
-        // Not poisoned: objects still work.
-        fs.write(obj, 5000, &bytes(2, 3000)).unwrap();
-        fs.sync().unwrap();
-        assert_eq!(fs.size(obj).unwrap(), 8000);
-        assert_eq!(fs.log_bounds(stream).unwrap(), (start, end));
+        let obj = fs.create(ObjKind::Object).unwrap();
+        assert_eq!(fs.log_append(obj, b"x"), Err(WriteError::NoLogStreams));
+        churn(&mut fs, &mut m, &mut Rng(3), 300, 5000);
+        m.insert(obj, Vec::new());
+        check(&mut fs, &m);
+        // Cut without an unmount: recovery needs no log page either.
+    }
+    let mut fs = TinyNoLog::mounted(&mut sim).unwrap();
+    check(&mut fs, &m);
+    churn(&mut fs, &mut m, &mut Rng(4), 100, 5000);
+    check(&mut fs, &m);
+}
+
+/// A build without a log tail page on a store with log streams (made by a build with
+/// one): it reads them, trims and deletes them, and its collection leaves blocks with
+/// live log pages where they are, so a cut never leaves log pages of its own for a
+/// recovery it could not run (review: its GC copied log pages, and after a cut the same
+/// build could not mount). A crash with another build's log pages in the window is
+/// refused with `Mismatch(Capacity)`, and a build with a tail page recovers it.
+#[test]
+fn a_build_without_a_log_tail_leaves_log_pages_alone() {
+    let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(8));
+    let (stream, o);
+    {
+        let mut fs = TinySmall::formatted(&mut sim, tiny_cfg()).unwrap();
+        stream = fs.create(ObjKind::Log).unwrap();
+        o = fs.create(ObjKind::Object).unwrap();
+        for i in 0..150u32 {
+            fs.log_append(stream, &bytes(i, 1500)).unwrap();
+            if i % 4 == 0 {
+                fs.write(o, 0, &bytes(i, 6000)).unwrap();
+            }
+            fs.sync().unwrap();
+        }
+        // Log blocks partly valid: victims for collection.
+        let (s, e) = fs.log_bounds(stream).unwrap();
+        fs.log_trim(stream, s + (e - s) * 2 / 3 + 1).unwrap();
         fs.unmount().unwrap();
     }
-    // A crash with log pages in the window: this build cannot recover it (recovery
-    // keeps the last log page in the tail page); a build with one can, and nothing was
-    // touched meanwhile.
+    let read_log = |fs: &mut TinySmallNoLog<'_>| {
+        let (s, e) = fs.log_bounds(stream).unwrap();
+        let mut recs = Vec::new();
+        let mut b = vec![0u8; 2048];
+        let mut l = s;
+        while let Some(r) = fs.log_read(stream, l, &mut b).unwrap() {
+            recs.push(b[..r.len].to_vec());
+            l = r.next;
+        }
+        (s, e, recs)
+    };
+    let (log, data);
     {
-        let mut fs = TinyWhole::mounted(&mut sim).unwrap();
-        fs.log_append(stream, &[9; 64]).unwrap();
-        // Dropped without unmount: a crash.
+        let mut fs = TinySmallNoLog::mounted(&mut sim).unwrap();
+        log = read_log(&mut fs);
+        assert!(!log.2.is_empty());
+        let mut d = fs.read_all(o);
+        let log_pages = |sim: &Sim| {
+            common::pages::all_pages(sim)
+                .into_iter()
+                .filter(|p| p.kind == PageKind::Log)
+                .map(|p| p.page)
+                .collect::<BTreeSet<u32>>()
+        };
+        let before = log_pages(fs.flash());
+        let mut collected = 0;
+        for i in 0..400u32 {
+            let ck = fs.stats().checkpoints;
+            collected += fs.gc_step(4).unwrap().copied;
+            // No log page of its own, ever: (without the fix, GC copied log pages here,
+            // and a cut before the next checkpoint left the build unable to mount).
+            let new: Vec<u32> = log_pages(fs.flash()).difference(&before).copied().collect();
+            assert!(
+                new.is_empty() || fs.stats().checkpoints != ck,
+                "step {i}: log pages {new:?} written since the last checkpoint"
+            );
+            assert!(new.is_empty(), "step {i}: log pages {new:?} written");
+            let at = (i as usize % 3) * 2048;
+            let w = bytes(i, 2048);
+            fs.write(o, at as u64, &w).unwrap();
+            fs.sync().unwrap();
+            if d.len() < at + 2048 {
+                d.resize(at + 2048, 0);
+            }
+            d[at..at + 2048].copy_from_slice(&w);
+        }
+        assert!(collected > 0, "collection ran");
+        data = d;
+        assert_eq!(fs.log_append(stream, b"x"), Err(WriteError::NoLogStreams));
+        // Dropped without unmount: a cut.
     }
+    let mut fs = TinySmallNoLog::mounted(&mut sim).unwrap();
+    assert_eq!(read_log(&mut fs), log);
+    assert!(fs.read_all(o) == data);
+    fs.log_trim(stream, log.1 - 3).unwrap();
+    fs.unmount().unwrap();
+    drop(fs);
+    // Another build's log pages in the window after a cut: refused, untouched.
+    {
+        let mut fs = TinySmall::mounted(&mut sim).unwrap();
+        fs.log_append(stream, &[9; 64]).unwrap();
+    }
+    let cut = sim.counters();
     assert!(matches!(
-        TinyNoLog::mounted(&mut sim),
+        TinySmallNoLog::mounted(&mut sim),
         Err(MountError::Mismatch(Mismatch::Capacity))
     ));
-    let mut fs = TinyWhole::mounted(&mut sim).unwrap();
-    // (A remount closes the log's open page: the record starts the next page.)
-    let (start, end) = fs.log_bounds(stream).unwrap();
-    assert!(end - start > 5, "{start}..{end}");
+    assert_eq!(
+        (sim.counters().programs, sim.counters().erases),
+        (cut.programs, cut.erases)
+    );
+    let mut fs = TinySmall::mounted(&mut sim).unwrap();
+    let (_, end) = fs.log_bounds(stream).unwrap();
     let mut b = [0u8; 512];
     let r = fs.log_read(stream, end - 1, &mut b).unwrap().unwrap();
     assert_eq!(&b[..r.len], &[9u8; 64][..]);
-    assert_eq!(fs.size(obj).unwrap(), 8000);
+    assert!(fs.read_all(o) == data);
+}
+
+/// A slot between an in-band part's payload (2,028 B) and its page (2,048 B) holds
+/// neither a whole page nor whole units: format and mount refuse it (review: it
+/// formatted, then every index write-back was a misaligned program).
+#[test]
+fn slots_between_the_in_band_payload_and_the_page_are_refused() {
+    type RawMeta<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 1, Greedy, 2028>;
+    type RawWhole<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 1, Greedy>;
+    let mut sim = Sim::heap(common::tiny_raw(), FaultPlan::seeded(1));
+    assert!(matches!(
+        RawMeta::formatted(&mut sim, tiny_cfg()),
+        Err(FormatError::Unsupported(Mismatch::Capabilities))
+    ));
+    {
+        let mut fs = RawWhole::formatted(&mut sim, tiny_cfg()).unwrap();
+        let id = fs.create(ObjKind::Object).unwrap();
+        fs.write(id, 0, &bytes(1, 9000)).unwrap();
+        fs.unmount().unwrap();
+    }
+    assert!(matches!(
+        RawMeta::mounted(&mut sim),
+        Err(MountError::Mismatch(Mismatch::Capacity))
+    ));
+    let mut fs = RawWhole::mounted(&mut sim).unwrap();
+    let id = fs.objects().next().unwrap().unwrap();
+    assert_eq!(fs.size(id).unwrap(), 9000);
 }

@@ -347,7 +347,8 @@ impl Superblock {
 
     /// The [`Superblock::meta_unit`] a build whose cache slots hold `slot` bytes formats
     /// with on a part with `caps` and pages of `page_size`: the whole payload when a
-    /// slot holds it, else the slot (whole program units, OOB placement only).
+    /// slot is a whole page, else the slot (whole program units, OOB placement only; a
+    /// slot between an in-band payload and the page fits neither).
     pub fn meta_unit_for(
         caps: &Capabilities,
         page_size: u32,
@@ -355,7 +356,7 @@ impl Superblock {
     ) -> Result<u16, Mismatch> {
         let placement = Placement::for_caps(caps);
         let pu = caps.program_unit as usize;
-        if slot >= placement.payload(page_size) as usize {
+        if slot >= page_size as usize {
             Ok(WHOLE_PAGE)
         } else if placement == Placement::Oob && pu > 0 && slot >= pu && slot % pu == 0 {
             Ok(slot as u16)
