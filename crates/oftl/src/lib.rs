@@ -481,8 +481,10 @@ impl Stats {
 /// live in the on-flash object table ([`format::table`]). `LOG` is the log tail's page
 /// image: `PAGE` (the default), or 0 for a build without log streams (their creation
 /// and appends are refused with [`WriteError::NoLogStreams`], and so is a mount whose
-/// crash recovery would replay log pages, with `Mismatch(Capacity)`): a page less RAM,
-/// for stores of objects only ([`W25n01gvSmall`]).
+/// crash recovery would replay log pages, with `Mismatch(Capacity)`; on a store another
+/// build gave log streams, it reads and trims them, and its collection leaves blocks
+/// with live log pages alone): a page less RAM, for stores of objects only
+/// ([`W25n01gvSmall`]).
 pub struct Oftl<
     F: NandFlash,
     const PAGE: usize,
