@@ -337,7 +337,18 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 }
             }
             match Backpointer::parse(&g) {
-                Ok(Some(bp)) if bp.kind == kind && bp.owner == owner && bp.lpn == lpn => {}
+                Ok(Some(bp)) if bp.kind == kind && bp.owner == owner && bp.lpn == lpn => {
+                    // Object-table and index pages say how long they are: a page of
+                    // another metadata unit than the superblock's is not this one's.
+                    let meta = matches!(
+                        kind,
+                        crate::format::backpointer::PageKind::Index
+                            | crate::format::backpointer::PageKind::Table
+                    );
+                    if meta && bp.len as u32 != self.meta_payload() {
+                        return Err(Fault::Corrupted);
+                    }
+                }
                 _ => return Err(Fault::Corrupted),
             }
         }
