@@ -4,6 +4,7 @@
 //! garbage collection, and which builds mount which layouts.
 
 mod common;
+use common::contents::{churn, state_of};
 use common::lifecycle::Lifecycle;
 use common::{bytes, Rng};
 
@@ -30,49 +31,18 @@ fn tiny_cfg() -> Config {
     Config::new().window_blocks(6)
 }
 
-/// Checks every object of `m` reads back as modelled.
-fn check<L: ObjStore>(fs: &mut L, m: &BTreeMap<u32, Vec<u8>>) {
-    let mut ids = fs.ids();
-    ids.sort();
-    assert_eq!(ids, m.keys().copied().collect::<Vec<_>>());
-    for (&id, want) in m {
-        let got = fs.read_all(id);
-        assert_eq!(got.len(), want.len(), "object {id} size");
-        assert!(got == *want, "object {id} contents");
-    }
+/// Checks every object reads back as `m` models it.
+macro_rules! check {
+    ($fs:expr, $m:expr) => {
+        assert!(
+            state_of($fs).unwrap() == *$m,
+            "contents differ from the model"
+        )
+    };
 }
 
-/// What the checks need of a store, for both layouts.
-trait ObjStore {
-    fn ids(&mut self) -> Vec<u32>;
-    fn read_all(&mut self, id: u32) -> Vec<u8>;
-}
-
-impl<
-        F: nand_hal::NandFlash,
-        const B: usize,
-        const C: usize,
-        const W: usize,
-        const M: usize,
-        const L: usize,
-    > ObjStore for Oftl<F, 2048, B, C, W, Greedy, M, L>
-{
-    fn ids(&mut self) -> Vec<u32> {
-        self.objects().map(Result::unwrap).collect()
-    }
-    fn read_all(&mut self, id: u32) -> Vec<u8> {
-        let n = self.size(id).unwrap() as usize;
-        let mut b = vec![0u8; n];
-        let got = self.read(id, 0, &mut b).unwrap();
-        assert_eq!(got, n);
-        b
-    }
-}
-
-/// A random workload over up to 40 objects: creates, overwrites, appends, truncates and
-/// deletes of sizes from a few bytes to several index leaves' worth (a 512-byte leaf
-/// maps 128 pages, 256 KiB), syncing now and then; the model follows.
-fn churn<
+/// Object `id`'s contents.
+fn read_all<
     F: nand_hal::NandFlash,
     const B: usize,
     const C: usize,
@@ -81,51 +51,12 @@ fn churn<
     const L: usize,
 >(
     fs: &mut Oftl<F, 2048, B, C, W, Greedy, M, L>,
-    m: &mut BTreeMap<u32, Vec<u8>>,
-    rng: &mut Rng,
-    steps: usize,
-    max_len: usize,
-) {
-    for step in 0..steps {
-        let ids: Vec<u32> = m.keys().copied().collect();
-        let pick = |rng: &mut Rng| ids[rng.below(ids.len() as u64) as usize];
-        match rng.below(10) {
-            0 | 1 if m.len() < 40 => {
-                let id = fs.create(ObjKind::Object).unwrap();
-                m.insert(id, Vec::new());
-            }
-            2 if m.len() > 10 => {
-                let id = pick(rng);
-                fs.delete(id).unwrap();
-                m.remove(&id);
-            }
-            3 if !ids.is_empty() => {
-                let id = pick(rng);
-                let o = m.get_mut(&id).unwrap();
-                let size = rng.below(o.len() as u64 + 1);
-                fs.truncate(id, size).unwrap();
-                o.truncate(size as usize);
-            }
-            _ if !ids.is_empty() => {
-                let id = pick(rng);
-                let o = m.get_mut(&id).unwrap();
-                // Objects stay below 2 * max_len, 40 of them: TINY holds that.
-                let len = 1 + rng.below(max_len as u64) as usize;
-                let off = rng.below(o.len().min(max_len) as u64 + 1) as usize;
-                let d = bytes(step as u32, len);
-                fs.write(id, off as u64, &d).unwrap();
-                if o.len() < off + len {
-                    o.resize(off + len, 0);
-                }
-                o[off..off + len].copy_from_slice(&d);
-            }
-            _ => {}
-        }
-        if step % 50 == 49 {
-            fs.sync().unwrap();
-        }
-    }
-    fs.sync().unwrap();
+    id: u32,
+) -> Vec<u8> {
+    let n = fs.size(id).unwrap() as usize;
+    let mut b = vec![0u8; n];
+    assert_eq!(fs.read(id, 0, &mut b).unwrap(), n);
+    b
 }
 
 #[test]
@@ -152,15 +83,15 @@ fn small_units_on_the_w25n01gv_hold_many_objects_and_large_ones() {
         }
         m.insert(big, d);
         fs.sync().unwrap();
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
         fs.unmount().unwrap();
     }
     let mut fs = W25n01gvSmall::mounted(&mut sim).unwrap();
-    check(&mut fs, &m);
+    check!(&mut fs, &m);
     // A write past the largest object the small layout indexes is refused.
     let id = *m.keys().next().unwrap();
     assert!(fs.write(id, 128 * 128 * 2048, b"x").is_err());
-    check(&mut fs, &m);
+    check!(&mut fs, &m);
 }
 
 #[test]
@@ -171,10 +102,10 @@ fn small_units_survive_churn_gc_and_remounts() {
     let mut fs = TinySmall::formatted(&mut sim, tiny_cfg()).unwrap();
     for _ in 0..6 {
         churn(&mut fs, &mut m, &mut rng, 300, 6000);
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
         fs.unmount().unwrap();
         fs.mount().unwrap();
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
     }
     // The 64 blocks were reused several times over: collection ran.
     let erases = fs.flash().counters().erases;
@@ -228,18 +159,14 @@ fn small_units_recover_from_power_cuts() {
         fs.flash_mut().power_on();
         fs.flash_mut().disarm();
         fs.mount().unwrap();
-        let state: BTreeMap<u32, Vec<u8>> = fs
-            .ids()
-            .into_iter()
-            .map(|id| (id, fs.read_all(id)))
-            .collect();
+        let state = state_of(&mut fs).unwrap();
         assert!(
             state == before || state == after,
             "seed {i}: recovered state is neither before nor after the write in flight"
         );
         m = state;
         churn(&mut fs, &mut m, &mut rng, 60, 3000);
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
     }
     assert!(cuts >= 28, "only {cuts} of 32 runs were cut");
 }
@@ -256,13 +183,13 @@ fn which_builds_mount_which_layouts() {
     }
     {
         let mut fs = TinyWhole::mounted(&mut sim).unwrap();
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
         churn(&mut fs, &mut m, &mut rng, 150, 5000);
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
     }
     {
         let mut fs = TinySmall::mounted(&mut sim).unwrap();
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
     }
     // A small build refuses a whole-page store: its pages do not fit its slots.
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
@@ -285,7 +212,7 @@ fn which_builds_mount_which_layouts() {
         churn(&mut fs, &mut m, &mut Rng(4), 200, 9000);
     }
     let mut fs = W25n01gv::mounted(&mut sim).unwrap();
-    check(&mut fs, &m);
+    check!(&mut fs, &m);
 }
 
 #[test]
@@ -312,13 +239,13 @@ fn a_build_without_a_log_tail_refuses_log_streams_and_nothing_else() {
         assert_eq!(fs.log_append(obj, b"x"), Err(WriteError::NoLogStreams));
         churn(&mut fs, &mut m, &mut Rng(3), 300, 5000);
         m.insert(obj, Vec::new());
-        check(&mut fs, &m);
+        check!(&mut fs, &m);
         // Cut without an unmount: recovery needs no log page either.
     }
     let mut fs = TinyNoLog::mounted(&mut sim).unwrap();
-    check(&mut fs, &m);
+    check!(&mut fs, &m);
     churn(&mut fs, &mut m, &mut Rng(4), 100, 5000);
-    check(&mut fs, &m);
+    check!(&mut fs, &m);
 }
 
 /// A build without a log tail page on a store with log streams (made by a build with
@@ -363,7 +290,7 @@ fn a_build_without_a_log_tail_leaves_log_pages_alone() {
         let mut fs = TinySmallNoLog::mounted(&mut sim).unwrap();
         log = read_log(&mut fs);
         assert!(!log.2.is_empty());
-        let mut d = fs.read_all(o);
+        let mut d = read_all(&mut fs, o);
         let log_pages = |sim: &Sim| {
             common::pages::all_pages(sim)
                 .into_iter()
@@ -400,7 +327,7 @@ fn a_build_without_a_log_tail_leaves_log_pages_alone() {
     }
     let mut fs = TinySmallNoLog::mounted(&mut sim).unwrap();
     assert_eq!(read_log(&mut fs), log);
-    assert!(fs.read_all(o) == data);
+    assert!(read_all(&mut fs, o) == data);
     fs.log_trim(stream, log.1 - 3).unwrap();
     fs.unmount().unwrap();
     drop(fs);
@@ -423,7 +350,7 @@ fn a_build_without_a_log_tail_leaves_log_pages_alone() {
     let mut b = [0u8; 512];
     let r = fs.log_read(stream, end - 1, &mut b).unwrap().unwrap();
     assert_eq!(&b[..r.len], &[9u8; 64][..]);
-    assert!(fs.read_all(o) == data);
+    assert!(read_all(&mut fs, o) == data);
 }
 
 /// A slot between an in-band part's payload (2,028 B) and its page (2,048 B) holds

@@ -8,6 +8,7 @@
 #![cfg(feature = "alloc")]
 
 mod common;
+use common::contents::{churn, state_of, Contents};
 use common::lifecycle::Lifecycle;
 use common::{bytes, Rng};
 
@@ -32,95 +33,7 @@ fn tiny_cfg() -> Config {
     Config::new().window_blocks(6)
 }
 
-type M = BTreeMap<u32, Vec<u8>>;
-
-fn state_of<
-    F: NandFlash,
-    const B: usize,
-    const C: usize,
-    const W: usize,
-    const ME: usize,
-    const L: usize,
->(
-    fs: &mut Oftl<F, 2048, B, C, W, Greedy, ME, L>,
-) -> Result<M, String> {
-    let ids: Vec<u32> = fs
-        .objects()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{e:?}"))?;
-    let mut m = M::new();
-    for id in ids {
-        if fs.attrs(id).map_err(|e| format!("{e:?}"))?.kind != ObjKind::Object {
-            continue;
-        }
-        let n = fs.size(id).map_err(|e| format!("{e:?}"))? as usize;
-        let mut b = vec![0u8; n];
-        let got = fs.read(id, 0, &mut b).map_err(|e| format!("{e:?}"))?;
-        if got != n {
-            return Err(format!("short read {got} of {n}"));
-        }
-        m.insert(id, b);
-    }
-    Ok(m)
-}
-
-fn churn<
-    F: NandFlash,
-    const B: usize,
-    const C: usize,
-    const W: usize,
-    const ME: usize,
-    const L: usize,
->(
-    fs: &mut Oftl<F, 2048, B, C, W, Greedy, ME, L>,
-    m: &mut M,
-    rng: &mut Rng,
-    steps: usize,
-    max_len: usize,
-) {
-    for step in 0..steps {
-        let ids: Vec<u32> = m.keys().copied().collect();
-        let pick = |rng: &mut Rng| ids[rng.below(ids.len() as u64) as usize];
-        match rng.below(10) {
-            0 | 1 if m.len() < 40 => {
-                let id = fs.create(ObjKind::Object).unwrap();
-                m.insert(id, Vec::new());
-            }
-            2 if m.len() > 10 => {
-                let id = pick(rng);
-                fs.delete(id).unwrap();
-                m.remove(&id);
-            }
-            3 if !ids.is_empty() => {
-                let id = pick(rng);
-                let o = m.get_mut(&id).unwrap();
-                let size = rng.below(o.len() as u64 + 1);
-                fs.truncate(id, size).unwrap();
-                o.truncate(size as usize);
-            }
-            4 => {
-                let _ = fs.gc_step(1 + rng.below(40) as u32).unwrap();
-            }
-            _ if !ids.is_empty() => {
-                let id = pick(rng);
-                let o = m.get_mut(&id).unwrap();
-                let len = 1 + rng.below(max_len as u64) as usize;
-                let off = rng.below(o.len().min(max_len) as u64 + 1) as usize;
-                let d = bytes(step as u32 ^ (rng.next() as u32), len);
-                fs.write(id, off as u64, &d).unwrap();
-                if o.len() < off + len {
-                    o.resize(off + len, 0);
-                }
-                o[off..off + len].copy_from_slice(&d);
-            }
-            _ => {}
-        }
-        if step % 50 == 49 {
-            fs.sync().unwrap();
-        }
-    }
-    fs.sync().unwrap();
-}
+type M = Contents;
 
 /// Writes under a cut: returns (before, after) with after = before + the write in flight.
 fn cut_writes<
@@ -177,6 +90,27 @@ fn arm(sim: &mut Sim, seed: u64, at: u64, kind: CutKind) {
     });
 }
 
+/// Mounts (recovering) with the `U`-byte-unit build; when the state is the one before
+/// or after the write in flight, it becomes the model and more churn runs on it.
+fn recover_and_churn<const U: usize>(
+    sim: &mut Sim,
+    before: &Contents,
+    after: &Contents,
+    m: &mut Contents,
+    rng: &mut Rng,
+) -> Result<Result<Contents, String>, String> {
+    let mut fs = Oftl::<&mut Sim, 2048, 64, 4, 0, Greedy, U>::mounted(sim)
+        .map_err(|e| format!("{e:?} ({U}-byte units)"))?;
+    let s = state_of(&mut fs);
+    if let Ok(s) = &s {
+        if s == before || s == after {
+            *m = s.clone();
+            churn(&mut fs, m, rng, 80, 4000);
+        }
+    }
+    Ok(s)
+}
+
 /// Format small, crash, recover with the whole-page build, churn + GC, crash, recover
 /// with the small build; repeat; compare to a model.
 #[test]
@@ -209,37 +143,16 @@ fn rv_mixed_builds_across_power_cuts() {
             sim.disarm();
             // recover with the other build
             let r = if round % 2 == 0 {
-                let mut fs = match TinyWhole::mounted(&mut sim) {
-                    Ok(fs) => fs,
-                    Err(e) => {
-                        fails.push(format!("seed {seed} round {round}: whole mount {e:?}"));
-                        break;
-                    }
-                };
-                let s = state_of(&mut fs);
-                if let Ok(s) = &s {
-                    if *s == before || *s == after {
-                        m = s.clone();
-                        churn(&mut fs, &mut m, &mut rng, 80, 4000);
-                    }
-                }
-                s
+                recover_and_churn::<2048>(&mut sim, &before, &after, &mut m, &mut rng)
             } else {
-                let mut fs = match TinySmall::mounted(&mut sim) {
-                    Ok(fs) => fs,
-                    Err(e) => {
-                        fails.push(format!("seed {seed} round {round}: small mount {e:?}"));
-                        break;
-                    }
-                };
-                let s = state_of(&mut fs);
-                if let Ok(s) = &s {
-                    if *s == before || *s == after {
-                        m = s.clone();
-                        churn(&mut fs, &mut m, &mut rng, 80, 4000);
-                    }
+                recover_and_churn::<512>(&mut sim, &before, &after, &mut m, &mut rng)
+            };
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    fails.push(format!("seed {seed} round {round}: mount {e}"));
+                    break;
                 }
-                s
             };
             match r {
                 Ok(s) if s == before || s == after => {}
