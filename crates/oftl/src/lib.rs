@@ -415,6 +415,10 @@ pub struct Attrs {
 pub enum Health {
     /// Reads and writes work.
     Writable,
+    /// Not mounted (never, or unmounted), or poisoned by a failure that may have left
+    /// RAM ahead of flash: every operation fails with `Poisoned` until a format or
+    /// mount succeeds.
+    NotMounted,
     /// Mounted (or turned) read-only: every readable object reads as before; writes,
     /// deletes and collection fail with [`WriteError::ReadOnly`] and change nothing.
     ReadOnly(ReadOnlyReason),
@@ -682,6 +686,9 @@ impl<
 
     /// Whether the store can write, and if not, why.
     pub fn health(&self) -> Health {
+        if self.session.poisoned() {
+            return Health::NotMounted;
+        }
         match self.session.read_only() {
             Some(reason) => Health::ReadOnly(reason),
             None => Health::Writable,

@@ -248,3 +248,29 @@ fn format_forgets_the_last_repair_report() {
     assert!(fs.salvage_report().unreadable_pages().is_empty());
     assert!(fs.salvage_report().rolled_back().is_empty());
 }
+
+/// `health` says when a store cannot be used at all: before a mount, after an unmount,
+/// and after a failure poisoned it (a power cut in a write); a mount makes it writable.
+#[test]
+fn health_says_when_the_store_is_not_mounted() {
+    use nand_hal::sim::CutKind;
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
+    let mut fs = Fs::new(&mut sim, cfg(), Greedy::DEFAULT);
+    assert_eq!(fs.health(), oftl::Health::NotMounted);
+    fs.format().unwrap();
+    assert_eq!(fs.health(), oftl::Health::Writable);
+    let id = fs.create(ObjKind::Object).unwrap();
+    fs.unmount().unwrap();
+    assert_eq!(fs.health(), oftl::Health::NotMounted);
+    fs.mount().unwrap();
+    assert_eq!(fs.health(), oftl::Health::Writable);
+    fs.flash_mut()
+        .arm(FaultPlan::seeded(4).with_cut(1, CutKind::Clean));
+    assert!(fs.write(id, 0, &[7u8; 4096]).is_err());
+    assert_eq!(fs.health(), oftl::Health::NotMounted);
+    assert_eq!(fs.write(id, 0, b"x"), Err(WriteError::Poisoned));
+    fs.flash_mut().power_on();
+    fs.flash_mut().disarm();
+    fs.mount().unwrap();
+    assert_eq!(fs.health(), oftl::Health::Writable);
+}
