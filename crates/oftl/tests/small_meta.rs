@@ -4,7 +4,7 @@
 //! garbage collection, and which builds mount which layouts.
 
 mod common;
-use common::contents::{churn, state_of};
+use common::contents::{churn, cut_writes, state_of};
 use common::lifecycle::Lifecycle;
 use common::{bytes, Rng};
 
@@ -138,24 +138,8 @@ fn small_units_recover_from_power_cuts() {
             }),
             faults: Default::default(),
         });
-        let mut before = m.clone();
-        let mut after = m.clone();
-        for step in 0..200u32 {
-            let ids: Vec<u32> = before.keys().copied().collect();
-            let id = ids[rng.below(ids.len() as u64) as usize];
-            let d = bytes(step + 1000, 1 + rng.below(3000) as usize);
-            let o = after.get_mut(&id).unwrap();
-            let off = rng.below(o.len() as u64 + 1) as usize;
-            if o.len() < off + d.len() {
-                o.resize(off + d.len(), 0);
-            }
-            o[off..off + d.len()].copy_from_slice(&d);
-            if fs.write(id, off as u64, &d).is_err() || fs.sync().is_err() {
-                cuts += 1;
-                break;
-            }
-            before = after.clone();
-        }
+        let (before, after, cut) = cut_writes(&mut fs, &m, &mut rng);
+        cuts += cut as u32;
         fs.flash_mut().power_on();
         fs.flash_mut().disarm();
         fs.mount().unwrap();

@@ -8,7 +8,7 @@
 #![cfg(feature = "alloc")]
 
 mod common;
-use common::contents::{churn, state_of, Contents};
+use common::contents::{churn, cut_writes, state_of, Contents};
 use common::lifecycle::Lifecycle;
 use common::{bytes, Rng};
 
@@ -34,46 +34,6 @@ fn tiny_cfg() -> Config {
 }
 
 type M = Contents;
-
-/// Writes under a cut: returns (before, after) with after = before + the write in flight.
-fn cut_writes<
-    F: NandFlash,
-    const B: usize,
-    const C: usize,
-    const W: usize,
-    const ME: usize,
-    const L: usize,
->(
-    fs: &mut Oftl<F, 2048, B, C, W, Greedy, ME, L>,
-    m: &M,
-    rng: &mut Rng,
-) -> (M, M, bool) {
-    let mut before = m.clone();
-    let mut after = m.clone();
-    for step in 0..300u32 {
-        let ids: Vec<u32> = before.keys().copied().collect();
-        let id = ids[rng.below(ids.len() as u64) as usize];
-        let d = bytes(
-            step + 7000 + rng.below(1000) as u32,
-            1 + rng.below(6000) as usize,
-        );
-        let o = after.get_mut(&id).unwrap();
-        let off = rng.below(o.len() as u64 + 1) as usize;
-        if o.len() < off + d.len() {
-            o.resize(off + d.len(), 0);
-        }
-        o[off..off + d.len()].copy_from_slice(&d);
-        if fs.write(id, off as u64, &d).is_err() || fs.sync().is_err() {
-            return (before, after, true);
-        }
-        if step % 7 == 3 && fs.gc_step(20).is_err() {
-            // gc cut: the write was synced before it
-            return (after.clone(), after, true);
-        }
-        before = after.clone();
-    }
-    (before, after, false)
-}
 
 const KINDS: [CutKind; 4] = [
     CutKind::Clean,

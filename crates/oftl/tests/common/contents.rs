@@ -102,3 +102,44 @@ pub fn churn<
     }
     fs.sync().unwrap();
 }
+
+/// Synced writes (and GC steps) until one fails, as under an armed power cut: returns
+/// the contents before and after the operation in flight, and whether one failed.
+pub fn cut_writes<
+    F: NandFlash,
+    const B: usize,
+    const C: usize,
+    const W: usize,
+    const ME: usize,
+    const L: usize,
+>(
+    fs: &mut Oftl<F, 2048, B, C, W, Greedy, ME, L>,
+    m: &Contents,
+    rng: &mut Rng,
+) -> (Contents, Contents, bool) {
+    let mut before = m.clone();
+    let mut after = m.clone();
+    for step in 0..300u32 {
+        let ids: Vec<u32> = before.keys().copied().collect();
+        let id = ids[rng.below(ids.len() as u64) as usize];
+        let d = bytes(
+            step + 7000 + rng.below(1000) as u32,
+            1 + rng.below(6000) as usize,
+        );
+        let o = after.get_mut(&id).unwrap();
+        let off = rng.below(o.len() as u64 + 1) as usize;
+        if o.len() < off + d.len() {
+            o.resize(off + d.len(), 0);
+        }
+        o[off..off + d.len()].copy_from_slice(&d);
+        if fs.write(id, off as u64, &d).is_err() || fs.sync().is_err() {
+            return (before, after, true);
+        }
+        if step % 7 == 3 && fs.gc_step(20).is_err() {
+            // gc cut: the write was synced before it
+            return (after.clone(), after, true);
+        }
+        before = after.clone();
+    }
+    (before, after, false)
+}
