@@ -354,11 +354,14 @@ impl Superblock {
         page_size: u32,
         slot: usize,
     ) -> Result<u16, Mismatch> {
-        let placement = Placement::for_caps(caps);
-        let pu = caps.program_unit as usize;
         if slot >= page_size as usize {
             Ok(WHOLE_PAGE)
-        } else if placement == Placement::Oob && pu > 0 && slot >= pu && slot % pu == 0 {
+        } else if unit_below_page(
+            Placement::for_caps(caps),
+            caps.program_unit,
+            slot as u32,
+            page_size,
+        ) {
             Ok(slot as u16)
         } else {
             Err(Mismatch::Capabilities)
@@ -369,14 +372,20 @@ impl Superblock {
     /// or whole program units below the page size, which only OOB placement can give
     /// a backpointer.
     pub fn meta_unit_fits(&self) -> bool {
-        let (m, pu) = (self.meta_unit as u32, self.program_unit as u32);
         self.meta_unit == WHOLE_PAGE
-            || (self.placement == Placement::Oob
-                && pu > 0
-                && m >= pu
-                && m % pu == 0
-                && m < self.page_size)
+            || unit_below_page(
+                self.placement,
+                self.program_unit as u32,
+                self.meta_unit as u32,
+                self.page_size,
+            )
     }
+}
+
+/// Whether `unit` bytes can be a metadata unit below a page of `page_size`: whole
+/// program units of `pu` bytes, with the backpointer in the spare area (OOB placement).
+fn unit_below_page(placement: Placement, pu: u32, unit: u32, page_size: u32) -> bool {
+    placement == Placement::Oob && pu > 0 && unit >= pu && unit % pu == 0 && unit < page_size
 }
 
 /// Where each field lives (see the module docs).
