@@ -183,28 +183,7 @@ impl<
             if self.ckpt.needs_marker() {
                 self.write_marker()?;
             }
-            let mut copied = 0;
-            let mut idle = 0;
-            // Victims in a row that ended without a copy: pages that did not read, or
-            // counts a damaged image got wrong. Bounded, so a step always ends.
-            let mut fruitless = 0;
-            while copied < budget && fruitless <= STUCK {
-                if self.gc.victim().is_none() && !self.pick_gc_victim(Urgency::Background) {
-                    break;
-                }
-                let at = self.gc.victim();
-                let room = self.gc_room(idle > 0)?;
-                let n = self.gc_advance((budget - copied).min(room))?;
-                copied += n;
-                idle = if self.gc.victim() == at { idle + 1 } else { 0 };
-                if idle > 2 {
-                    return Err(Fault::NoSpace);
-                }
-                fruitless = match (n, self.gc.victim()) {
-                    (0, None) => fruitless + 1,
-                    _ => 0,
-                };
-            }
+            let copied = self.collect_for(budget, Urgency::Background, false)?;
             let more = self.gc.victim().is_some() || {
                 let ppb = self.dev.ppb();
                 let stuck = self.gc.stuck();
@@ -216,6 +195,49 @@ impl<
             Ok(GcProgress { copied, more })
         })();
         r.map_err(|e| self.fail(e))
+    }
+
+    /// Collects for at most `budget` page copies, continuing the current victim and
+    /// picking the next ones at `urgency` (scrub and retirement candidates first);
+    /// returns the pages copied. Victims in a row that end without a copy (pages that
+    /// did not read, counts a damaged image got wrong) are bounded, so it always ends.
+    /// With `one_victim`, it stops when a victim is done (the caller looks at the pool
+    /// before another is picked).
+    pub(crate) fn collect_for(
+        &mut self,
+        budget: u32,
+        urgency: Urgency,
+        one_victim: bool,
+    ) -> Result<u32, FaultOf<F>> {
+        let mut copied = 0;
+        let mut idle = 0;
+        let mut fruitless = 0;
+        let mut started = false;
+        while copied < budget && fruitless <= STUCK {
+            if self.gc.victim().is_none() {
+                if one_victim && started {
+                    break;
+                }
+                if !self.pick_gc_victim(urgency) {
+                    break;
+                }
+            }
+            started = true;
+            let at = self.gc.victim();
+            let room = self.gc_room(idle > 0)?;
+            let n = self.gc_advance((budget - copied).min(room))?;
+            copied += n;
+            idle = if self.gc.victim() == at { idle + 1 } else { 0 };
+            if idle > 2 {
+                // Neither a checkpoint nor the pool gives room to copy into.
+                return Err(Fault::NoSpace);
+            }
+            fruitless = match (n, self.gc.victim()) {
+                (0, None) => fruitless + 1,
+                _ => 0,
+            };
+        }
+        Ok(copied)
     }
 
     /// Collects one whole victim. `false` if there is none.

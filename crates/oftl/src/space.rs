@@ -25,6 +25,15 @@
 //! shrink floor a collection can always run, and garbage (invalid pages) is always
 //! collectable; the capacity ([`Oftl::capacity_pages`]) leaves a window's worth above
 //! the floors so that collecting at capacity gains room.
+//!
+//! # Bounded foreground work
+//!
+//! In the upper half of the band between the growth floor and the comfortable pool
+//! size, an operation collects one bounded slice ([`FOREGROUND_SLICE`] copies plus
+//! twice its own pages, within one victim that the next operation or
+//! [`Oftl::gc_step`] continues) instead of whole victims, so no single call stalls for
+//! several collections. Whole collections run only when the slices do not keep up
+//! (victims mostly valid) and the pool sinks into the lower half.
 
 use nand_hal::NandFlash;
 
@@ -39,10 +48,13 @@ pub(crate) const DELETE_RESERVE: u32 = 2;
 
 /// Foreground collections in a row that gain no room before `make_room` gives up.
 const STALLED_COLLECTIONS: u32 = 3;
-/// Most foreground collections one operation runs while the pool is above the growth
-/// floor (collection then only keeps the pool comfortable; below the floor it runs
-/// until the floor is back or collections stop gaining).
+/// Most whole foreground collections one operation runs while the pool is above the
+/// growth floor (below it, collection runs until the floor is back or collections stop
+/// gaining).
 const MAX_COLLECTIONS: u32 = 16;
+/// Page copies one operation makes while the pool is in the upper half of the band
+/// below comfortable, besides twice the pages it programs (see `make_room`).
+pub(crate) const FOREGROUND_SLICE: u32 = 16;
 
 /// What an operation does to the amount of live data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,6 +273,7 @@ impl<
         let mut fresh = false;
         let mut stalled = 0;
         let mut collections = 0;
+        let mut sliced = false;
         for _ in 0..4 * BLOCKS + 8 {
             let budget = self
                 .dev
@@ -280,6 +293,29 @@ impl<
             let pool = self.reclaimable_blocks();
             if pool >= comfortable && !self.urgent_victim() {
                 return Ok(());
+            }
+            if pool >= floor + (comfortable.saturating_sub(floor)) / 2 {
+                // In the upper half of the band between the floor and comfortable, one
+                // bounded slice of the current victim per operation keeps the pool there
+                // (the victim carries over to the next operation), so no single call
+                // stalls for whole collections. 16 copies and twice the operation's own
+                // pages keep pace with it on victims up to two-thirds valid; when they
+                // do not, the pool sinks into the lower half, where whole collections
+                // bring it back.
+                if sliced || collections > 0 {
+                    return Ok(());
+                }
+                let pages = need.saturating_sub(self.window_need(0)).min(u32::MAX as u64 / 4);
+                let slice = FOREGROUND_SLICE.saturating_add(pages as u32 * 2);
+                match self.collect_for(slice, crate::policy::Urgency::Foreground, true) {
+                    // No room to copy into even after a checkpoint: the pool is above
+                    // the floor, so this operation goes ahead without collecting.
+                    Ok(_) | Err(Fault::NoSpace) => {}
+                    Err(e) => return Err(e),
+                }
+                sliced = true;
+                fresh = false;
+                continue;
             }
             if pool >= floor && (collections >= MAX_COLLECTIONS || stalled >= STALLED_COLLECTIONS) {
                 return Ok(());
