@@ -305,7 +305,9 @@ impl<
                 if sliced || collections > 0 {
                     return Ok(());
                 }
-                let pages = need.saturating_sub(self.window_need(0)).min(u32::MAX as u64 / 4);
+                let pages = need
+                    .saturating_sub(self.window_need(0))
+                    .min(u32::MAX as u64 / 4);
                 let slice = FOREGROUND_SLICE.saturating_add(pages as u32 * 2);
                 match self.collect_for(slice, crate::policy::Urgency::Foreground, true) {
                     // No room to copy into even after a checkpoint: the pool is above

@@ -75,6 +75,10 @@ use namespace::{Loc, OwnedEntry};
 pub const ATTR_MAX: usize = 32;
 /// Largest file kept inline in its directory entry, in bytes.
 pub const INLINE_MAX: usize = 256;
+/// Page copies per erase block of the store that [`Fs::step_all`] makes at most (in
+/// steps of a quarter of it): a bound far above what collecting every block once
+/// takes, so the call always ends.
+pub const STEP_ALL_COPIES: u32 = 256;
 
 /// Object id of the volume header (the first object `format` creates).
 const VOLUME_OBJECT: u32 = 1;
@@ -374,6 +378,27 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             Err(Error::ReadOnly) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// All background work now, however long it takes: every open file made durable and
+    /// every staged record patched home (as [`Fs::sync`]), then garbage collection until
+    /// no block is worth collecting, then a checkpoint (a mount after a cut then scans
+    /// little). [`Fs::step`] is the bounded form. Collection ends on its own once the
+    /// blocks with garbage are collected; as a bound beyond that, it stops after
+    /// [`STEP_ALL_COPIES`] copies for each of the store's blocks.
+    pub fn step_all(&mut self) -> Result<(), Error<S::FlashError>> {
+        self.sync()?;
+        for _ in 0..self.store.block_count().saturating_mul(4) {
+            let more = match self.store.gc_step(STEP_ALL_COPIES / 4) {
+                Ok(more) => more,
+                Err(Error::ReadOnly) => false,
+                Err(e) => return Err(e),
+            };
+            if !more {
+                break;
+            }
+        }
+        self.store.sync()
     }
 
     /// Makes everything durable: every open file (as `fsync`), every staged record

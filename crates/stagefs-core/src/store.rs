@@ -96,6 +96,8 @@ pub trait Store {
     /// Pages programmed through the store's write heads since mount (a counter the
     /// staging layer reads before and after its own calls to learn what they cost).
     fn pages_programmed(&self) -> u64;
+    /// Erase blocks the store manages (bounds loops over whole collections).
+    fn block_count(&self) -> u32;
 }
 
 impl<
@@ -274,6 +276,10 @@ impl<
 
     fn pages_programmed(&self) -> u64 {
         self.stats().pages_programmed
+    }
+
+    fn block_count(&self) -> u32 {
+        Oftl::blocks(self).len() as u32
     }
 
     fn is_object(&mut self, obj: ObjectId) -> Result<bool, Error<F::Error>> {
