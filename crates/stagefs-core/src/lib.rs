@@ -270,6 +270,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 data: &root_page,
             },
         ])?;
+        // A checkpoint that knows the staging stream: a crash recovery replays log
+        // sectors during its scan only for streams its checkpoint knows, and reads every
+        // log page of the window a second time for one created since (a cut in the first
+        // window after a format then took 105 ms to mount instead of 55).
+        self.store.sync()?;
         self.start(v);
         Ok(())
     }

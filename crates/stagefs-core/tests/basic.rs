@@ -787,3 +787,55 @@ fn step_all_leaves_nothing_to_do() {
     fs.mount().unwrap();
     assert_eq!(read_all(&mut fs, "/log"), want);
 }
+
+/// A cut in the first window after a format: the checkpoint the format wrote knows the
+/// staging stream, so the recovery applies the log's sectors during its scan and does
+/// not read every log page of the window a second time (it did: the stream was created
+/// after the checkpoint, and on the W25N01GV that mount took 105 ms instead of 72).
+#[test]
+fn a_cut_in_the_first_window_after_format_reads_the_log_once() {
+    use nand_hal::sim::CutKind;
+    use oftl::{Config, Greedy, W25n01gv};
+    let mut sim = SimNand::heap(profile::W25N01GV, FaultPlan::seeded(10));
+    {
+        let store = W25n01gv::new(&mut sim, const { Config::new() }, Greedy::DEFAULT);
+        let mut fs = Box::new(stagefs_core::Fs::<_, 2048, 4>::new(store));
+        fs.format().unwrap();
+        let f = fs.open("/log", create()).unwrap();
+        for i in 0..2000u32 {
+            fs.write(f, &pattern(i, 64)).unwrap();
+            fs.fsync(f).unwrap();
+        }
+        fs.store_mut()
+            .flash_mut()
+            .arm(FaultPlan::seeded(3).with_cut(5, CutKind::Clean));
+        for i in 2000..2050u32 {
+            if fs
+                .write(f, &pattern(i, 64))
+                .and_then(|_| fs.fsync(f))
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+    sim.power_on();
+    sim.disarm();
+    let reads = sim.counters().reads;
+    let store = W25n01gv::new(&mut sim, const { Config::new() }, Greedy::DEFAULT);
+    let mut fs = Box::new(stagefs_core::Fs::<_, 2048, 4>::new(store));
+    fs.mount().unwrap();
+    let st = fs.store().stats();
+    assert!(st.recovery_scanned_pages >= 500, "{st:?}");
+    let mount_reads = fs.store().flash().counters().reads - reads;
+    assert!(
+        mount_reads < st.recovery_scanned_pages as u64 * 2,
+        "{mount_reads} reads for {} scanned pages",
+        st.recovery_scanned_pages
+    );
+    let data = read_all(&mut *fs, "/log");
+    assert!(data.len() >= 2000 * 64);
+    for (i, rec) in data.chunks(64).enumerate() {
+        assert_eq!(rec, &pattern(i as u32, 64)[..]);
+    }
+}
