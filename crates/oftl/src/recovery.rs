@@ -20,11 +20,9 @@
 //!    sizes. A page is applied only once the next accepted page shows it was not
 //!    retried (the retry of a failed program supersedes the failed copy, whatever the
 //!    failed copy reads like).
-//! 4. **Relocate** ([`Oftl::relocate_suspects`]) the pages a cut may have torn (the
-//!    data head's suspect page and the log's open page, from RAM). The blocks the
-//!    heads were programming keep their other pages and are never programmed again
-//!    before an erase (the heads restart in the fresh window; the checkpoint settles
-//!    the old window's blocks as full, or free).
+//! 4. **Relocate** ([`Oftl::relocate_suspects`]) the valid pages of the blocks that
+//!    were being programmed (the data head's suspect page from RAM; the cold head's
+//!    block back to the cold head), so they are erase-cycled before reuse.
 //! 5. **Checkpoint** to another checkpoint block (erased first).
 //!
 //! Nothing the old checkpoint references is erased or programmed before step 5's
@@ -314,7 +312,8 @@ struct Scanned {
     /// Walk entries with log pages, and with cold copies.
     log_blocks: u64,
     cold_blocks: u64,
-    /// Where the dropped run of cold copies starts.
+    /// The block of the last cold copy, and where the dropped run of copies starts.
+    last_cold: Option<BlockAddr>,
     cold_cut: (usize, u32),
     /// The last log page with accepted sectors (its content is the log tail's image).
     log_suspect: Option<PageAddr>,
@@ -346,6 +345,7 @@ impl Scanned {
         log_again: false,
         log_blocks: 0,
         cold_blocks: 0,
+        last_cold: None,
         cold_cut: (0, 0),
         log_suspect: None,
         suspect: None,
@@ -389,8 +389,8 @@ impl<
             return Err(e);
         }
         self.dev.set_recovering(true);
-        let replayed = self.replay_window(&sc);
-        let r = replayed.and_then(|()| {
+        let last_block = self.replay_window(&sc);
+        let r = last_block.and_then(|lb| {
             if no_write {
                 // Read-only: nothing relocated, no checkpoint (see the salvage docs).
                 // The last log page stays as replay read it (it may be a torn page
@@ -400,7 +400,7 @@ impl<
                 }
                 return Ok(());
             }
-            self.relocate_suspects(&sc)?;
+            self.relocate_suspects(&sc, lb)?;
             self.skip_attempt_numbers(&sc);
             self.ckpt.switch_block();
             // Still recovering: the checkpoint's index flush may need more blocks.
@@ -490,6 +490,7 @@ impl<
         // copy, which a cut may have torn, and the failed programs it retried: dropped,
         // see the module docs).
         let mut cold_blocks = 0u64;
+        let mut last_cold: Option<BlockAddr> = None;
         let mut cold_key: Option<(u8, u32, u32, u32)> = None;
         let mut cold_cut = (walk.len(), 0u32);
         // Heads take window blocks in order: the first window block that no head
@@ -642,6 +643,7 @@ impl<
                         cold_cut = (wi, i);
                         cold_key = Some(key);
                     }
+                    last_cold = Some(b);
                     continue;
                 }
                 see(h, bp.seq);
@@ -761,6 +763,7 @@ impl<
         out.log_again = log_again;
         out.log_blocks = log_blocks;
         out.cold_blocks = cold_blocks;
+        out.last_cold = last_cold;
         out.cold_cut = cold_cut;
         out.log_suspect = log_suspect;
         out.suspect = suspect;
@@ -781,9 +784,9 @@ impl<
         Ok(())
     }
 
-    /// Step 3: pass 2, the replay.
+    /// Step 3: pass 2, the replay. Returns the last walk block each head programmed.
     #[inline(never)]
-    fn replay_window(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
+    fn replay_window(&mut self, sc: &Scanned) -> Result<[Option<BlockAddr>; HEADS], FaultOf<F>> {
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let salvage = self.session.salvaging();
@@ -794,6 +797,8 @@ impl<
         // head in sequence order with the cold copies merged in by watermark.
         let mut track = sc.fresh;
         let mut replayed = 0u32;
+        let mut last_block: [Option<BlockAddr>; HEADS] = [None; HEADS];
+        last_block[COLD_HEAD] = sc.last_cold;
         let mut cold = ColdCursor {
             wi: 0,
             i: walk.first().map_or(0, |w| w.1),
@@ -857,6 +862,7 @@ impl<
                     }
                 }
                 pending = Some((page, bp));
+                last_block[DATA_HEAD] = Some(b);
             }
         }
         if let Some((pp, pbp)) = pending.take() {
@@ -881,7 +887,10 @@ impl<
         if !sc.log_again {
             replayed += sc.replayed_logs;
             self.dev.stats_mut().recovery_replayed_pages = replayed;
-            return Ok(());
+            last_block[LOG_HEAD] = sc.bound[LOG_HEAD]
+                .last_acc
+                .map(|(p, _)| self.dev.block_of(p));
+            return Ok(last_block);
         }
         for (wi, &(b, start)) in walk.iter().enumerate() {
             if sc.log_blocks & (1 << wi) == 0 || self.dev.table().get(b).state() == BlockState::Bad
@@ -911,6 +920,7 @@ impl<
                         _ => {}
                     }
                     prev_log = Some(page);
+                    last_block[LOG_HEAD] = Some(b);
                     if superseded {
                         continue;
                     }
@@ -930,7 +940,7 @@ impl<
             }
         }
         self.dev.stats_mut().recovery_replayed_pages = replayed;
-        Ok(())
+        Ok(last_block)
     }
 
     /// Applies one replayed data-head page (if it is within the replay's bound and not
@@ -1013,29 +1023,56 @@ impl<
         }
     }
 
-    /// Step 4: relocates the pages a cut may have torn, which replay kept: the data
-    /// head's suspect commit page and the log's open page, from RAM.
-    ///
-    /// The other pages of the blocks the heads were programming stay where they are: an
-    /// interrupted program harms only the steps it was programming (DESIGN section 3 of
-    /// the brief), so they read as well as any page. Those blocks are never programmed
-    /// again before an erase: the heads restart in the recovery's own window, and the
-    /// checkpoint settles the old window's blocks as full (or free, with no valid
-    /// page), so collection erases them when it takes them.
+    /// Step 4: relocates what lives in the blocks that were being programmed: the
+    /// suspect pages first, from RAM, then every other valid page of those blocks.
     #[inline(never)]
-    fn relocate_suspects(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
+    fn relocate_suspects(
+        &mut self,
+        sc: &Scanned,
+        last_block: [Option<BlockAddr>; HEADS],
+    ) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb();
         if let Some((sp, sbp)) = sc.suspect {
             if self.is_valid(sp, &sbp)? {
                 self.relocate(sp, &sbp, true, DATA_HEAD)?;
             }
         }
-        // The held suspect page is done with.
+        // The held suspect page is done with (relocation reads the rest from flash).
         self.scratch.release();
         if let Some(lp) = sc.log_suspect {
             self.scratch
                 .aside_mut()?
                 .copy_from_slice(self.log_tail.image());
             self.relocate_log(lp, true)?;
+        }
+        for (h, lb) in last_block.iter().enumerate() {
+            let Some(b) = *lb else { continue };
+            if h == INDEX_HEAD {
+                continue;
+            }
+            // A cold block's pages stay cold; the data head's go back to it.
+            let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
+            for i in 0..ppb {
+                let page = self.dev.geo().page(b, i);
+                if sc.suspect.is_some_and(|(sp, _)| sp == page) || sc.log_suspect == Some(page) {
+                    continue;
+                }
+                match self.dev.scan_read(page)? {
+                    Scan::Bp(bp) if bp.kind == PageKind::Log => {
+                        self.relocate_log(page, false)?;
+                    }
+                    Scan::Bp(bp) => {
+                        if self.is_valid(page, &bp)? {
+                            self.relocate(page, &bp, false, to)?;
+                        }
+                    }
+                    // A log page with a failed sector still has good ones.
+                    Scan::Garbage => {
+                        self.relocate_log(page, false)?;
+                    }
+                    Scan::Erased => {}
+                }
+            }
         }
         Ok(())
     }
