@@ -29,11 +29,13 @@
 //! # Bounded foreground work
 //!
 //! In the upper half of the band between the growth floor and the comfortable pool
-//! size, an operation collects one bounded slice ([`FOREGROUND_SLICE`] copies plus
-//! twice its own pages, within one victim that the next operation or
-//! [`Oftl::gc_step`] continues) instead of whole victims, so no single call stalls for
-//! several collections. Whole collections run only when the slices do not keep up
-//! (victims mostly valid) and the pool sinks into the lower half.
+//! size, and at least a window's worth of blocks above the floor (a checkpoint takes up
+//! to a window from the pool), an operation collects one bounded slice
+//! ([`FOREGROUND_SLICE`] copies plus twice its own pages, within one victim that the
+//! next operation or [`Oftl::gc_step`] continues) instead of whole victims, so no single
+//! call stalls for several collections. Whole collections run only when the slices do
+//! not keep up (victims mostly valid) and the pool sinks below that; with windows of 8
+//! blocks or fewer the band is too narrow and collection is whole victims as before.
 
 use nand_hal::NandFlash;
 
@@ -294,7 +296,13 @@ impl<
             if pool >= comfortable && !self.urgent_victim() {
                 return Ok(());
             }
-            if pool >= floor + (comfortable.saturating_sub(floor)) / 2 {
+            // Slices only while a checkpoint (which takes up to a window of blocks from
+            // the pool) cannot push the pool below the floor: with a small window the band
+            // is narrow and whole collections keep the pool up (an independent review
+            // found slices on a 5-block window refusing writes at 77% of capacity).
+            let window = self.dev.sb().window_blocks as u32;
+            let slice_from = (floor + comfortable.saturating_sub(floor) / 2).max(floor + window);
+            if pool >= slice_from {
                 // In the upper half of the band between the floor and comfortable, one
                 // bounded slice of the current victim per operation keeps the pool there
                 // (the victim carries over to the next operation), so no single call

@@ -223,11 +223,11 @@ fn random_overwrites_at_40_percent_fill() {
     // Format v3 (index pages on their own head, outside the window; pool floors): fewer
     // checkpoints than with v2 (274 -> 189) since write-backs no longer fill the window.
     // Foreground collection in bounded slices moves some collections to other
-    // operations: +0.3% programs (was 29,282 programs and 5,351 copies; with 4 cached
-    // pages 70,036 programs, 5,481 copies).
+    // operations: +0.3% programs (was 29,282 programs and 5,351 copies). The 4-page run's
+    // window is too small for slices (they start a window above the floor).
     assert_eq!(big, (29_355, 1_835, 190, 0, 5_391));
     assert!(big.0 as f64 / 20_000.0 <= 1.55);
-    assert_eq!((small.0, small.3, small.4), (70_114, 39_444, 5_550));
+    assert_eq!((small.0, small.3, small.4), (70_036, 39_413, 5_481));
     // The smallest window this build allows (4 blocks): bounded idle steps leave victims
     // half collected across checkpoints that free them (a regression test: resuming such
     // a victim after a head had reused its block erased live pages).
