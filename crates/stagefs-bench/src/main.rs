@@ -190,9 +190,11 @@ fn run_one(t: &mut dyn Target, w: Workload, args: &Args, bar: &ProgressBar) -> R
     // before the next checkpoint finds the most to scan and replay. The slowest
     // recovering mount is reported.
     let snapshot = dev.borrow().clone();
+    t.save_host_state();
     let mut mount_after_cut: Option<u64> = None;
     for &at in CUT_POINTS.iter() {
         *dev.borrow_mut() = snapshot.clone();
+        t.restore_host_state();
         t.mount()?;
         dev.borrow_mut()
             .arm(FaultPlan::seeded(args.seed).with_cut(at, CutKind::Clean));

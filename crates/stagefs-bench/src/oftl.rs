@@ -126,6 +126,7 @@ pub struct Oftl<
     label: &'static str,
     fs: Option<Box<Fs<CACHE, WBUF, META, LOG>>>,
     names: HashMap<String, ObjectId>,
+    saved_names: HashMap<String, ObjectId>,
     files: Vec<Option<OpenObj>>,
 }
 
@@ -146,6 +147,7 @@ impl<const CACHE: usize, const WBUF: usize, const META: usize, const LOG: usize>
             label,
             fs: None,
             names: HashMap::new(),
+            saved_names: HashMap::new(),
             files: Vec::new(),
         }
     }
@@ -212,6 +214,14 @@ impl<const CACHE: usize, const WBUF: usize, const META: usize, const LOG: usize>
         let mut fs = self.fs.take().ok_or("not mounted")?;
         self.files.clear();
         fs.unmount().map_err(err)
+    }
+
+    fn save_host_state(&mut self) {
+        self.saved_names = self.names.clone();
+    }
+
+    fn restore_host_state(&mut self) {
+        self.names = self.saved_names.clone();
     }
 
     fn live_bytes(&mut self) -> Option<u64> {

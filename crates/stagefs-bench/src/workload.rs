@@ -107,6 +107,12 @@ pub trait Target {
     fn unmount(&mut self) -> Result<(), String>;
     /// Bytes of flash holding live data (pages or blocks in use), if the store tells.
     fn live_bytes(&mut self) -> Option<u64>;
+    /// Remembers the state the target keeps on the host besides the device (raw oftl's
+    /// table of names), for [`Target::restore_host_state`] when the device goes back to
+    /// a snapshot taken now. Nothing by default.
+    fn save_host_state(&mut self) {}
+    /// Goes back to the host state [`Target::save_host_state`] remembered.
+    fn restore_host_state(&mut self) {}
 
     /// Opens `path`.
     fn open(&mut self, path: &str, how: Open) -> Result<Handle, String>;
