@@ -26,7 +26,7 @@
 
 mod common;
 
-use common::{bytes, Model, Op, Pending, Rng};
+use common::{bytes, observe, Model, Op, Pending, Rng};
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, Profile, SimNand};
 use nand_hal::ErrorKind;
 use oftl::{Config, Greedy, MountError, ObjKind, Oftl, ReadError, SpacePolicy, TxOp, WriteError};
@@ -149,46 +149,6 @@ fn exec<P: SpacePolicy, const W: usize, const M: usize, const L: usize>(
         }
     }
     Ok(None)
-}
-
-fn observe<P: SpacePolicy, const W: usize, const M: usize, const L: usize>(
-    fs: &mut Store<'_, P, W, M, L>,
-) -> Result<Model, String> {
-    let ids: Vec<u32> = fs
-        .objects()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("objects: {e:?}"))?;
-    let mut m = Model::new();
-    for id in ids {
-        if let Ok((start, _)) = fs.log_bounds(id) {
-            let mut recs = Vec::new();
-            let mut lsn = start;
-            let mut buf = vec![0u8; 4096];
-            loop {
-                match fs.log_read(id, lsn, &mut buf) {
-                    Ok(Some(r)) => {
-                        recs.push(buf[..r.len].to_vec());
-                        lsn = r.next;
-                    }
-                    Ok(None) => break,
-                    Err(e) => return Err(format!("log {id}: {e:?}")),
-                }
-            }
-            m.logs.insert(id, recs);
-            continue;
-        }
-        let size = fs.size(id).map_err(|e| format!("size {id}: {e:?}"))? as usize;
-        let mut buf = vec![0u8; size];
-        let n = fs
-            .read(id, 0, &mut buf)
-            .map_err(|e| format!("read {id}: {e:?}"))?;
-        if n != size {
-            return Err(format!("object {id}: read {n} of {size}"));
-        }
-        let a = fs.attrs(id).map_err(|e| format!("attrs {id}: {e:?}"))?;
-        m.objs.insert(id, (buf, a.user[0]));
-    }
-    Ok(m)
 }
 
 /// Whether `seen` is `before` or (the op in flight applied) `before.apply(op)`.

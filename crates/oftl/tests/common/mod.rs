@@ -453,11 +453,15 @@ fn rerr<E: Error>(e: ReadError<E>) -> String {
     }
 }
 
-/// Reads the whole state of `fs` as a model (next_id not included).
-pub fn observe<F: NandFlash, P: SpacePolicy, const M: usize>(
-    fs: &mut FsOn<F, P, M>,
+/// Reads the whole state of `fs` as a model (next_id not included); any write-buffer
+/// and log-tail configuration of the test geometry.
+pub fn observe<F: NandFlash, P: SpacePolicy, const W: usize, const M: usize, const L: usize>(
+    fs: &mut Oftl<F, 2048, 64, 4, W, P, M, L>,
 ) -> Result<Model, String> {
-    let ids: Vec<u32> = fs.objects().map(Result::unwrap).collect();
+    let ids: Vec<u32> = fs
+        .objects()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("objects: {e:?}"))?;
     let mut m = Model::new();
     for id in ids {
         if let Ok((start, _)) = fs.log_bounds(id) {
@@ -471,7 +475,7 @@ pub fn observe<F: NandFlash, P: SpacePolicy, const M: usize>(
             m.logs.insert(id, recs);
             continue;
         }
-        let size = fs.size(id).unwrap() as usize;
+        let size = fs.size(id).map_err(rerr)? as usize;
         let mut buf = vec![0u8; size];
         let n = fs.read(id, 0, &mut buf).map_err(rerr)?;
         if n != size {
