@@ -203,7 +203,7 @@ impl<
             }
         }
         self.dev.stats_mut().checkpoints += 1;
-        self.dev.index_pages_checkpointed();
+        self.dev.checkpointed();
         self.gc.checkpointed();
         if clean {
             self.ckpt.clean_on_flash();
@@ -301,7 +301,7 @@ impl<
         }
         let room = self.ckpt.next_page + pages.min(ppb) <= ppb;
         if (self.ckpt.switch || !room) && !self.switch_ckpt_block()? {
-            let cur = self.dev.sb().ckpt_blocks[self.ckpt.cur];
+            let cur = self.dev.sb().ckpt_blocks()[self.ckpt.cur];
             let usable = room
                 && self.ckpt.frontier_known
                 && self.dev.table().get(cur).state() != BlockState::Bad
@@ -472,7 +472,7 @@ impl<
         self.ckpt.next_page += total;
         self.ckpt.seq = hdr.seq;
         let mut sink = Sink {
-            block: self.dev.sb().ckpt_blocks[self.ckpt.cur],
+            block: self.dev.sb().ckpt_blocks()[self.ckpt.cur],
             first,
             idx: 0,
             total,
@@ -514,13 +514,13 @@ impl<
     /// stays authoritative; nor, after a mount that loaded an unmarked checkpoint, the
     /// block of the one before it (`ckpt.spare`). `false` if there is no such block (nothing changed).
     fn switch_ckpt_block(&mut self) -> Result<bool, FaultOf<F>> {
-        let n = self.dev.sb().ckpt_blocks.len();
+        let n = self.dev.sb().ckpt_blocks().len();
         for step in 1..n {
             let i = (self.ckpt.cur + step) % n;
             if self.ckpt.durable == Some(i) || self.ckpt.spare == Some(i) {
                 continue;
             }
-            let b = self.dev.sb().ckpt_blocks[i];
+            let b = self.dev.sb().ckpt_blocks()[i];
             if self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
@@ -583,7 +583,7 @@ impl<
     fn ckpt_page(&self, idx: u32) -> PageAddr {
         self.dev
             .geo()
-            .page(self.dev.sb().ckpt_blocks[self.ckpt.cur], idx)
+            .page(self.dev.sb().ckpt_blocks()[self.ckpt.cur], idx)
     }
 
     /// Whether a page reads fully erased (data and spare).

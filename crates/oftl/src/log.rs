@@ -511,6 +511,7 @@ impl<
             None => {
                 let block = self.dev.head_ready(LOG_HEAD)?;
                 let p = self.dev.heads_mut().take_page(LOG_HEAD);
+                self.dev.took_page(LOG_HEAD);
                 self.dev.geo().page(block, p)
             }
         };

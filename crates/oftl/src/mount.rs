@@ -13,7 +13,9 @@ use crate::format::backpointer::{PageKind, MAX_TX_DELTA};
 use crate::format::checkpoint::{
     BlockState, BstEntry, CkptHeader, HeadRecord, HEADER_LEN, HEADS, NONE,
 };
-use crate::format::superblock::{SbParseError, Superblock, CKPT_BLOCKS, CRC32, SB_LEN, SB_SEARCH};
+use crate::format::superblock::{
+    SbParseError, Superblock, CRC32, MAX_CKPT_BLOCKS, MIN_CKPT_BLOCKS, SB_LEN, SB_SEARCH,
+};
 use crate::io::{FaultOf, Scan};
 use crate::policy::SpacePolicy;
 use crate::session::MountKind;
@@ -94,7 +96,11 @@ impl<
         };
         // The block table doubles as the factory bad-block map while the fixed blocks
         // are picked.
-        self.reset_state(describe([BlockAddr(0); 2], [BlockAddr(0); CKPT_BLOCKS]));
+        let n_ckpt = config.checkpoint_blocks_for(geo.blocks());
+        self.reset_state(describe(
+            [BlockAddr(0); 2],
+            &[BlockAddr(0); MIN_CKPT_BLOCKS],
+        ));
         self.session.opened();
         for b in (0..geo.blocks()).map(BlockAddr) {
             self.dev.check_marker(b).map_err(FormatError::Flash)?;
@@ -108,7 +114,7 @@ impl<
                 .count() as u32
         };
         if good_at(self, 0..search) < 2
-            || good_at(self, 0..geo.blocks()) < 2 + CKPT_BLOCKS as u32 + 3 * w + 4
+            || good_at(self, 0..geo.blocks()) < 2 + n_ckpt as u32 + 3 * w + 4
         {
             return Err(FormatError::NotEnoughGoodBlocks);
         }
@@ -117,7 +123,8 @@ impl<
         {
             return Err(FormatError::Unsupported(Mismatch::Capacity));
         }
-        let mut fixed = [BlockAddr(0); 2 + CKPT_BLOCKS];
+        let mut all_fixed = [BlockAddr(0); 2 + MAX_CKPT_BLOCKS];
+        let fixed = &mut all_fixed[..2 + n_ckpt];
         for i in 0..fixed.len() {
             let to = if i < 2 { search } else { geo.blocks() };
             fixed[i] = self
@@ -125,12 +132,10 @@ impl<
                 .map_err(FormatError::Flash)?
                 .ok_or(FormatError::NotEnoughGoodBlocks)?;
         }
-        let sb = describe(
-            [fixed[0], fixed[1]],
-            [fixed[2], fixed[3], fixed[4], fixed[5]],
-        );
+        let fixed = &*fixed;
+        let sb = describe([fixed[0], fixed[1]], &fixed[2..]);
         self.dev.set_superblock(sb);
-        self.erase_leftovers(&fixed).map_err(FormatError::Flash)?;
+        self.erase_leftovers(fixed).map_err(FormatError::Flash)?;
         let mut good = 0u32;
         for b in (0..geo.blocks()).map(BlockAddr) {
             if self.dev.table().get(b).state() == BlockState::Bad {
@@ -296,7 +301,8 @@ impl<
         self.session.opened();
         let clean = self.load_newest_checkpoint()?;
         // Checkpoint blocks retired after the loaded checkpoint still say "reserved".
-        for b in self.dev.sb().ckpt_blocks {
+        for i in 0..self.dev.sb().ckpt_blocks().len() {
+            let b = self.dev.sb().ckpt_blocks()[i];
             self.dev.check_marker(b).map_err(MountError::Flash)?;
         }
         Ok(clean)
@@ -414,13 +420,15 @@ impl<
         let mut marker: Option<(u32, PageAddr)> = None;
         let mut max_seq: Option<u32> = None;
         let mut unknown = 0u32;
-        let mut last_used = [None::<u32>; CKPT_BLOCKS];
-        let mut top_ok = [false; CKPT_BLOCKS];
-        for cur in 0..CKPT_BLOCKS {
-            let b = self.dev.sb().ckpt_blocks[cur];
-            if self.dev.flash_mut().is_bad(b).map_err(MountError::Flash)? {
+        let n_ckpt = self.dev.sb().ckpt_blocks().len();
+        let mut last_used = [None::<u32>; MAX_CKPT_BLOCKS];
+        let mut top_ok = [false; MAX_CKPT_BLOCKS];
+        let search = self.ckpt_blocks_to_search()?;
+        for cur in 0..n_ckpt {
+            if !search[cur] {
                 continue;
             }
+            let b = self.dev.sb().ckpt_blocks()[cur];
             // Pages are written in order from 0: binary-search the first erased page,
             // then walk back from the last used one. A page that does not read counts
             // as used (so the search may stop above the real end; the walk back then
@@ -473,9 +481,9 @@ impl<
                             let (oi, _) = cands
                                 .iter()
                                 .enumerate()
-                                .min_by(|a, b| cand_cmp(a.1, b.1))
+                                .min_by(|a, b| cand_cmp(a.1, b.1, n_ckpt))
                                 .unwrap_or((0, &c));
-                            if cand_cmp(&cands[oi], &c).is_lt() {
+                            if cand_cmp(&cands[oi], &c, n_ckpt).is_lt() {
                                 cands[oi] = c;
                             }
                         } else {
@@ -491,7 +499,7 @@ impl<
             }
         }
         // Newest first, ties by the documented rotation rule.
-        cands.sort_unstable_by(|a, b| cand_cmp(b, a));
+        cands.sort_unstable_by(|a, b| cand_cmp(b, a, n_ckpt));
         let mut loaded = None;
         for c in cands.iter() {
             if let Some((m, page)) = marker {
@@ -512,7 +520,7 @@ impl<
                         let page = self
                             .dev
                             .geo()
-                            .page(self.dev.sb().ckpt_blocks[c.cur], c.first + c.pages - 1);
+                            .page(self.dev.sb().ckpt_blocks()[c.cur], c.first + c.pages - 1);
                         return Err(MountError::MediaLoss { page: page.0 });
                     }
                     continue;
@@ -549,11 +557,51 @@ impl<
         Ok(clean)
     }
 
+    /// Which checkpoint blocks [`Oftl::load_newest_checkpoint`] searches, by the first
+    /// page of each good one: the [`SEARCHED_CKPT_BLOCKS`] whose first page is the newest
+    /// checkpoint or marker, and every one whose first page is something else or does
+    /// not read. Skipped: blocks whose first page reads erased (nothing was written
+    /// there since their erase: a failed first program that reads erased is never
+    /// followed in its block, and a cut erase leaves only older pages) and blocks older
+    /// than those searched. Blocks take checkpoints in turn, each erased before its
+    /// first, so every page of a block is older than the first page of any block
+    /// started after it: the newest checkpoint, its marker, the spare one before it and
+    /// the newest number on flash are all in the blocks searched, and a torn page
+    /// elsewhere predates them. A store with many checkpoint blocks then mounts with
+    /// two reads for most of them instead of a search each.
+    fn ckpt_blocks_to_search(&mut self) -> Result<[bool; MAX_CKPT_BLOCKS], MountError<F::Error>> {
+        let n = self.dev.sb().ckpt_blocks().len();
+        let mut search = [false; MAX_CKPT_BLOCKS];
+        let mut firsts: heapless::Vec<(u32, usize), MAX_CKPT_BLOCKS> = heapless::Vec::new();
+        for (cur, searched) in search.iter_mut().enumerate().take(n) {
+            let b = self.dev.sb().ckpt_blocks()[cur];
+            if self.dev.flash_mut().is_bad(b).map_err(MountError::Flash)? {
+                continue;
+            }
+            match self
+                .dev
+                .scan_read(self.dev.geo().page(b, 0))
+                .map_err(MountError::from)?
+            {
+                Scan::Erased => {}
+                Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
+                    let _ = firsts.push((bp.seq, cur));
+                }
+                _ => *searched = true,
+            }
+        }
+        firsts.sort_unstable_by(|a, b| seq_cmp(b.0, a.0));
+        for &(_, cur) in firsts.iter().take(SEARCHED_CKPT_BLOCKS) {
+            search[cur] = true;
+        }
+        Ok(search)
+    }
+
     /// Loads one checkpoint into RAM. Returns its clean flag.
     fn load_checkpoint(&mut self, c: &Candidate) -> Result<bool, FaultOf<F>> {
         let geo = self.dev.geo();
         let mut src = Source {
-            block: self.dev.sb().ckpt_blocks[c.cur],
+            block: self.dev.sb().ckpt_blocks()[c.cur],
             first: c.first,
             idx: 0,
             pages: c.pages,
@@ -618,7 +666,7 @@ impl<
                 return Err(Fault::Corrupted);
             }
         }
-        for cb in self.dev.sb().ckpt_blocks {
+        for &cb in self.dev.sb().ckpt_blocks() {
             if !matches!(
                 self.dev.table().get(cb).state(),
                 BlockState::Reserved | BlockState::Bad
@@ -667,15 +715,20 @@ impl<
     }
 }
 
+/// Checkpoint blocks searched whole at mount, newest first (see
+/// `Oftl::ckpt_blocks_to_search`): the block being written, the one before it (the
+/// spare checkpoint after an unclean mount) and one more.
+const SEARCHED_CKPT_BLOCKS: usize = 3;
+
 /// Which of two checkpoint candidates is newer: the higher sequence number; between
 /// equal numbers (never written by this format's rules), the one whose block follows
 /// the other's in the checkpoint block rotation, or the later one in the same block.
-fn cand_cmp(a: &Candidate, b: &Candidate) -> core::cmp::Ordering {
+fn cand_cmp(a: &Candidate, b: &Candidate, n: usize) -> core::cmp::Ordering {
     use core::cmp::Ordering;
     match seq_cmp(a.seq, b.seq) {
         Ordering::Equal if a.cur == b.cur => a.first.cmp(&b.first),
-        Ordering::Equal if (a.cur + CKPT_BLOCKS - b.cur) % CKPT_BLOCKS == 1 => Ordering::Greater,
-        Ordering::Equal if (b.cur + CKPT_BLOCKS - a.cur) % CKPT_BLOCKS == 1 => Ordering::Less,
+        Ordering::Equal if (a.cur + n - b.cur) % n == 1 => Ordering::Greater,
+        Ordering::Equal if (b.cur + n - a.cur) % n == 1 => Ordering::Less,
         o => o,
     }
 }
@@ -765,10 +818,10 @@ mod tests {
             first,
             pages: 1,
         };
-        assert_eq!(cand_cmp(&c(9, 0, 0), &c(8, 3, 0)), Ordering::Greater);
-        assert_eq!(cand_cmp(&c(8, 1, 0), &c(8, 0, 5)), Ordering::Greater);
-        assert_eq!(cand_cmp(&c(8, 0, 0), &c(8, 3, 0)), Ordering::Greater);
-        assert_eq!(cand_cmp(&c(8, 2, 4), &c(8, 2, 1)), Ordering::Greater);
-        assert_eq!(cand_cmp(&c(8, 2, 1), &c(8, 3, 0)), Ordering::Less);
+        assert_eq!(cand_cmp(&c(9, 0, 0), &c(8, 3, 0), 4), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 1, 0), &c(8, 0, 5), 4), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 0, 0), &c(8, 3, 0), 4), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 2, 4), &c(8, 2, 1), 4), Ordering::Greater);
+        assert_eq!(cand_cmp(&c(8, 2, 1), &c(8, 3, 0), 4), Ordering::Less);
     }
 }

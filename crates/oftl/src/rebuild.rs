@@ -53,7 +53,7 @@ use crate::format::checkpoint::HEADS;
 use crate::format::checkpoint::{CkptHeader, HEADER_LEN};
 use crate::format::logsector::sector_at;
 use crate::format::meta::MetaRecord;
-use crate::format::superblock::{Superblock, CKPT_BLOCKS, SB_LEN, SB_SEARCH};
+use crate::format::superblock::{Superblock, MAX_CKPT_BLOCKS, MIN_CKPT_BLOCKS, SB_LEN, SB_SEARCH};
 use crate::format::table::ObjRecord;
 use crate::io::{FaultOf, Scan, NO_PAGE};
 use crate::log::LOG_HEAD;
@@ -186,7 +186,7 @@ impl<
         let ppb = geo.pages_per_block();
         let meta_unit = Superblock::meta_unit_for(&caps, geo.page_size(), META)
             .map_err(|_| Fault::Corrupted)?;
-        let describe = |w: u16, sbb: [BlockAddr; 2], cb: [BlockAddr; CKPT_BLOCKS]| {
+        let describe = |w: u16, sbb: [BlockAddr; 2], cb: &[BlockAddr]| {
             Superblock::describe(
                 &geo,
                 &caps,
@@ -201,11 +201,11 @@ impl<
         self.reset_state(describe(
             MAX_WINDOW as u16,
             [BlockAddr(0); 2],
-            [BlockAddr(0); CKPT_BLOCKS],
+            &[BlockAddr(0); MIN_CKPT_BLOCKS],
         ));
         let mut sb_blocks: heapless::Vec<BlockAddr, 2> = heapless::Vec::new();
-        let mut ckpt: heapless::Vec<BlockAddr, CKPT_BLOCKS> = heapless::Vec::new();
-        let mut erased: heapless::Vec<BlockAddr, CKPT_BLOCKS> = heapless::Vec::new();
+        let mut ckpt: heapless::Vec<BlockAddr, MAX_CKPT_BLOCKS> = heapless::Vec::new();
+        let mut erased: heapless::Vec<BlockAddr, MAX_CKPT_BLOCKS> = heapless::Vec::new();
         // Newest checkpoint page 0: (seq, page).
         let mut newest_first: Option<(u32, PageAddr)> = None;
         for b in (0..geo.blocks()).map(BlockAddr) {
@@ -247,14 +247,19 @@ impl<
         if sb_blocks.len() != 2 || ckpt.is_empty() {
             return Err(Fault::Corrupted);
         }
+        // As many checkpoint blocks as hold checkpoints, and at least as many as a
+        // default format picks (erased blocks: checkpoint blocks not used yet, or any).
+        let want = crate::Config::default().checkpoint_blocks_for(geo.blocks());
         for &b in erased.iter() {
-            if ckpt.is_full() {
+            if ckpt.len() >= want {
                 break;
             }
             let _ = ckpt.push(b);
         }
-        let ckpt_blocks: [BlockAddr; CKPT_BLOCKS] =
-            ckpt.as_slice().try_into().map_err(|_| Fault::Corrupted)?;
+        if ckpt.len() < MIN_CKPT_BLOCKS {
+            return Err(Fault::Corrupted);
+        }
+        let ckpt_blocks = ckpt.as_slice();
         let sbb = [sb_blocks[0], sb_blocks[1]];
         // Without a readable checkpoint, the smallest window the format allows (a
         // window size only steers later allocation).
@@ -307,12 +312,13 @@ impl<
         let ppb = self.dev.ppb();
         let pu = self.dev.pu();
         let mut sc = Scanned::default();
-        let fixed: [BlockAddr; 2 + CKPT_BLOCKS] = {
+        let fixed: heapless::Vec<BlockAddr, { 2 + MAX_CKPT_BLOCKS }> = {
             let sb = &self.dev.sb();
-            let mut f = [BlockAddr(0); 2 + CKPT_BLOCKS];
-            f[..2].copy_from_slice(&sb.sb_blocks);
-            f[2..].copy_from_slice(&sb.ckpt_blocks);
-            f
+            sb.sb_blocks
+                .iter()
+                .chain(sb.ckpt_blocks().iter())
+                .copied()
+                .collect()
         };
         let mut ckpt_newest: Option<u32> = None;
         for b in (0..geo.blocks()).map(BlockAddr) {
@@ -415,7 +421,7 @@ impl<
         self.ckpt.rebuilt(
             ckpt_newest
                 .unwrap_or(0)
-                .wrapping_add(CKPT_BLOCKS as u32 * ppb),
+                .wrapping_add(MAX_CKPT_BLOCKS as u32 * ppb),
         );
         self.dev.stats_mut().recovery_scanned_pages = sc.pages_scanned;
         Ok(sc)

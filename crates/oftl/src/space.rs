@@ -43,7 +43,7 @@ use crate::errors::Fault;
 use crate::format::checkpoint::BlockState;
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
-use crate::{Oftl, DATA_HEAD, INDEX_HEAD};
+use crate::{Oftl, DATA_HEAD, INDEX_HEAD, MAX_CKPT_BLOCKS};
 
 /// Blocks of the pool only deletes, truncates and trims may use (see the module docs).
 pub(crate) const DELETE_RESERVE: u32 = 2;
@@ -205,6 +205,18 @@ impl<
         self.dev.head_room(INDEX_HEAD) + self.free_blocks() as u64 * self.dev.ppb() as u64
     }
 
+    /// The [`Dev::recovery_work`](crate::io::Dev::recovery_work) at which an operation
+    /// checkpoints first: a window of pages with [`MAX_CKPT_BLOCKS`] checkpoint blocks,
+    /// more with fewer (four windows with four), as the extra checkpoints' erases fall
+    /// on them. Writes alone reach it about when the window fills; cache write-backs
+    /// (16 each) take it there sooner, bounding a crash recovery's replay as the window
+    /// bounds its scan.
+    pub(crate) fn recovery_work_bound(&self) -> u32 {
+        let window = self.dev.sb().window_blocks as u32 * self.dev.ppb();
+        let n = self.dev.sb().ckpt_blocks().len().max(1) as u32;
+        window.saturating_mul(MAX_CKPT_BLOCKS as u32 * 3 / 4) / n
+    }
+
     /// The pool floor for `room` (see the module docs), in blocks.
     pub(crate) fn pool_floor(&self, room: Room) -> u32 {
         let wm = Self::min_window_blocks(self.dev.ppb());
@@ -269,6 +281,14 @@ impl<
         head: usize,
     ) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb() as u64;
+        if self.dev.recovery_work() >= self.recovery_work_bound() {
+            // Checkpoint before the window is used up: since the last one, the cache
+            // wrote back so many pages that a crash recovery, which writes them back
+            // again, would take longer than the window's scan is meant to (an object
+            // table page per operation in `varmail`, whose mounts after a cut took
+            // 145 ms).
+            self.checkpoint(false)?;
+        }
         let floor = self.pool_floor(room);
         let comfortable = self.pool_comfortable();
         let index = self.index_need(0, 1);
@@ -402,7 +422,7 @@ impl<
         let good_ckpt = self
             .dev
             .sb()
-            .ckpt_blocks
+            .ckpt_blocks()
             .iter()
             .filter(|&&b| self.dev.table().get(b).state() != BlockState::Bad)
             .count();

@@ -41,13 +41,15 @@ fn linear_write_throughput_and_amplification() {
 
 /// Programs, bytes programmed, erases, simulated ns: 8 MiB in 16 KiB writes then `sync`
 /// (6.25 MB/s, WA 1.011).
-const GOLDEN_LINEAR: (u64, u64, u64, u64) = (4_148, 8_487_424, 65, 1_341_537_636);
-/// Clean mount ns at 8 and 32 MiB, crash mount ns, pages the crash mount scanned.
-const GOLDEN_MOUNTS: ([u64; 2], u64, u32) = ([1_704_152, 1_838_382], 34_876_520, 191);
+const GOLDEN_LINEAR: (u64, u64, u64, u64) = (4_155, 8_500_224, 65, 1_343_742_331);
+/// Clean mount ns at 8 and 32 MiB, crash mount ns, pages the crash mount scanned. With
+/// 16 checkpoint blocks (the default on 1,024 blocks; was 4: 1.70 and 1.84 ms clean,
+/// 34.9 ms after the crash) a mount reads the first page of each and searches three.
+const GOLDEN_MOUNTS: ([u64; 2], u64, u32) = ([2_181_922, 2_504_074], 35_542_212, 191);
 /// Programs, bytes programmed, erases, simulated ns: 4 MiB in 64 B appends, `sync`.
 const GOLDEN_SMALL_APPENDS: (u64, u64, u64, u64) = (2_078, 4_251_136, 33, 673_029_646);
 /// Programs, bytes programmed, erases, simulated ns: 20,000 appends of 64 B each flushed.
-const GOLDEN_APPEND_FLUSH: (u64, u64, u64, u64) = (20_181, 41_299_968, 315, 6_523_371_517);
+const GOLDEN_APPEND_FLUSH: (u64, u64, u64, u64) = (20_235, 41_401_344, 316, 6_542_424_495);
 
 #[test]
 fn mount_times_do_not_grow_with_fill() {
@@ -68,7 +70,10 @@ fn mount_times_do_not_grow_with_fill() {
         clean.push(fs.flash().now_ns() - t0);
     }
     assert!(clean.iter().all(|&t| t < 10_000_000), "{clean:?}");
-    assert!(clean[1] <= clean[0] + 200_000, "{clean:?}");
+    // The checkpoint blocks take the first few hundred checkpoints after a format
+    // (16 blocks of about a dozen each; the three newest are searched at mount), so
+    // the mount reads a little more at 32 MiB than at 8, and no more after that.
+    assert!(clean[1] <= clean[0] + 400_000, "{clean:?}");
     // Crash: the scan covers the window, not the device.
     for k in 0..100u64 {
         fs.write(o, k * 2048, &chunk[..2048]).unwrap();
@@ -227,16 +232,20 @@ fn random_overwrites_at_40_percent_fill() {
     // window is too small for slices (they start a window above the floor).
     assert_eq!(big, (29_355, 1_835, 190, 0, 5_391));
     assert!(big.0 as f64 / 20_000.0 <= 1.55);
-    assert_eq!((small.0, small.3, small.4), (70_036, 39_413, 5_481));
+    // Checkpoints before the window fills when the cache wrote back a window's worth
+    // of recovery work (12 per write-back): +4.4% programs here, where nearly every GC
+    // copy evicts a dirty page (was 70,036 programs, 39,413 write-backs, 5,481 copies).
+    assert_eq!((small.0, small.3, small.4), (73_102, 38_485, 5_522));
     // The smallest window this build allows (4 blocks): bounded idle steps leave victims
     // half collected across checkpoints that free them (a regression test: resuming such
     // a victim after a head had reused its block erased live pages).
     // Format v5 (three direct pages; an object's first index holds them all when it
     // becomes indexed) shifts the order of this run's 4-slot write-backs a little:
     // was (76,719, 36,067, 5,567).
+    // Checkpoints for recovery work: was (76,834, 36,139, 5,559).
     assert_eq!(
         (smallest.0, smallest.3, smallest.4),
-        (76_834, 36_139, 5_559)
+        (80_313, 34_709, 5_737)
     );
 }
 
@@ -308,10 +317,11 @@ fn log_appends_take_one_sector_per_sync() {
     let wa = |r: (u64, u64, u64, u32, u64)| r.1 as f64 / user as f64;
     assert!(wa(sector) <= 8.5, "{}", wa(sector));
     assert!(wa(nop1) <= 8.5, "{}", wa(nop1));
-    assert_eq!(sector, (40_114, 20_693_504, 158, 11, 8_038));
+    assert_eq!(sector, (40_136, 20_735_488, 158, 13, 5_961));
     // 40,000 appends: 40,114 programs (114 for index pages, trims and 11 checkpoints),
     // 158 erases; the NOP = 1 mode takes 4x the pages, so 4x the erases and checkpoints.
     // The worst append (µs) is a checkpoint's: on this fresh store it reads the
-    // bad-block markers of the never-erased blocks joining the window (7,681 before).
-    assert_eq!(nop1, (40_473, 21_376_512, 633, 45, 9_707));
+    // bad-block markers of the never-erased blocks joining the window (7,681, then
+    // 8,038 and 9,707 before checkpoints for recovery work spread them out).
+    assert_eq!(nop1, (40_548, 21_519_360, 633, 52, 5_961));
 }

@@ -33,6 +33,8 @@ struct Objects {
     /// Object-table and index pages of one 512-byte program unit (`META` 512, the
     /// small-RAM layout) instead of whole pages.
     small: bool,
+    /// Checkpoint blocks at format (0: the default for the part).
+    ckpt: u8,
 }
 
 /// The store `$body` runs with, by the scenario's policy and metadata unit.
@@ -113,6 +115,7 @@ fn basic() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
         preload: vec![Op::Create, w(0, 0, 5000, 1)],
         ops: vec![
             Op::Create,
@@ -159,6 +162,7 @@ fn namespace() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
         preload: vec![
             Op::Create,
             Op::Create,
@@ -177,6 +181,7 @@ fn transactions() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
         preload: vec![Op::Create, Op::Create, w(0, 0, 4000, 1), w(1, 0, 4000, 2)],
         ops: vec![
             Op::Tx {
@@ -217,7 +222,8 @@ impl Objects {
         &self,
         nand: F,
     ) -> Result<Oracle, String> {
-        let mut fs = FsOn::<F, P, M>::formatted(nand, cfg()).map_err(|e| format!("{e:?}"))?;
+        let mut fs = FsOn::<F, P, M>::formatted(nand, cfg().checkpoint_blocks(self.ckpt))
+            .map_err(|e| format!("{e:?}"))?;
         let mut m = Model::new();
         for op in &self.preload {
             run_op(&mut fs, &m, op).map_err(|e| format!("preload: {e:?}"))?;
@@ -333,6 +339,7 @@ fn gc_heavy() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
     }
 }
 
@@ -397,6 +404,7 @@ fn cold_copies() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
     }
 }
 
@@ -421,6 +429,7 @@ fn logs() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
     }
 }
 
@@ -473,6 +482,7 @@ fn log_sectors() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
     }
 }
 
@@ -584,6 +594,7 @@ fn buffered() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
     }
 }
 
@@ -620,12 +631,22 @@ fn many_objects() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
     }
 }
 
 /// The same scenario with object-table and index pages of one 512-byte unit.
 fn small_units(mut s: Objects, name: &'static str) -> Objects {
     s.small = true;
+    s.name = name;
+    s
+}
+
+/// The same scenario with eight checkpoint blocks instead of four: a mount searches
+/// three of them whole and the first page of the rest, and checkpoints come sooner for
+/// recovery work (cache write-backs).
+fn more_ckpt_blocks(mut s: Objects, name: &'static str) -> Objects {
+    s.ckpt = 8;
     s.name = name;
     s
 }
@@ -688,6 +709,23 @@ fn exhaustive_small_metadata_units() {
         sweep_ok(&sc, &Sweep::exhaustive(10), 40);
         assert!(sweep_with_recovery_cuts(&sc, 11) > 10);
     }
+}
+
+/// Eight checkpoint blocks (the mount searches three whole, by their first pages) under
+/// the scenarios that write back the most cache pages, so checkpoints also come for
+/// recovery work; every cut kind on the table-heavy one, cuts during recovery too.
+#[test]
+fn exhaustive_eight_checkpoint_blocks() {
+    let mut s = clean_and_random(Sweep::exhaustive(12));
+    s.recovery_cuts = RecoveryCuts::Sample;
+    sweep_ok(
+        &more_ckpt_blocks(many_objects(), "objects-many-8-ckpt"),
+        &s,
+        100,
+    );
+    let sc = more_ckpt_blocks(gc_heavy(), "gc-heavy-8-ckpt");
+    sweep_ok(&sc, &Sweep::exhaustive(13), 40);
+    assert!(sweep_with_recovery_cuts(&sc, 14) > 10);
 }
 
 #[test]
@@ -1134,6 +1172,7 @@ fn direct_boundary() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
         preload: vec![
             Op::Create,
             Op::Create,
@@ -1241,6 +1280,7 @@ fn direct_cold() -> Objects {
         para: false,
         soft: false,
         small: false,
+        ckpt: 0,
     }
 }
 

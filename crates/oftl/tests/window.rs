@@ -11,6 +11,8 @@ use oftl::{Config, FormatError, MountError, ObjKind, Oftl, W25n01gvLarge};
 type Sim = SimNand<HeapStorage>;
 /// 4 cached index pages.
 type Small<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
+/// 4 cached 512-byte object-table and index pages.
+type SmallMeta<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2, oftl::Greedy, 512>;
 /// 16 cached index pages.
 type Big<'a> = Oftl<&'a mut Sim, 2048, 64, 16, 2>;
 
@@ -169,4 +171,60 @@ fn boundary_window_survives_gc_heavy_overwrites() {
         }
     }
     assert_eq!(sim.counters().misuse, 0);
+}
+
+/// Cache write-backs bring checkpoints before the window fills: a crash recovery writes
+/// them back again as it replays, so they count as recovery work (12 page reads' worth
+/// each, against one per page written), and an operation checkpoints first once the
+/// work since the last checkpoint passes three-quarters of a window with 16 checkpoint
+/// blocks (more with fewer, whose erases the extra checkpoints would concentrate on).
+/// 512-byte table pages (16 records each) and a 4-page cache: 100 objects' records
+/// over seven table pages, so nearly every write evicts a dirty one.
+#[test]
+fn cache_write_backs_bring_checkpoints_sooner() {
+    let run = |ckpt: u8| {
+        let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(7));
+        let mut fs = SmallMeta::formatted(&mut sim, cfg(6).checkpoint_blocks(ckpt)).unwrap();
+        let ids: Vec<_> = (0..100)
+            .map(|_| fs.create(ObjKind::Object).unwrap())
+            .collect();
+        fs.sync().unwrap();
+        let st0 = fs.stats();
+        for i in 0..400u32 {
+            let o = ids[(i as usize * 37) % ids.len()];
+            fs.write(o, 0, &[i as u8; 64]).unwrap();
+            fs.flush(o).unwrap();
+        }
+        let st = fs.stats();
+        drop(fs);
+        let mut fs = SmallMeta::mounted(&mut sim).unwrap();
+        let rec = fs.stats();
+        for (k, &o) in ids.iter().enumerate() {
+            let mut b = [0u8; 64];
+            let n = fs.read(o, 0, &mut b).unwrap();
+            let last = (0..400u32)
+                .rev()
+                .find(|i| (*i as usize * 37) % ids.len() == k);
+            match last {
+                Some(i) => assert_eq!((n, b), (64, [i as u8; 64]), "object {k}"),
+                None => assert_eq!(n, 0),
+            }
+        }
+        (
+            st.checkpoints - st0.checkpoints,
+            st.index_evictions - st0.index_evictions,
+            rec.index_evictions,
+            rec.recovery_scanned_pages,
+        )
+    };
+    let four = run(4);
+    let sixteen = run(16);
+    println!("4 checkpoint blocks: {four:?}; 16: {sixteen:?}");
+    // Work bound: 96 window pages x 12 / 16 = 72 (six write-backs) with 16 blocks,
+    // four times that with 4: more than three times the checkpoints, fewer write-backs
+    // (a checkpoint flushes a page that would have been written back again), and the
+    // recovery after the crash within twice the bound.
+    assert_eq!(four, (12, 264, 3, 31));
+    assert_eq!(sixteen, (40, 240, 3, 16));
+    assert!(sixteen.2 * 12 + sixteen.3 as u64 <= 2 * 72, "{sixteen:?}");
 }

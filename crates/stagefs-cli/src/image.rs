@@ -104,7 +104,7 @@ pub fn used_blocks(profile: &Profile, image: &[u8]) -> Vec<u32> {
         .filter(|b| b.len() >= SB_LEN)
         .find_map(|b| Superblock::parse(&b[..SB_LEN]).ok().flatten());
     if let Some(sb) = sb {
-        used.extend(sb.ckpt_blocks.map(|b| b.0));
+        used.extend(sb.ckpt_blocks().iter().map(|b| b.0));
         used.sort_unstable();
         used.dedup();
     }

@@ -9,8 +9,9 @@
 //! ```text
 //! off  size  field
 //!   0     4  magic "OFTL"
-//!   4     2  format version (6; 5 is read too: the same layout, bytes 161..163
-//!            erased)
+//!   4     2  format version (7; 6 and 5 are read too: the same layout with four
+//!            checkpoint blocks and bytes 163..212 erased, and for 5 bytes 161..163
+//!            erased too)
 //!   6     2  header length (512)
 //!   8     4  page size
 //!  12     2  spare (OOB) size
@@ -30,7 +31,7 @@
 //! 130     2  reserved (0xFFFF; format 1 kept the object table capacity here)
 //! 132     4  format id (distinguishes images)
 //! 136     8  superblock blocks [u32; 2]
-//! 144    16  checkpoint blocks [u32; 4]
+//! 144    16  checkpoint blocks 0..4 [u32; 4]
 //! 160     1  log programs per page (1..=NOP): how many programs a log-stream page
 //!            takes (partial programs, one or more sectors each); 1 = every synced
 //!            append programs a fresh page
@@ -38,7 +39,9 @@
 //!            (0xFFFF = the whole page payload; else a multiple of the program unit
 //!            below it, the page's first units programmed alone, OOB placement
 //!            only): small-RAM builds cache such pages in small slots
-//! 163   345  reserved (0xFF)
+//! 163     1  checkpoint blocks in use, n (4..=16)
+//! 164    48  checkpoint blocks 4..16 [u32; 12] (0xFFFFFFFF past n)
+//! 212   296  reserved (0xFF)
 //! 508     4  CRC-32/ISO-HDLC over bytes 0..508
 //! ```
 //! All integers little-endian.
@@ -54,15 +57,22 @@ pub const SB_LEN: usize = 512;
 /// Blocks searched for superblock copies.
 pub const SB_SEARCH: u32 = 8;
 /// Current format version.
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
+/// The version before checkpoint block counts, read as this one with four checkpoint
+/// blocks.
+pub const VERSION_6: u16 = 6;
 /// The previous version, read as this one with [`WHOLE_PAGE`] metadata units.
 pub const VERSION_5: u16 = 5;
 /// [`Superblock::meta_unit`] for object-table and index pages as large as the page's
 /// payload (every version-5 image).
 pub const WHOLE_PAGE: u16 = 0xFFFF;
-/// Checkpoint blocks reserved at format.
-pub const CKPT_BLOCKS: usize = 4;
+/// Most checkpoint blocks a superblock lists.
+pub const MAX_CKPT_BLOCKS: usize = 16;
+/// Fewest checkpoint blocks a superblock lists (every version-5 and -6 image has these).
+pub const MIN_CKPT_BLOCKS: usize = 4;
 const MAGIC: [u8; 4] = *b"OFTL";
+/// An unused checkpoint block slot.
+const NO_BLOCK: u32 = 0xFFFF_FFFF;
 pub(crate) static CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
 
 /// A decoded superblock.
@@ -103,8 +113,11 @@ pub struct Superblock {
     pub format_id: u32,
     /// Blocks holding the superblock copies.
     pub sb_blocks: [BlockAddr; 2],
-    /// The checkpoint blocks (written in rotation; any may go bad).
-    pub ckpt_blocks: [BlockAddr; CKPT_BLOCKS],
+    /// The checkpoint blocks, the first [`Superblock::ckpt_count`] of them (written in
+    /// rotation; any may go bad); see [`Superblock::ckpt_blocks`].
+    pub ckpt_slots: [BlockAddr; MAX_CKPT_BLOCKS],
+    /// How many checkpoint blocks there are ([`MIN_CKPT_BLOCKS`]..=[`MAX_CKPT_BLOCKS`]).
+    pub ckpt_count: u8,
     /// Programs a log-stream page takes (1..=`nop`).
     pub log_programs: u8,
     /// Payload bytes of object-table and index pages ([`WHOLE_PAGE`]: the page's).
@@ -139,7 +152,8 @@ impl Superblock {
         window_blocks: 0,
         format_id: 0,
         sb_blocks: [BlockAddr(0); 2],
-        ckpt_blocks: [BlockAddr(0); CKPT_BLOCKS],
+        ckpt_slots: [BlockAddr(0); MAX_CKPT_BLOCKS],
+        ckpt_count: MIN_CKPT_BLOCKS as u8,
         log_programs: 1,
         meta_unit: WHOLE_PAGE,
     };
@@ -154,13 +168,16 @@ impl Superblock {
         window_blocks: u16,
         format_id: u32,
         sb_blocks: [BlockAddr; 2],
-        ckpt_blocks: [BlockAddr; CKPT_BLOCKS],
+        ckpt_blocks: &[BlockAddr],
         partial_logs: bool,
         meta_unit: u16,
     ) -> Self {
         let mut oob_regions = [OobRegion::default(); MAX_OOB_REGIONS];
         let regs = caps.oob.regions();
         oob_regions[..regs.len()].copy_from_slice(regs);
+        let n = ckpt_blocks.len().min(MAX_CKPT_BLOCKS);
+        let mut ckpt_slots = [BlockAddr(NO_BLOCK); MAX_CKPT_BLOCKS];
+        ckpt_slots[..n].copy_from_slice(&ckpt_blocks[..n]);
         Superblock {
             page_size: geometry.page_size(),
             oob_size: geometry.oob_size() as u16,
@@ -179,7 +196,8 @@ impl Superblock {
             window_blocks,
             format_id,
             sb_blocks,
-            ckpt_blocks,
+            ckpt_slots,
+            ckpt_count: n as u8,
             log_programs: if partial_logs { caps.nop.max(1) } else { 1 },
             meta_unit,
         }
@@ -242,9 +260,10 @@ impl Superblock {
         for (i, &blk) in self.sb_blocks.iter().enumerate() {
             put_u32(&mut b, field::sb_block(i), blk.0);
         }
-        for (i, &blk) in self.ckpt_blocks.iter().enumerate() {
+        for (i, &blk) in self.ckpt_blocks().iter().enumerate() {
             put_u32(&mut b, field::ckpt_block(i), blk.0);
         }
+        b[field::CKPT_COUNT] = self.ckpt_count;
         b[field::LOG_PROGRAMS] = self.log_programs;
         put_u16(&mut b, field::META_UNIT, self.meta_unit);
         let crc = CRC32.checksum(&b[field::COVERED]);
@@ -267,7 +286,7 @@ impl Superblock {
             return Err(SbParseError::Corrupted);
         }
         let version = get_u16(b, field::VERSION);
-        if version != VERSION && version != VERSION_5 {
+        if version != VERSION && version != VERSION_6 && version != VERSION_5 {
             return Err(SbParseError::Version);
         }
         if get_u16(b, field::HEADER_LEN) as usize != SB_LEN {
@@ -306,12 +325,31 @@ impl Superblock {
             window_blocks: get_u16(b, field::WINDOW_BLOCKS),
             format_id: get_u32(b, field::FORMAT_ID),
             sb_blocks: core::array::from_fn(|i| BlockAddr(get_u32(b, field::sb_block(i)))),
-            ckpt_blocks: core::array::from_fn(|i| BlockAddr(get_u32(b, field::ckpt_block(i)))),
+            ckpt_slots: core::array::from_fn(|i| BlockAddr(get_u32(b, field::ckpt_block(i)))),
+            ckpt_count: if version == VERSION {
+                b[field::CKPT_COUNT]
+            } else {
+                MIN_CKPT_BLOCKS as u8
+            },
             log_programs: b[field::LOG_PROGRAMS],
             meta_unit: get_u16(b, field::META_UNIT),
         };
+        let counted = (MIN_CKPT_BLOCKS..=MAX_CKPT_BLOCKS).contains(&(sb.ckpt_count as usize));
+        if !counted {
+            return Err(SbParseError::Corrupted);
+        }
+        // Slots past the count (and, before version 7, the bytes they would take) are
+        // erased.
+        let n = sb.ckpt_count as usize;
+        let rest_erased = if version == VERSION {
+            sb.ckpt_slots[n..].iter().all(|b| b.0 == NO_BLOCK)
+        } else {
+            b[field::CKPT_COUNT..field::ckpt_block(MAX_CKPT_BLOCKS - 1).end]
+                .iter()
+                .all(|&x| x == 0xFF)
+        };
         let in_range = |blk: BlockAddr| blk.0 < sb.blocks;
-        let fixed = || sb.sb_blocks.iter().chain(sb.ckpt_blocks.iter());
+        let fixed = || sb.sb_blocks.iter().chain(sb.ckpt_blocks().iter());
         let distinct = fixed()
             .enumerate()
             .all(|(i, a)| fixed().skip(i + 1).all(|b| a != b));
@@ -319,6 +357,7 @@ impl Superblock {
             || sb.log_programs == 0
             || sb.log_programs > sb.nop
             || !distinct
+            || !rest_erased
             || get_u16(b, field::RESERVED_130) != 0xFFFF
             || sb.pages_per_block < 4
             || (version == VERSION_5 && sb.meta_unit != WHOLE_PAGE)
@@ -326,7 +365,7 @@ impl Superblock {
             || !sb
                 .sb_blocks
                 .iter()
-                .chain(sb.ckpt_blocks.iter())
+                .chain(sb.ckpt_blocks().iter())
                 .all(|&x| in_range(x))
         {
             return Err(SbParseError::Corrupted);
@@ -336,6 +375,11 @@ impl Superblock {
 }
 
 impl Superblock {
+    /// The checkpoint blocks, in rotation order.
+    pub fn ckpt_blocks(&self) -> &[BlockAddr] {
+        &self.ckpt_slots[..(self.ckpt_count as usize).min(MAX_CKPT_BLOCKS)]
+    }
+
     /// Payload bytes of an object-table or index page.
     pub fn meta_payload(&self) -> u32 {
         if self.meta_unit == WHOLE_PAGE {
@@ -417,11 +461,17 @@ mod field {
     pub const fn sb_block(i: usize) -> Range<usize> {
         136 + 4 * i..140 + 4 * i
     }
+    /// Checkpoint block `i`: the first four where version 6 kept them, the rest after
+    /// the count.
     pub const fn ckpt_block(i: usize) -> Range<usize> {
+        if i >= 4 {
+            return 164 + 4 * (i - 4)..168 + 4 * (i - 4);
+        }
         144 + 4 * i..148 + 4 * i
     }
     pub const LOG_PROGRAMS: usize = 160;
     pub const META_UNIT: Range<usize> = 161..163;
+    pub const CKPT_COUNT: usize = 163;
     /// What the CRC covers.
     pub const COVERED: Range<usize> = 0..508;
     pub const CRC: Range<usize> = 508..512;
@@ -456,10 +506,17 @@ mod tests {
             16,
             77,
             [BlockAddr(0), BlockAddr(1)],
-            [2, 3, 4, 5].map(BlockAddr),
+            &[2, 3, 4, 5].map(BlockAddr),
             true,
             WHOLE_PAGE,
         )
+    }
+
+    /// `b` as an older version wrote it: the checkpoint count and blocks 4.. erased.
+    fn as_version(mut b: [u8; SB_LEN], v: u16) -> [u8; SB_LEN] {
+        b[4..6].copy_from_slice(&v.to_le_bytes());
+        b[163..212].fill(0xFF);
+        resealed(b)
     }
 
     /// `b` with its CRC made right again.
@@ -494,14 +551,13 @@ mod tests {
         assert!(inband.meta_unit_fits());
         // Version 5 images are read, as whole-page units; a version 5 header naming a
         // unit is damaged.
-        let mut b = sample().encode();
-        b[4..6].copy_from_slice(&VERSION_5.to_le_bytes());
-        let v5 = Superblock::parse(&resealed(b)).unwrap().unwrap();
+        let v5 = Superblock::parse(&as_version(sample().encode(), VERSION_5))
+            .unwrap()
+            .unwrap();
         assert_eq!(v5.meta_unit, WHOLE_PAGE);
-        let mut b = sb.encode();
-        b[4..6].copy_from_slice(&VERSION_5.to_le_bytes());
+        assert_eq!(v5, sample());
         assert_eq!(
-            Superblock::parse(&resealed(b)),
+            Superblock::parse(&as_version(sb.encode(), VERSION_5)),
             Err(SbParseError::Corrupted)
         );
     }
@@ -523,6 +579,64 @@ mod tests {
         assert_eq!(
             back.check_device(&small.geometry, &small.capabilities),
             Err(Mismatch::Geometry)
+        );
+    }
+
+    #[test]
+    fn checkpoint_block_counts() {
+        let p = W25N01GV;
+        let blocks: [BlockAddr; MAX_CKPT_BLOCKS] =
+            core::array::from_fn(|i| BlockAddr(2 + i as u32));
+        for n in MIN_CKPT_BLOCKS..=MAX_CKPT_BLOCKS {
+            let sb = Superblock::describe(
+                &p.geometry,
+                &p.capabilities,
+                16,
+                77,
+                [BlockAddr(0), BlockAddr(1)],
+                &blocks[..n],
+                true,
+                WHOLE_PAGE,
+            );
+            let enc = sb.encode();
+            assert_eq!(enc[163] as usize, n);
+            let back = Superblock::parse(&enc).unwrap().unwrap();
+            assert_eq!(back.ckpt_blocks(), &blocks[..n]);
+            // A count out of range, or a block named past the count.
+            for bad in [0u8, 3, 17, 0xFF] {
+                let mut b = enc;
+                b[163] = bad;
+                assert_eq!(
+                    Superblock::parse(&resealed(b)),
+                    Err(SbParseError::Corrupted)
+                );
+            }
+            if n < MAX_CKPT_BLOCKS {
+                let mut b = enc;
+                b[field::ckpt_block(n)].copy_from_slice(&900u32.to_le_bytes());
+                assert_eq!(
+                    Superblock::parse(&resealed(b)),
+                    Err(SbParseError::Corrupted)
+                );
+            }
+            // The same block twice.
+            let mut b = enc;
+            b[field::ckpt_block(n - 1)].copy_from_slice(&2u32.to_le_bytes());
+            assert_eq!(
+                Superblock::parse(&resealed(b)),
+                Err(SbParseError::Corrupted)
+            );
+        }
+        // Versions 6 and 5 have four, and nothing after byte 163 but erased bytes.
+        let v6 = Superblock::parse(&as_version(sample().encode(), VERSION_6))
+            .unwrap()
+            .unwrap();
+        assert_eq!(v6.ckpt_blocks(), &[2, 3, 4, 5].map(BlockAddr));
+        let mut b = as_version(sample().encode(), VERSION_6);
+        b[170] = 0;
+        assert_eq!(
+            Superblock::parse(&resealed(b)),
+            Err(SbParseError::Corrupted)
         );
     }
 
