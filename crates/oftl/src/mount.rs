@@ -423,11 +423,15 @@ impl<
         let n_ckpt = self.dev.sb().ckpt_blocks().len();
         let mut last_used = [None::<u32>; MAX_CKPT_BLOCKS];
         let mut top_ok = [false; MAX_CKPT_BLOCKS];
-        let search = self.ckpt_blocks_to_search()?;
-        for cur in 0..n_ckpt {
-            if !search[cur] {
+        let (order, in_order) = self.ckpt_search_order()?;
+        // Blocks still searched after the newest one in `order` that shows a marker.
+        let mut after_marker: Option<usize> = None;
+        for (k, &cur) in order.iter().enumerate() {
+            let by_age = k < in_order;
+            if by_age && after_marker == Some(0) {
                 continue;
             }
+            let mut saw_marker = false;
             let b = self.dev.sb().ckpt_blocks()[cur];
             // Pages are written in order from 0: binary-search the first erased page,
             // then walk back from the last used one. A page that does not read counts
@@ -468,8 +472,9 @@ impl<
                 match bp.kind {
                     PageKind::Marker if marker.is_none_or(|(m, _)| seq_cmp(bp.seq, m).is_gt()) => {
                         marker = Some((bp.seq, page));
+                        saw_marker = true;
                     }
-                    PageKind::Marker => {}
+                    PageKind::Marker => saw_marker = true,
                     _ if bp.commit && bp.lpn <= i => {
                         let c = Candidate {
                             seq: bp.seq,
@@ -496,6 +501,13 @@ impl<
                     }
                     _ => {}
                 }
+            }
+            if by_age {
+                after_marker = match after_marker {
+                    Some(n) => Some(n.saturating_sub(1)),
+                    None if saw_marker => Some(1),
+                    None => None,
+                };
             }
         }
         // Newest first, ties by the documented rotation rule.
@@ -557,23 +569,32 @@ impl<
         Ok(clean)
     }
 
-    /// Which checkpoint blocks [`Oftl::load_newest_checkpoint`] searches, by the first
-    /// page of each good one: the [`SEARCHED_CKPT_BLOCKS`] whose first page is the newest
-    /// checkpoint or marker, and every one whose first page is something else or does
-    /// not read. Skipped: blocks whose first page reads erased (nothing was written
-    /// there since their erase: a failed first program that reads erased is never
-    /// followed in its block, and a cut erase leaves only older pages) and blocks older
-    /// than those searched. Blocks take checkpoints in turn, each erased before its
-    /// first, so every page of a block is older than the first page of any block
-    /// started after it: the newest checkpoint, its marker, the spare one before it and
-    /// the newest number on flash are all in the blocks searched, and a torn page
-    /// elsewhere predates them. A store with many checkpoint blocks then mounts with
-    /// two reads for most of them instead of a search each.
-    fn ckpt_blocks_to_search(&mut self) -> Result<[bool; MAX_CKPT_BLOCKS], MountError<F::Error>> {
+    /// The order in which [`Oftl::load_newest_checkpoint`] searches the checkpoint
+    /// blocks, by the first page of each good one: first those whose first page is a
+    /// checkpoint or marker page, newest first (the first `in_order` of the list), then
+    /// every one whose first page is something else or does not read (searched
+    /// whatever happens). A block whose first page reads erased holds nothing written
+    /// since its erase (a failed first program that reads erased is never followed in
+    /// its block; a cut erase leaves only older pages) and is left out.
+    ///
+    /// Blocks take checkpoints in turn, each erased before its first page, so every page
+    /// of a block is older than the first page of any block started after it. The
+    /// search goes down that order until it has searched one block past the newest
+    /// block that shows a marker: a marker's checkpoint was committed and read back, and
+    /// falling back past it is media loss, so nothing older can load; the block after
+    /// it holds the spare an unmarked checkpoint in the marker's own block keeps. Blocks
+    /// started for checkpoint attempts that failed or were cut (up to four for one
+    /// checkpoint) hold no marker and do not stop the search (an independent review
+    /// found the first version, which searched the three newest, missing the durable
+    /// checkpoint behind three such attempts). A store with many checkpoint blocks then
+    /// mounts with two reads for most of them instead of a search each.
+    fn ckpt_search_order(
+        &mut self,
+    ) -> Result<(heapless::Vec<usize, MAX_CKPT_BLOCKS>, usize), MountError<F::Error>> {
         let n = self.dev.sb().ckpt_blocks().len();
-        let mut search = [false; MAX_CKPT_BLOCKS];
         let mut firsts: heapless::Vec<(u32, usize), MAX_CKPT_BLOCKS> = heapless::Vec::new();
-        for (cur, searched) in search.iter_mut().enumerate().take(n) {
+        let mut unknown: heapless::Vec<usize, MAX_CKPT_BLOCKS> = heapless::Vec::new();
+        for cur in 0..n {
             let b = self.dev.sb().ckpt_blocks()[cur];
             if self.dev.flash_mut().is_bad(b).map_err(MountError::Flash)? {
                 continue;
@@ -587,14 +608,19 @@ impl<
                 Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
                     let _ = firsts.push((bp.seq, cur));
                 }
-                _ => *searched = true,
+                _ => {
+                    let _ = unknown.push(cur);
+                }
             }
         }
         firsts.sort_unstable_by(|a, b| seq_cmp(b.0, a.0));
-        for &(_, cur) in firsts.iter().take(SEARCHED_CKPT_BLOCKS) {
-            search[cur] = true;
+        let in_order = firsts.len();
+        let mut order: heapless::Vec<usize, MAX_CKPT_BLOCKS> =
+            firsts.iter().map(|&(_, cur)| cur).collect();
+        for &cur in unknown.iter() {
+            let _ = order.push(cur);
         }
-        Ok(search)
+        Ok((order, in_order))
     }
 
     /// Loads one checkpoint into RAM. Returns its clean flag.
@@ -714,11 +740,6 @@ impl<
         Ok(())
     }
 }
-
-/// Checkpoint blocks searched whole at mount, newest first (see
-/// `Oftl::ckpt_blocks_to_search`): the block being written, the one before it (the
-/// spare checkpoint after an unclean mount) and one more.
-const SEARCHED_CKPT_BLOCKS: usize = 3;
 
 /// Which of two checkpoint candidates is newer: the higher sequence number; between
 /// equal numbers (never written by this format's rules), the one whose block follows

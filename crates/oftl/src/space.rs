@@ -206,10 +206,11 @@ impl<
     }
 
     /// The [`Dev::recovery_work`](crate::io::Dev::recovery_work) at which an operation
-    /// checkpoints first: a window of pages with [`MAX_CKPT_BLOCKS`] checkpoint blocks,
-    /// more with fewer (four windows with four), as the extra checkpoints' erases fall
-    /// on them. Writes alone reach it about when the window fills; cache write-backs
-    /// (16 each) take it there sooner, bounding a crash recovery's replay as the window
+    /// checkpoints first: three-quarters of a window of pages with [`MAX_CKPT_BLOCKS`]
+    /// checkpoint blocks, more with fewer (three windows with four), as the extra
+    /// checkpoints' erases fall on them. Writes alone reach it at three-quarters of the
+    /// window; cache write-backs ([`INDEX_WRITE_BACK_WORK`](crate::io::INDEX_WRITE_BACK_WORK)
+    /// each) take it there sooner, bounding a crash recovery's replay as the window
     /// bounds its scan.
     pub(crate) fn recovery_work_bound(&self) -> u32 {
         let window = self.dev.sb().window_blocks as u32 * self.dev.ppb();

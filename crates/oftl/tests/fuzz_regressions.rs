@@ -116,10 +116,11 @@ fn unreadable_newest_checkpoint_is_media_loss_until_it_reads() {
         cut: None,
         faults: FaultConfig {
             program_fail_ppm: 0,
-            // Four failed reads from the 20th on: the newest checkpoint page's
-            // (the fuzz case's three aimed at the 16th, plus one at random, before a
-            // mount read page 0 of each checkpoint block first).
-            read_fail_at: 20,
+            // Four failed reads from the 11th on: the newest checkpoint page's (the
+            // fuzz case's three aimed at the 16th, plus one at random, before a mount
+            // read page 0 of each checkpoint block first and searched the newest
+            // block first).
+            read_fail_at: 11,
             read_fail_len: 4,
             ..faults
         },
