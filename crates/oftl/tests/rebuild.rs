@@ -74,12 +74,22 @@ fn workload_on(
     ops: usize,
     logs: bool,
 ) -> (Sim, Model, Vec<u32>) {
+    workload_with(profile, cfg(), seed, ops, logs)
+}
+
+fn workload_with(
+    profile: nand_hal::sim::Profile,
+    config: oftl::Config,
+    seed: u64,
+    ops: usize,
+    logs: bool,
+) -> (Sim, Model, Vec<u32>) {
     let mut sim = Sim::heap(profile, FaultPlan::seeded(seed));
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut m = Model::new();
     let mut deleted = Vec::new();
     {
-        let mut fs = Fs::formatted(&mut sim, cfg()).unwrap();
+        let mut fs = Fs::formatted(&mut sim, config).unwrap();
         for _ in 0..ops {
             let op = gen_op(&mut rng, &m, logs);
             if run_op(&mut fs, &m, &op).is_ok() {
@@ -443,6 +453,33 @@ fn a_store_without_a_readable_superblock_is_rebuilt() {
         rebuild_and_check(&damaged, &want, &deleted, seed).unwrap_or_else(|e| panic!("{e}"));
         // With the checkpoints gone as well.
         for p in pages_of(&damaged, &[PageKind::Checkpoint]) {
+            kill(&mut damaged, p);
+        }
+        rebuild_and_check(&damaged, &want, &deleted, seed).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// The same with 16 checkpoint blocks (format 7; the default on 1,024-block parts): the
+/// rebuilt superblock names the blocks that hold checkpoint or marker pages (and erased
+/// ones up to the part's default count), whatever their number.
+#[test]
+fn a_store_with_sixteen_checkpoint_blocks_gets_its_superblock_back() {
+    use nand_hal::{BlockAddr, PageAddr};
+    for seed in [73u64, 74] {
+        let (sim, want, deleted) =
+            workload_with(TINY, cfg().checkpoint_blocks(16), seed, 400, true);
+        let g = sim.geometry();
+        let mut damaged = sim.clone();
+        let (mut d, mut o) = (vec![0u8; 2048], vec![0u8; 64]);
+        let sb: Vec<u32> = (0..8)
+            .map(|b| g.page(BlockAddr(b), 0).0)
+            .filter(|&p| {
+                damaged.peek(PageAddr(p), &mut d, &mut o);
+                &d[..4] == b"OFTL"
+            })
+            .collect();
+        assert_eq!(sb.len(), 2);
+        for p in sb {
             kill(&mut damaged, p);
         }
         rebuild_and_check(&damaged, &want, &deleted, seed).unwrap_or_else(|e| panic!("{e}"));
