@@ -510,8 +510,15 @@ impl<
                 };
             }
         }
-        // Newest first, ties by the documented rotation rule.
-        cands.sort_unstable_by(|a, b| cand_cmp(b, a, n_ckpt));
+        // Newest first, ties by the documented rotation rule (an insertion sort: at most
+        // 8, and a general sort would cost kilobytes of code on a microcontroller).
+        for i in 1..cands.len() {
+            let mut j = i;
+            while j > 0 && cand_cmp(&cands[j - 1], &cands[j], n_ckpt).is_lt() {
+                cands.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         let mut loaded = None;
         for c in cands.iter() {
             if let Some((m, page)) = marker {
@@ -592,7 +599,9 @@ impl<
         &mut self,
     ) -> Result<(heapless::Vec<usize, MAX_CKPT_BLOCKS>, usize), MountError<F::Error>> {
         let n = self.dev.sb().ckpt_blocks().len();
-        let mut firsts: heapless::Vec<(u32, usize), MAX_CKPT_BLOCKS> = heapless::Vec::new();
+        // By first page, newest first (an insertion: at most 16, and no sort code).
+        let mut order: heapless::Vec<usize, MAX_CKPT_BLOCKS> = heapless::Vec::new();
+        let mut first_seq = [0u32; MAX_CKPT_BLOCKS];
         let mut unknown: heapless::Vec<usize, MAX_CKPT_BLOCKS> = heapless::Vec::new();
         for cur in 0..n {
             let b = self.dev.sb().ckpt_blocks()[cur];
@@ -606,17 +615,19 @@ impl<
             {
                 Scan::Erased => {}
                 Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
-                    let _ = firsts.push((bp.seq, cur));
+                    let at = order
+                        .iter()
+                        .position(|&c| seq_cmp(bp.seq, first_seq[c]).is_gt())
+                        .unwrap_or(order.len());
+                    first_seq[cur] = bp.seq;
+                    let _ = order.insert(at, cur);
                 }
                 _ => {
                     let _ = unknown.push(cur);
                 }
             }
         }
-        firsts.sort_unstable_by(|a, b| seq_cmp(b.0, a.0));
-        let in_order = firsts.len();
-        let mut order: heapless::Vec<usize, MAX_CKPT_BLOCKS> =
-            firsts.iter().map(|&(_, cur)| cur).collect();
+        let in_order = order.len();
         for &cur in unknown.iter() {
             let _ = order.push(cur);
         }
