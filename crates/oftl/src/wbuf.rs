@@ -452,7 +452,7 @@ impl<
         if dirty.is_empty() && meta.is_none() {
             return Ok(());
         }
-        dirty.sort_unstable();
+        crate::mount::sort_small(&mut dirty, |a, b| a < b);
         let o = self.obj(obj)?;
         let p = self.dev.payload() as u64;
         let size = self.pending_size(&o);

@@ -441,7 +441,15 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             )?;
             let _ = todo.push((e.dir, loc.page, k));
         }
-        todo.sort_unstable();
+        // By bucket, by insertion (at most 8 names: `sort_unstable` costs kilobytes of a
+        // microcontroller's code).
+        for i in 1..todo.len() {
+            let mut j = i;
+            while j > 0 && todo[j] < todo[j - 1] {
+                todo.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         // Entries of one bucket are adjacent now; the image in `a` is reused while the
         // next name is on it, and written when the next one is not (or after a split).
         let mut loc: Option<Loc> = None;
