@@ -425,27 +425,32 @@ fn a_crashed_store_without_checkpoints_is_rebuilt_to_an_acknowledged_state() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Makes both superblock copies (page 0 of two of the first eight blocks) unreadable.
+fn kill_superblocks(sim: &mut Sim) {
+    use nand_hal::{BlockAddr, PageAddr};
+    let g = sim.geometry();
+    let (mut d, mut o) = (vec![0u8; 2048], vec![0u8; 64]);
+    let sb: Vec<u32> = (0..8)
+        .map(|b| g.page(BlockAddr(b), 0).0)
+        .filter(|&p| {
+            sim.peek(PageAddr(p), &mut d, &mut o);
+            &d[..4] == b"OFTL"
+        })
+        .collect();
+    assert_eq!(sb.len(), 2);
+    for p in sb {
+        kill(sim, p);
+    }
+}
+
 /// Both superblock copies unreadable too: the superblock is written again from the
 /// device, the checkpoint blocks found by their pages, and the store rebuilt.
 #[test]
 fn a_store_without_a_readable_superblock_is_rebuilt() {
-    use nand_hal::{BlockAddr, PageAddr};
     for seed in [70u64, 71, 72] {
         let (sim, want, deleted) = workload(seed, 300, true);
-        let g = sim.geometry();
         let mut damaged = sim.clone();
-        let (mut d, mut o) = (vec![0u8; 2048], vec![0u8; 64]);
-        let sb: Vec<u32> = (0..8)
-            .map(|b| g.page(BlockAddr(b), 0).0)
-            .filter(|&p| {
-                damaged.peek(PageAddr(p), &mut d, &mut o);
-                &d[..4] == b"OFTL"
-            })
-            .collect();
-        assert_eq!(sb.len(), 2);
-        for p in sb {
-            kill(&mut damaged, p);
-        }
+        kill_superblocks(&mut damaged);
         assert!(matches!(
             Fs::mounted(&mut damaged.clone()),
             Err(MountError::Corrupted)
@@ -464,24 +469,11 @@ fn a_store_without_a_readable_superblock_is_rebuilt() {
 /// ones up to the part's default count), whatever their number.
 #[test]
 fn a_store_with_sixteen_checkpoint_blocks_gets_its_superblock_back() {
-    use nand_hal::{BlockAddr, PageAddr};
     for seed in [73u64, 74] {
         let (sim, want, deleted) =
             workload_with(TINY, cfg().checkpoint_blocks(16), seed, 400, true);
-        let g = sim.geometry();
         let mut damaged = sim.clone();
-        let (mut d, mut o) = (vec![0u8; 2048], vec![0u8; 64]);
-        let sb: Vec<u32> = (0..8)
-            .map(|b| g.page(BlockAddr(b), 0).0)
-            .filter(|&p| {
-                damaged.peek(PageAddr(p), &mut d, &mut o);
-                &d[..4] == b"OFTL"
-            })
-            .collect();
-        assert_eq!(sb.len(), 2);
-        for p in sb {
-            kill(&mut damaged, p);
-        }
+        kill_superblocks(&mut damaged);
         rebuild_and_check(&damaged, &want, &deleted, seed).unwrap_or_else(|e| panic!("{e}"));
     }
 }
