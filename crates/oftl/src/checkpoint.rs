@@ -23,8 +23,9 @@ use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
 use crate::format::checkpoint::{BlockState, BstEntry, CkptHeader, HeadRecord, HEADS};
 use crate::format::superblock::CRC32;
 use crate::io::FaultOf;
+use crate::log::LOG_HEAD;
 use crate::policy::SpacePolicy;
-use crate::Oftl;
+use crate::{Oftl, DATA_HEAD};
 
 struct Sink {
     block: BlockAddr,
@@ -347,12 +348,26 @@ impl<
         }
         // The cold head's carried block comes on top of the window target: GC copies
         // must not shrink the room a fresh window guarantees to the data head.
-        let want = (self.window_target as usize).saturating_sub(
-            carried[..crate::gc::COLD_HEAD]
-                .iter()
-                .filter(|c| c.is_some())
-                .count(),
-        );
+        // `min_window_blocks` promises an operation of the data or the log head, a
+        // whole victim and the program-failure reserve in a fresh window, counting on
+        // the head to carry at least one page of its block: when either head carries
+        // none, the fresh blocks must make that up alone (an independent review found
+        // stores at the smallest window, with the data and the log head carried,
+        // refusing every write with `NoSpace` at under half their capacity, for good).
+        // So at the smallest window the window may be a block or two longer than
+        // configured; the pool's floors count a window of `min_window_blocks` fresh
+        // blocks, which this never exceeds.
+        let both_carried = carried[DATA_HEAD].is_some() && carried[LOG_HEAD].is_some();
+        let fresh_floor =
+            (Self::min_window_blocks(ppb) as usize).saturating_sub(usize::from(both_carried));
+        let want = (self.window_target as usize)
+            .saturating_sub(
+                carried[..crate::gc::COLD_HEAD]
+                    .iter()
+                    .filter(|c| c.is_some())
+                    .count(),
+            )
+            .max(fresh_floor.min(self.window_target as usize));
         for b in unused {
             if self.dev.table().window().len() >= want
                 || self.dev.table().get(b).retire()

@@ -153,7 +153,10 @@ impl<
     /// `window_need(1)`), a whole victim block and that reserve. When it does not, it
     /// checkpoints for a fresh window; a fresh window may carry the data head's block
     /// with as little as one free page, so it is only guaranteed
-    /// `(window_blocks - 1)·pages_per_block + 1` pages. The minimum is therefore the
+    /// `(window_blocks - 1)·pages_per_block + 1` pages (at the smallest window a checkpoint
+    /// makes the window a block longer than configured when the data or the log head
+    /// carries its block, so the fresh blocks alone keep this promise, see
+    /// `settle_window`). The minimum is therefore the
     /// smallest `w` with
     /// `(w - 1)·pages_per_block + 1 >= window_need(1) + pages_per_block + window_need(0)`,
     /// i.e. 4 blocks whatever the block size or the cache (cache write-backs take no
