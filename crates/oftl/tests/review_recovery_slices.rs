@@ -1803,6 +1803,17 @@ fn preexisting_min_window_with_a_log_stream_wedges_without_a_cut() {
     assert!(r.is_ok(), "{r:?}");
 }
 
+/// The same workload well past finding 2's round: with the first fix (fresh blocks
+/// counted only for both heads carried) the store still refused appends at 66% of its
+/// capacity (round 744, the log head carrying nothing). Every round count from 5 to
+/// 1,500 now runs until round 1,265, where the never-trimmed log and the object fill
+/// 524 of 528 pages; this stops short of it, with a cut and a recovery at the end.
+#[test]
+fn min_window_with_a_log_stream_writes_to_near_capacity() {
+    let r = min_window_cut_then_write(true, 1200);
+    assert!(r.is_ok(), "{r:?}");
+}
+
 /// PRE-EXISTING: `gc_step` on a nearly empty store with the smallest window returned
 /// `NoSpace` ("the live data fills the device") with 19 of 528 pages used: the same
 /// cause (both heads carried, two fresh blocks, no room to copy a victim into).
