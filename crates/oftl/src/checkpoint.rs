@@ -105,8 +105,10 @@ impl CkptPos {
         self.needs_marker
     }
 
-    /// Format: the first checkpoint goes to the first checkpoint block, erased.
-    pub fn formatted(&mut self) {
+    /// Format: the first checkpoint goes to the first checkpoint block, erased, and is
+    /// numbered `first_seq`.
+    pub fn formatted(&mut self, first_seq: u32) {
+        self.seq = first_seq.wrapping_sub(1);
         self.cur = 0;
         self.next_page = 0;
         self.frontier_known = true;

@@ -60,12 +60,25 @@ impl<
     /// Power loss: a cut before the superblock is written leaves the part unformatted
     /// (a mount fails); format again.
     pub fn format(&mut self) -> Result<(), FormatError<F::Error>> {
-        let r = self.format_inner(self.config);
+        self.format_numbered_from(1)
+    }
+
+    /// [`Oftl::format`], with every head's and the checkpoints' sequence numbers
+    /// starting at `first_seq` instead of 1: for tests of what happens when they wrap
+    /// past `u32::MAX` (years of small syncs on a real part), without writing 2^32
+    /// pages first. Not for products: a store formatted so behaves like any other.
+    #[doc(hidden)]
+    pub fn format_numbered_from(&mut self, first_seq: u32) -> Result<(), FormatError<F::Error>> {
+        let r = self.format_inner(self.config, first_seq);
         self.session.ended(r.is_ok());
         r
     }
 
-    fn format_inner(&mut self, config: Config) -> Result<(), FormatError<F::Error>> {
+    fn format_inner(
+        &mut self,
+        config: Config,
+        first_seq: u32,
+    ) -> Result<(), FormatError<F::Error>> {
         let geo = self.dev.flash_mut().geometry();
         let caps = *self.dev.flash_mut().capabilities();
         Self::check_fit(&geo, &caps).map_err(FormatError::Unsupported)?;
@@ -166,7 +179,10 @@ impl<
                 .map_err(FormatError::Flash)?;
         }
         // The first checkpoint goes to the first checkpoint block (already erased).
-        self.ckpt.formatted();
+        self.ckpt.formatted(first_seq);
+        for h in 0..HEADS {
+            self.dev.heads_mut().number_from(h, first_seq);
+        }
         self.checkpoint(true).map_err(|e| match e {
             Fault::Flash(e) => FormatError::Flash(e),
             _ => FormatError::NotEnoughGoodBlocks,
