@@ -252,8 +252,22 @@ impl<
                     self.ckpt.spare = None;
                     return Ok(());
                 }
-                // It does not read back.
-                Err(Fault::Corrupted) => true,
+                // It does not read back. A block this attempt erased for it holds
+                // nothing else (neither the durable checkpoint nor the spare): one that
+                // does not keep what it was just given is retired, as a failed program
+                // would be, so no later checkpoint (or mount) relies on it again (an
+                // independent review found two checkpoint blocks with a dead page 0
+                // failing every mount of an intact store with `Corrupted`; with too few
+                // blocks left the store now turns read-only instead).
+                Err(Fault::Corrupted) => {
+                    let cur = self.ckpt.cur;
+                    if self.ckpt.durable != Some(cur) && self.ckpt.spare != Some(cur) {
+                        let b = self.dev.sb().ckpt_blocks()[cur];
+                        self.dev.retire_now(b)?;
+                        self.check_health();
+                    }
+                    true
+                }
                 Err(Fault::Flash(e)) => {
                     nand_hal::Error::kind(e) == nand_hal::ErrorKind::ProgramFailed
                 }

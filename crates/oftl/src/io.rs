@@ -35,6 +35,11 @@ use crate::{Stats, DATA_HEAD, INDEX_HEAD};
 /// scanned and replayed).
 pub const INDEX_WRITE_BACK_WORK: u32 = 12;
 
+/// How far the cold head's next number may lead the data head's at a checkpoint and
+/// still be taken for new copies' watermarks (see [`Dev::seal_watermark`]); anything
+/// else is a cold head left behind.
+const MAX_WATERMARK_LEAD: u32 = 1 << 20;
+
 /// The device half of the state: the flash, what the mounted store knows of it
 /// (geometry, capabilities, superblock, backpointer placement), the block table, the
 /// write heads, the space policy and the figures. Its fields are its own: the rest of
@@ -471,8 +476,19 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// durable checkpoint has a watermark below that checkpoint's data-head start, and
     /// recovery can tell stale copies (in window blocks not yet erased) from new ones.
     pub fn seal_watermark(&mut self) {
+        // A watermark is the data head's next number when the copy was made, so the
+        // cold head leads the data head by at most one (copies since its last page).
+        // A cold head that copied nothing for 2^31 data pages would compare as far
+        // ahead and throw the data head 2^31 forward (found by an independent review:
+        // a full-scan rebuild then took overwritten pages for current): only a small
+        // lead counts, and the cold head is kept level with the data head from here.
         let cold = self.heads.next_seq(COLD_HEAD);
-        self.heads.move_past(DATA_HEAD, cold);
+        let data = self.heads.next_seq(DATA_HEAD);
+        if cold.wrapping_sub(data) <= MAX_WATERMARK_LEAD {
+            self.heads.move_past(DATA_HEAD, cold);
+        }
+        let data = self.heads.next_seq(DATA_HEAD);
+        self.heads.number_from(COLD_HEAD, data);
     }
 
     /// Makes sure `head` has a page to program, taking and erasing the next window
