@@ -61,7 +61,14 @@ pub(crate) struct Collection {
     /// Blocks collection left alone (a referenced page did not read), until the next
     /// checkpoint.
     stuck: heapless::Vec<BlockAddr, STUCK>,
+    /// Blocks a crash recovery found being programmed (with their erase counts), for
+    /// background collection to move and erase first (see `Oftl::relocate_suspects`).
+    cut: heapless::Vec<(BlockAddr, u32), CUT>,
 }
+
+/// Blocks a recovery can leave to background collection (the log head's today; one
+/// for each replayed head).
+const CUT: usize = 3;
 
 /// Blocks collection remembers leaving alone at once. A step gives up after this many
 /// victims in a row copied nothing more (with more such blocks than this, they would
@@ -75,6 +82,7 @@ impl Collection {
         head: DATA_HEAD,
         unreadable: false,
         stuck: heapless::Vec::new(),
+        cut: heapless::Vec::new(),
     };
 
     pub fn victim(&self) -> Option<Victim> {
@@ -132,6 +140,32 @@ impl Collection {
         }
     }
 
+    /// A crash recovery found `block` (erased `erases` times) being programmed: the next
+    /// background steps collect it first.
+    pub fn cut_block(&mut self, block: BlockAddr, erases: u32) {
+        if !self.cut.iter().any(|&(b, _)| b == block) {
+            let _ = self.cut.push((block, erases));
+        }
+    }
+
+    /// The next block a recovery left to collection, if any is left: `keep` says whether
+    /// it still holds what the recovery left (not freed or reused since). Blocks left
+    /// alone are dropped (collection gets to them as to any other).
+    fn next_cut(&mut self, keep: impl Fn(BlockAddr, u32) -> bool) -> Option<BlockAddr> {
+        while let Some(&(b, e)) = self.cut.first() {
+            self.cut.remove(0);
+            if keep(b, e) && !self.stuck.contains(&b) {
+                return Some(b);
+            }
+        }
+        None
+    }
+
+    /// Whether blocks a recovery left to collection wait.
+    fn cut_pending(&self) -> bool {
+        !self.cut.is_empty()
+    }
+
     /// A checkpoint: the blocks left alone may be tried again.
     pub fn checkpointed(&mut self) {
         self.stuck.clear();
@@ -184,7 +218,7 @@ impl<
                 self.write_marker()?;
             }
             let copied = self.collect_for(budget, Urgency::Background, false)?;
-            let more = self.gc.victim().is_some() || {
+            let more = self.gc.victim().is_some() || self.gc.cut_pending() || {
                 let ppb = self.dev.ppb();
                 let stuck = self.gc.stuck();
                 let (table, policy) = self.dev.table_and_policy();
@@ -264,9 +298,18 @@ impl<
         let ppb = self.dev.ppb();
         // A block left alone because a referenced page did not read is hidden from the
         // policy (shown as full of valid pages) until the next checkpoint.
+        let cut = if urgency == Urgency::Background && !self.urgent_victim() {
+            let table = self.dev.table();
+            self.gc.next_cut(|b, e| {
+                let bi = table.get(b);
+                bi.state() == BlockState::Full && bi.valid() > 0 && bi.erases() == e
+            })
+        } else {
+            None
+        };
         let stuck = self.gc.stuck();
         let (table, policy) = self.dev.table_and_policy();
-        let Some(v) = table.pick_victim(policy, ppb, urgency, stuck) else {
+        let Some(v) = cut.or_else(|| table.pick_victim(policy, ppb, urgency, stuck)) else {
             return false;
         };
         let bi = table.get(v);
