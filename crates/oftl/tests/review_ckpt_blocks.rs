@@ -14,16 +14,13 @@ use common::lifecycle::Lifecycle;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use common::hooked::{arm_cut, ckpt_blocks, Hooked, Hooks, SimErr};
 use common::pages::all_pages;
 use common::{bytes, cfg, Sim};
-use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, PowerCut, Profile, TornMode};
-use nand_hal::{
-    BlockAddr, Capabilities, ErrorKind, ErrorType, Geometry, NandFlash, PageAddr, ReadReport,
-};
+use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, Profile, TornMode};
+use nand_hal::{BlockAddr, ErrorKind, NandFlash, PageAddr};
 use oftl::format::backpointer::PageKind;
-use oftl::{BlockState, Config, MountError, ObjKind, Oftl, WriteError};
-
-type SimErr = <Sim as ErrorType>::Error;
+use oftl::{Config, MountError, ObjKind, Oftl, WriteError};
 
 // ---------------------------------------------------------------------------------------
 // The wrapper
@@ -56,110 +53,51 @@ struct Ctl {
 
 type Shared = Rc<RefCell<Ctl>>;
 
-struct Rig<'a> {
-    sim: &'a mut Sim,
-    ctl: Shared,
-}
+type Rig<'a> = Hooked<'a, Shared>;
 
 fn rig<'a>(sim: &'a mut Sim, ctl: &Shared) -> Rig<'a> {
-    Rig {
-        sim,
-        ctl: ctl.clone(),
-    }
+    Hooked::new(sim, ctl.clone())
 }
 
-impl ErrorType for Rig<'_> {
-    type Error = SimErr;
-}
-
-impl Rig<'_> {
-    fn arm_cut(&mut self, kind: CutKind) {
-        let mut p = *self.sim.plan();
-        p.cut = Some(PowerCut { at_op: 1, kind });
-        self.sim.arm(p);
-    }
-}
-
-impl NandFlash for Rig<'_> {
-    fn geometry(&self) -> Geometry {
-        self.sim.geometry()
-    }
-    fn capabilities(&self) -> &Capabilities {
-        self.sim.capabilities()
-    }
-    fn read(
-        &mut self,
-        page: PageAddr,
-        column: u32,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<ReadReport, SimErr> {
-        self.sim.read(page, column, data, oob)
-    }
-    fn read_steps(
-        &mut self,
-        page: PageAddr,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<nand_hal::StepReport, SimErr> {
-        self.sim.read_steps(page, data, oob)
-    }
-    fn delivers_good_steps(&self) -> bool {
-        self.sim.delivers_good_steps()
-    }
+impl Hooks for Ctl {
     fn program(
         &mut self,
+        sim: &mut Sim,
         page: PageAddr,
         column: u32,
         data: &[u8],
         oob: &[u8],
     ) -> Result<(), SimErr> {
-        let g = self.sim.geometry();
+        let g = sim.geometry();
         let b = g.block_of(page).0;
         let pib = g.page_in_block(page);
         let full = data.len() == g.page_size() as usize;
-        let act = {
-            let mut c = self.ctl.borrow_mut();
-            let act = if c.ckpt.contains(&b) {
-                match c.rule.as_mut() {
-                    Some(r) => r(b, pib, full),
-                    None => Act::Pass,
-                }
-            } else {
-                Act::Pass
-            };
-            if act != Act::Pass {
-                c.hits.push((page.0, act));
+        let act = if self.ckpt.contains(&b) {
+            match self.rule.as_mut() {
+                Some(r) => r(b, pib, full),
+                None => Act::Pass,
             }
-            act
+        } else {
+            Act::Pass
         };
+        if act != Act::Pass {
+            self.hits.push((page.0, act));
+        }
         match act {
             Act::Pass => {}
-            Act::Fail => self.sim.fail_next_program(BlockAddr(b)),
-            Act::Cut(kind) => self.arm_cut(kind),
+            Act::Fail => sim.fail_next_program(BlockAddr(b)),
+            Act::Cut(kind) => arm_cut(sim, kind),
         }
-        self.sim.program(page, column, data, oob)
+        sim.program(page, column, data, oob)
     }
-    fn erase(&mut self, block: BlockAddr) -> Result<(), SimErr> {
-        let cut = {
-            let mut c = self.ctl.borrow_mut();
-            if c.ckpt.contains(&block.0) {
-                c.ckpt_erases += 1;
-                c.cut_ckpt_erase.take()
-            } else {
-                None
+    fn erase(&mut self, sim: &mut Sim, block: BlockAddr) -> Result<(), SimErr> {
+        if self.ckpt.contains(&block.0) {
+            self.ckpt_erases += 1;
+            if let Some(kind) = self.cut_ckpt_erase.take() {
+                arm_cut(sim, kind);
             }
-        };
-        if let Some(kind) = cut {
-            self.arm_cut(kind);
         }
-        self.sim.erase(block)
-    }
-    fn is_bad(&mut self, block: BlockAddr) -> Result<bool, SimErr> {
-        self.sim.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockAddr) -> Result<(), SimErr> {
-        self.sim.mark_bad(block)
+        sim.erase(block)
     }
 }
 
@@ -177,18 +115,6 @@ type Big<'a> = Oftl<Rig<'a>, 2048, 1024, 4, 2>;
 
 fn is_power_loss<E: nand_hal::Error>(e: &WriteError<E>) -> bool {
     matches!(e, WriteError::Flash(f) if f.kind() == ErrorKind::PowerLoss)
-}
-
-/// The checkpoint blocks of a freshly formatted store: the reserved blocks past the
-/// two superblock blocks (a fresh simulator has no bad blocks).
-fn ckpt_blocks(states: &[oftl::BlockInfo]) -> Vec<u32> {
-    let reserved: Vec<u32> = states
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.state() == BlockState::Reserved)
-        .map(|(i, _)| i as u32)
-        .collect();
-    reserved[2..].to_vec()
 }
 
 /// Checkpoint pages per checkpoint on this store (from the newest one on flash).

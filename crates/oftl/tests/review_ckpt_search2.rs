@@ -12,16 +12,13 @@ use common::lifecycle::Lifecycle;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use common::hooked::{arm_cut, ckpt_blocks, program_failed, Hooked, Hooks, SimErr};
 use common::pages::all_pages;
 use common::{bytes, cfg, Sim};
-use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, PowerCut, Profile};
-use nand_hal::{
-    BlockAddr, Capabilities, ErrorKind, ErrorType, Geometry, NandFlash, PageAddr, ReadReport,
-};
+use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, Profile};
+use nand_hal::{BlockAddr, ErrorKind, NandFlash, PageAddr};
 use oftl::format::backpointer::PageKind;
-use oftl::{BlockState, MountError, ObjKind, Oftl, WriteError};
-
-type SimErr = <Sim as ErrorType>::Error;
+use oftl::{MountError, ObjKind, Oftl, WriteError};
 
 // ---------------------------------------------------------------------------------------
 // The wrapper (after review_ckpt_blocks.rs, with more failure shapes)
@@ -57,137 +54,63 @@ struct Ctl {
 
 type Shared = Rc<RefCell<Ctl>>;
 
-struct Rig<'a> {
-    sim: &'a mut Sim,
-    ctl: Shared,
-}
+type Rig<'a> = Hooked<'a, Shared>;
 
 fn rig<'a>(sim: &'a mut Sim, ctl: &Shared) -> Rig<'a> {
-    Rig {
-        sim,
-        ctl: ctl.clone(),
-    }
+    Hooked::new(sim, ctl.clone())
 }
 
-impl ErrorType for Rig<'_> {
-    type Error = SimErr;
-}
-
-/// A `ProgramFailed` error value of the simulator (its constructor is private).
-fn program_failed() -> SimErr {
-    thread_local! {
-        static E: SimErr = {
-            let mut s = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-            s.fail_next_program(BlockAddr(9));
-            let g = s.geometry();
-            s.program(g.page(BlockAddr(9), 0), 0, &[0u8; 2048], &[]).unwrap_err()
-        };
-    }
-    let e = E.with(|e| *e);
-    assert_eq!(e.kind(), ErrorKind::ProgramFailed);
-    e
-}
-
-impl Rig<'_> {
-    fn arm_cut(&mut self, kind: CutKind) {
-        let mut p = *self.sim.plan();
-        p.cut = Some(PowerCut { at_op: 1, kind });
-        self.sim.arm(p);
-    }
-}
-
-impl NandFlash for Rig<'_> {
-    fn geometry(&self) -> Geometry {
-        self.sim.geometry()
-    }
-    fn capabilities(&self) -> &Capabilities {
-        self.sim.capabilities()
-    }
-    fn read(
-        &mut self,
-        page: PageAddr,
-        column: u32,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<ReadReport, SimErr> {
-        self.sim.read(page, column, data, oob)
-    }
-    fn read_steps(
-        &mut self,
-        page: PageAddr,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<nand_hal::StepReport, SimErr> {
-        self.sim.read_steps(page, data, oob)
-    }
-    fn delivers_good_steps(&self) -> bool {
-        self.sim.delivers_good_steps()
-    }
+impl Hooks for Ctl {
     fn program(
         &mut self,
+        sim: &mut Sim,
         page: PageAddr,
         column: u32,
         data: &[u8],
         oob: &[u8],
     ) -> Result<(), SimErr> {
-        let g = self.sim.geometry();
+        let g = sim.geometry();
         let b = g.block_of(page).0;
         let pib = g.page_in_block(page);
         let full = data.len() == g.page_size() as usize;
-        let act = {
-            let mut c = self.ctl.borrow_mut();
-            let act = if c.ckpt.contains(&b) {
-                match c.rule.as_mut() {
-                    Some(r) => r(b, pib, full),
-                    None => Act::Pass,
-                }
-            } else {
-                Act::Pass
-            };
-            if act != Act::Pass {
-                c.hits.push((page.0, act));
+        let act = if self.ckpt.contains(&b) {
+            match self.rule.as_mut() {
+                Some(r) => r(b, pib, full),
+                None => Act::Pass,
             }
-            if c.log && c.ckpt.contains(&b) {
-                c.trace
-                    .push(format!("prog b{b} p{pib} full={full} {act:?}"));
-            }
-            act
+        } else {
+            Act::Pass
         };
+        if act != Act::Pass {
+            self.hits.push((page.0, act));
+        }
+        if self.log && self.ckpt.contains(&b) {
+            self.trace
+                .push(format!("prog b{b} p{pib} full={full} {act:?}"));
+        }
         match act {
             Act::Pass => {}
-            Act::Fail => self.sim.fail_next_program(BlockAddr(b)),
+            Act::Fail => sim.fail_next_program(BlockAddr(b)),
             Act::FailLanded => {
-                self.sim.program(page, column, data, oob)?;
+                sim.program(page, column, data, oob)?;
                 return Err(program_failed());
             }
             Act::FailNothing => return Err(program_failed()),
-            Act::Cut(kind) => self.arm_cut(kind),
+            Act::Cut(kind) => arm_cut(sim, kind),
         }
-        self.sim.program(page, column, data, oob)
+        sim.program(page, column, data, oob)
     }
-    fn erase(&mut self, block: BlockAddr) -> Result<(), SimErr> {
-        let cut = {
-            let mut c = self.ctl.borrow_mut();
-            if c.ckpt.contains(&block.0) {
-                c.ckpt_erases += 1;
-                if c.log {
-                    c.trace.push(format!("erase b{}", block.0));
-                }
-                c.cut_ckpt_erase.take()
-            } else {
-                None
+    fn erase(&mut self, sim: &mut Sim, block: BlockAddr) -> Result<(), SimErr> {
+        if self.ckpt.contains(&block.0) {
+            self.ckpt_erases += 1;
+            if self.log {
+                self.trace.push(format!("erase b{}", block.0));
             }
-        };
-        if let Some(kind) = cut {
-            self.arm_cut(kind);
+            if let Some(kind) = self.cut_ckpt_erase.take() {
+                arm_cut(sim, kind);
+            }
         }
-        self.sim.erase(block)
-    }
-    fn is_bad(&mut self, block: BlockAddr) -> Result<bool, SimErr> {
-        self.sim.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockAddr) -> Result<(), SimErr> {
-        self.sim.mark_bad(block)
+        sim.erase(block)
     }
 }
 
@@ -203,16 +126,6 @@ type Big<'a> = Store<'a, 1024>;
 
 fn is_power_loss<E: nand_hal::Error>(e: &WriteError<E>) -> bool {
     matches!(e, WriteError::Flash(f) if f.kind() == ErrorKind::PowerLoss)
-}
-
-fn ckpt_blocks(states: &[oftl::BlockInfo]) -> Vec<u32> {
-    let reserved: Vec<u32> = states
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.state() == BlockState::Reserved)
-        .map(|(i, _)| i as u32)
-        .collect();
-    reserved[2..].to_vec()
 }
 
 /// Checkpoint and marker pages per checkpoint block, for failure messages:

@@ -19,17 +19,14 @@ mod common;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use common::hooked::{arm_cut, ckpt_blocks, program_failed, Hooked, Hooks, SimErr};
 use common::pages::all_pages;
 use common::*;
 use nand_hal::powerloss::{self, CheckError, RecoveryCuts, Scenario, Sweep};
-use nand_hal::sim::{profile, CutKind, FaultPlan, PowerCut, Profile, TornMode};
-use nand_hal::{
-    BlockAddr, Capabilities, ErrorKind, ErrorType, Geometry, NandFlash, PageAddr, ReadReport,
-};
+use nand_hal::sim::{profile, CutKind, FaultPlan, Profile, TornMode};
+use nand_hal::{BlockAddr, ErrorKind, NandFlash, PageAddr};
 use oftl::format::backpointer::PageKind;
 use oftl::{BlockState, Damaged, Greedy, MountError, WriteError};
-
-type SimErr = <Sim as ErrorType>::Error;
 
 // ---------------------------------------------------------------------------------------
 // A flash wrapper: pages that never read, and failures / cuts aimed at checkpoint blocks
@@ -58,25 +55,10 @@ struct Ctl {
 
 type Shared = Rc<RefCell<Ctl>>;
 
-struct Rig<'a> {
-    sim: &'a mut Sim,
-    ctl: Shared,
-}
+type Rig<'a> = Hooked<'a, Shared>;
 
 fn rig<'a>(sim: &'a mut Sim, ctl: &Shared) -> Rig<'a> {
-    Rig {
-        sim,
-        ctl: ctl.clone(),
-    }
-}
-
-/// A `ProgramFailed` error value of the simulator (its constructor is private).
-fn program_failed() -> SimErr {
-    let mut s = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    s.fail_next_program(BlockAddr(9));
-    let g = s.geometry();
-    s.program(g.page(BlockAddr(9), 0), 0, &[0u8; 2048], &[])
-        .unwrap_err()
+    Hooked::new(sim, ctl.clone())
 }
 
 fn damage(sim: &mut Sim, page: u32) {
@@ -85,97 +67,54 @@ fn damage(sim: &mut Sim, page: u32) {
     }
 }
 
-impl ErrorType for Rig<'_> {
-    type Error = SimErr;
-}
-
-impl NandFlash for Rig<'_> {
-    fn geometry(&self) -> Geometry {
-        self.sim.geometry()
-    }
-    fn capabilities(&self) -> &Capabilities {
-        self.sim.capabilities()
-    }
-    fn read(
-        &mut self,
-        page: PageAddr,
-        column: u32,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<ReadReport, SimErr> {
-        self.sim.read(page, column, data, oob)
-    }
-    fn read_steps(
-        &mut self,
-        page: PageAddr,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<nand_hal::StepReport, SimErr> {
-        self.sim.read_steps(page, data, oob)
-    }
-    fn delivers_good_steps(&self) -> bool {
-        self.sim.delivers_good_steps()
-    }
+impl Hooks for Ctl {
     fn program(
         &mut self,
+        sim: &mut Sim,
         page: PageAddr,
         column: u32,
         data: &[u8],
         oob: &[u8],
     ) -> Result<(), SimErr> {
-        let g = self.sim.geometry();
+        let g = sim.geometry();
         let b = g.block_of(page).0;
         let pib = g.page_in_block(page);
-        let act = {
-            let mut c = self.ctl.borrow_mut();
-            let act = if c.ckpt.contains(&b) {
-                match c.rule.as_mut() {
-                    Some(r) => r(b, pib),
-                    None => Act::Pass,
-                }
-            } else {
-                Act::Pass
-            };
-            if act != Act::Pass {
-                c.hits += 1;
+        let act = if self.ckpt.contains(&b) {
+            match self.rule.as_mut() {
+                Some(r) => r(b, pib),
+                None => Act::Pass,
             }
-            act
+        } else {
+            Act::Pass
         };
+        if act != Act::Pass {
+            self.hits += 1;
+        }
         let r = match act {
-            Act::Pass => self.sim.program(page, column, data, oob),
-            Act::FailLanded => {
-                self.sim.program(page, column, data, oob)?;
-                Err(program_failed())
-            }
+            Act::Pass => sim.program(page, column, data, oob),
+            Act::FailLanded => sim
+                .program(page, column, data, oob)
+                .and_then(|()| Err(program_failed())),
             Act::FailNothing => Err(program_failed()),
             Act::Cut(kind) => {
-                let mut p = *self.sim.plan();
-                p.cut = Some(PowerCut { at_op: 1, kind });
-                self.sim.arm(p);
-                self.sim.program(page, column, data, oob)
+                arm_cut(sim, kind);
+                sim.program(page, column, data, oob)
             }
         };
-        if self.ctl.borrow().dead.contains(&page.0) {
-            damage(self.sim, page.0);
+        if self.dead.contains(&page.0) {
+            damage(sim, page.0);
         }
         r
     }
-    fn erase(&mut self, block: BlockAddr) -> Result<(), SimErr> {
-        let r = self.sim.erase(block);
-        let ppb = self.sim.geometry().pages_per_block();
-        let dead: Vec<u32> = self.ctl.borrow().dead.clone();
-        for p in dead {
+    fn erase(&mut self, sim: &mut Sim, block: BlockAddr) -> Result<(), SimErr> {
+        let r = sim.erase(block);
+        let ppb = sim.geometry().pages_per_block();
+        for &p in &self.dead {
             if p / ppb == block.0 {
-                damage(self.sim, p);
+                damage(sim, p);
             }
         }
         r
-    }
-    fn is_bad(&mut self, block: BlockAddr) -> Result<bool, SimErr> {
-        self.sim.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockAddr) -> Result<(), SimErr> {
-        self.sim.mark_bad(block)
     }
 }
 
@@ -208,17 +147,6 @@ fn mounted_damaged<'a>(
     let mut fs = Store::new(rig(sim, ctl), oftl::Config::new(), Greedy::default());
     fs.mount_damaged(how)?;
     Ok(fs)
-}
-
-/// The checkpoint blocks: the reserved blocks after the two superblock copies.
-fn ckpt_blocks(states: &[oftl::BlockInfo]) -> Vec<u32> {
-    let reserved: Vec<u32> = states
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.state() == BlockState::Reserved)
-        .map(|(i, _)| i as u32)
-        .collect();
-    reserved[2..].to_vec()
 }
 
 /// Checkpoint and marker pages per checkpoint block: `b: page:kind seq`.
