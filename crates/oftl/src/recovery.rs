@@ -106,6 +106,12 @@ type Walk = heapless::Vec<(BlockAddr, u32), { MAX_WINDOW + HEADS }>;
 /// Log pages a later page's retry may supersede in one window.
 const MAX_SUPERSEDED: usize = 16;
 
+/// Unreadable pages a scan remembers to look at again.
+const MAX_UNREAD: usize = 4;
+
+/// Scans a recovery makes again when a page it took for a torn tail reads after all.
+const RESCANS: u32 = 1;
+
 /// What a salvage or repair mount left out (see [`Oftl::salvage_report`]).
 ///
 /// A head's replay stops at its first lost page, so the objects keep the state they had
@@ -328,6 +334,11 @@ struct Scanned {
     /// Log pages whose sectors a later page repeats (failed programs and their
     /// retries): never applied, the retry stands for them.
     superseded: heapless::Vec<PageAddr, MAX_SUPERSEDED>,
+    /// Pages taken for torn tails (unreadable, no later page of their head), the first
+    /// few, and the data head's last commit page if its full read failed: looked at
+    /// again after the scan (see `Oftl::recover`).
+    unread: heapless::Vec<PageAddr, MAX_UNREAD>,
+    unread_commit: Option<(PageAddr, Backpointer)>,
 }
 
 impl Scanned {
@@ -354,6 +365,8 @@ impl Scanned {
         suspect: None,
         loss: [None; HEADS],
         superseded: heapless::Vec::new(),
+        unread: heapless::Vec::new(),
+        unread_commit: None,
     };
 }
 
@@ -378,7 +391,26 @@ impl<
         // a fresh block (the recorded one may hold pages written after the checkpoint).
         self.dev.heads_mut().left_block(INDEX_HEAD);
         let mut sc = Scanned::EMPTY;
-        let opened = self.scan_window(&mut sc).and_then(|()| {
+        let mut scanned = self.scan_window(&mut sc);
+        // A page taken for a torn tail that reads now was a transient failure (a run of
+        // read errors longer than the retries): what followed it in its head would
+        // have been dropped as the cut's. Scan again (pass 1 applies log sectors in
+        // order; applying them again from the start is harmless).
+        for _ in 0..RESCANS {
+            match scanned {
+                Ok(()) if !self.session.salvaging() => {}
+                _ => break,
+            }
+            match self.unread_reads_now(&sc) {
+                Ok(false) => break,
+                Ok(true) => {
+                    self.scratch.release();
+                    scanned = self.scan_window(&mut sc);
+                }
+                Err(e) => scanned = Err(e),
+            }
+        }
+        let opened = scanned.and_then(|()| {
             if !no_write {
                 self.open_recovery_window(&sc)
             } else {
@@ -422,6 +454,8 @@ impl<
         let ppb = self.dev.ppb();
         let spp = self.sectors_per_page();
         let pu = self.dev.pu();
+        out.unread.clear();
+        out.unread_commit = None;
         let walk = &mut out.walk;
         walk.clear();
         for (i, h) in self.dev.heads().all().into_iter().enumerate() {
@@ -543,6 +577,7 @@ impl<
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
+                            let _ = out.unread.push(page);
                             if salvage {
                                 self.salvaged.unreadable(page);
                             }
@@ -568,6 +603,7 @@ impl<
                     }
                     if mask == 0 {
                         hole.get_or_insert(page);
+                        let _ = out.unread.push(page);
                         if salvage {
                             self.salvaged.unreadable(page);
                         }
@@ -753,6 +789,7 @@ impl<
                     // Torn by the cut, or lost: no read tells which. Taken as torn; a
                     // salvage reports it and names what it leaves out.
                     bound[DATA_HEAD].last_commit = bound[DATA_HEAD].prev_commit;
+                    out.unread_commit = Some((page, bp));
                     if salvage {
                         self.salvaged.unreadable(page);
                         self.salvaged.left_out(bp.owner);
@@ -772,6 +809,27 @@ impl<
         out.suspect = suspect;
         out.loss = loss;
         Ok(())
+    }
+
+    /// Whether a page the scan took for a torn tail reads now (see `Oftl::recover`).
+    /// A page that stays unreadable is what a cut leaves, or media loss at a head's
+    /// end, which no read can tell apart.
+    fn unread_reads_now(&mut self, sc: &Scanned) -> Result<bool, FaultOf<F>> {
+        for &page in sc.unread.iter() {
+            let now = match self.dev.scan_read(page)? {
+                Scan::Bp(bp) if bp.kind == PageKind::Log => self.read_log_page(page)? != 0,
+                Scan::Bp(_) => true,
+                Scan::Garbage => self.log_page_behind(page)?.is_some(),
+                Scan::Erased => false,
+            };
+            if now {
+                return Ok(true);
+            }
+        }
+        if let Some((page, bp)) = sc.unread_commit {
+            return self.read_suspect(page, &bp);
+        }
+        Ok(false)
     }
 
     /// Step 2: heads continue past every number seen, in blocks the checkpoint calls
