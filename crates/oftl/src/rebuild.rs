@@ -438,6 +438,13 @@ impl<
             .filter(|f| !f.bp.relocated && f.bp.commit)
             .map(|f| f.bp.seq)
             .reduce(|a, b| newest(Some(a), b));
+        // The newest log number in each block holding log pages (see `rebuild_stream`).
+        let mut block_newest: BTreeMap<u32, u32> = BTreeMap::new();
+        for lp in sc.logs.values().flatten() {
+            let b = self.dev.block_of(lp.page).0;
+            let n = block_newest.get(&b).copied();
+            block_newest.insert(b, newest(n, lp.newest));
+        }
         let mut per_obj: BTreeMap<u32, Vec<Found>> = BTreeMap::new();
         for f in sc.pages.iter() {
             let tail =
@@ -556,7 +563,8 @@ impl<
                 }
                 ObjKind::Log => {
                     let trim = newest_rec.size;
-                    let (stream, gaps) = self.rebuild_stream(id, meta_page, trim, sc.logs.get(&id));
+                    let (stream, gaps) =
+                        self.rebuild_stream(id, meta_page, trim, sc.logs.get(&id), &block_newest);
                     if gaps && !sc.unreadable.is_empty() {
                         self.salvaged.left_out(id);
                     }
@@ -589,7 +597,11 @@ impl<
     }
 
     /// A log stream's pages: per logical page at or above the trim point, the one
-    /// with the newest whole group; the end is one past the last sector seen. Also
+    /// with the newest whole group (the one with more whole groups on a tie, then the
+    /// one programmed later: a failed program and its retry carry the same numbers, and
+    /// the retry is the later page of the same block, or in a block that went on to
+    /// newer numbers; an independent review found a rebuild keeping a failed copy that
+    /// did not read); the end is one past the last sector seen. Also
     /// whether a logical page between the trim point and the end has no page.
     fn rebuild_stream(
         &self,
@@ -597,7 +609,20 @@ impl<
         meta: PageAddr,
         trim: u64,
         pages: Option<&Vec<LogPage>>,
+        block_newest: &BTreeMap<u32, u32>,
     ) -> (Rebuilt, bool) {
+        // Whether `a` was programmed after `b` (same numbers): later in the same block,
+        // or in a block that went on to newer numbers.
+        let later_block = |a: &LogPage, b: &LogPage| {
+            let (ba, bb) = (self.dev.block_of(a.page), self.dev.block_of(b.page));
+            if ba == bb {
+                return a.page.0 > b.page.0;
+            }
+            match (block_newest.get(&ba.0), block_newest.get(&bb.0)) {
+                (Some(x), Some(y)) => seq_cmp(*x, *y).is_gt(),
+                _ => false,
+            }
+        };
         let spp = self.sectors_per_page() as u64;
         let mut best: BTreeMap<u64, LogPage> = BTreeMap::new();
         let mut end = trim;
@@ -612,7 +637,10 @@ impl<
                 None => true,
                 Some(b) => match seq_cmp(lp.newest, b.newest) {
                     Ordering::Greater => true,
-                    Ordering::Equal => lp.slots.count_ones() > b.slots.count_ones(),
+                    Ordering::Equal => match lp.slots.count_ones().cmp(&b.slots.count_ones()) {
+                        Ordering::Equal => later_block(lp, b),
+                        o => o.is_gt(),
+                    },
                     Ordering::Less => false,
                 },
             };
