@@ -71,6 +71,9 @@ pub(crate) struct CkptPos {
     /// Flash holds a clean checkpoint and nothing changed since: the first change
     /// writes a fresh checkpoint and its marker first (see `write_marker`).
     needs_marker: bool,
+    /// Checkpoint blocks (by index) that did not read back what this session just
+    /// wrote to them: not used again until the next mount.
+    avoid: u16,
 }
 
 impl CkptPos {
@@ -86,6 +89,7 @@ impl CkptPos {
         frontier_known: false,
         attempt_first: 0,
         needs_marker: false,
+        avoid: 0,
     };
 
     /// Flash holds a clean checkpoint of the current state (a clean mount, or one
@@ -252,19 +256,18 @@ impl<
                     self.ckpt.spare = None;
                     return Ok(());
                 }
-                // It does not read back. A block this attempt erased for it holds
-                // nothing else (neither the durable checkpoint nor the spare): one that
-                // does not keep what it was just given is retired, as a failed program
-                // would be, so no later checkpoint (or mount) relies on it again (an
-                // independent review found two checkpoint blocks with a dead page 0
-                // failing every mount of an intact store with `Corrupted`; with too few
-                // blocks left the store now turns read-only instead).
+                // It does not read back. A block this attempt erased for it (neither
+                // the durable checkpoint's nor the spare's) is not used again this
+                // session: an independent review found two checkpoint blocks with a
+                // dead page 0 failing every mount of an intact store with `Corrupted`
+                // (the attempts kept going back to them); with no block left the store
+                // now turns read-only instead. Not retired for good: a second review
+                // found a run of transient read errors during the read-back then
+                // retiring good blocks until the volume never mounted again.
                 Err(Fault::Corrupted) => {
                     let cur = self.ckpt.cur;
                     if self.ckpt.durable != Some(cur) && self.ckpt.spare != Some(cur) {
-                        let b = self.dev.sb().ckpt_blocks()[cur];
-                        self.dev.retire_now(b)?;
-                        self.check_health();
+                        self.ckpt.avoid |= 1 << cur;
                     }
                     true
                 }
@@ -320,6 +323,7 @@ impl<
         if (self.ckpt.switch || !room) && !self.switch_ckpt_block()? {
             let cur = self.dev.sb().ckpt_blocks()[self.ckpt.cur];
             let usable = room
+                && self.ckpt.avoid & (1 << self.ckpt.cur) == 0
                 && self.ckpt.frontier_known
                 && self.dev.table().get(cur).state() != BlockState::Bad
                 && self.page_erased(self.ckpt_page(self.ckpt.next_page))?
@@ -548,7 +552,10 @@ impl<
         let n = self.dev.sb().ckpt_blocks().len();
         for step in 1..n {
             let i = (self.ckpt.cur + step) % n;
-            if self.ckpt.durable == Some(i) || self.ckpt.spare == Some(i) {
+            if self.ckpt.durable == Some(i)
+                || self.ckpt.spare == Some(i)
+                || self.ckpt.avoid & (1 << i) != 0
+            {
                 continue;
             }
             let b = self.dev.sb().ckpt_blocks()[i];

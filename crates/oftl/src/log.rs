@@ -591,7 +591,7 @@ impl<
             }
             let mask = self.read_log_page(page)?;
             if mask == 0 {
-                return Err(Fault::Corrupted);
+                return Err(self.unreadable_log_page(page));
             }
             let stored = (lpage & MAX_U24 as u64) as u32;
             let mine = |t: &LogSector| t.stream == stream && t.lpage == stored;
@@ -610,7 +610,7 @@ impl<
                 }
                 // Written, inside the live range, and not a sector of a whole group:
                 // lost content.
-                return Err(Fault::Corrupted);
+                return Err(self.unreadable_log_page(page));
             };
             if t.pos != 0 {
                 // Inside a record: its start is below `lsn`.
@@ -624,8 +624,10 @@ impl<
                 let u = (mask & (1 << s) != 0)
                     .then(|| sector_at(self.scratch.page(), pu, s))
                     .flatten()
-                    .filter(|u| mine(u) && u.pos as u32 == s - slot)
-                    .ok_or(Fault::Corrupted)?;
+                    .filter(|u| mine(u) && u.pos as u32 == s - slot);
+                let Some(u) = u else {
+                    return Err(self.unreadable_log_page(page));
+                };
                 total += u.len as usize;
                 if u.last {
                     break;
@@ -708,6 +710,22 @@ impl<
     /// bounded number of times, and the page is taken as the best read seen (read again
     /// until one matches it): a transient error never shortens a page, a torn step stays
     /// torn and its neighbours stand.
+    /// What a log read that found `page`'s sectors unusable reports: the flash's error
+    /// when the page does not read now either (a run of read errors longer than the
+    /// retries is the caller's to retry, not damage: an independent review found a
+    /// staging replay failing the file layer's mount with `Corrupted` on an intact
+    /// volume), else `Corrupted` (it reads, and its content is not a whole record).
+    fn unreadable_log_page(&mut self, page: PageAddr) -> FaultOf<F> {
+        match self
+            .dev
+            .flash_mut()
+            .read(page, 0, self.scratch.page_mut(), &mut [])
+        {
+            Err(e) if e.kind() == ErrorKind::Uncorrectable => Fault::Flash(e),
+            _ => Fault::Corrupted,
+        }
+    }
+
     pub(crate) fn read_log_page(&mut self, page: PageAddr) -> Result<u32, FaultOf<F>> {
         let pu = self.dev.pu();
         let spp = self.sectors_per_page();

@@ -334,33 +334,49 @@ impl<
     }
 
     fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
-        let clean = self.mount_load()?;
-        if clean {
-            self.ckpt.clean_on_flash();
-            self.check_recorded_window()?;
-        } else {
-            match self.recover() {
-                Ok(()) => {}
-                Err(Fault::ReadOnly | Fault::NoSpace | Fault::Exhausted)
-                    if !self.session.salvaging() =>
-                {
-                    // Too few good blocks to finish a recovery (or no checkpoint block
-                    // to checkpoint it): replay again in RAM only and mount read-only,
-                    // so everything readable can still be read.
-                    let reason = self
-                        .session
-                        .read_only()
-                        .unwrap_or(ReadOnlyReason::GoodBlocks);
-                    self.reload_for_replay()?;
-                    self.session.replay_in_ram_only();
-                    self.recover().map_err(mount_fault)?;
-                    self.go_read_only(reason);
-                }
-                Err(e) => return Err(mount_fault(e)),
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let more = attempt < MOUNT_ATTEMPTS;
+            let clean = self.mount_load()?;
+            if self.ckpt.fell_back() && more {
+                // The load went back past a checkpoint it could not read: a run of read
+                // errors longer than the retries may have hidden the newest one, and the
+                // recovery's first write would make the older state durable (an
+                // independent review found acknowledged data rolled back for good so).
+                // Load again first: a torn checkpoint stays unreadable, a transient run
+                // is over.
+                continue;
             }
+            if clean {
+                self.ckpt.clean_on_flash();
+                self.check_recorded_window()?;
+            } else {
+                match self.recover(more) {
+                    Ok(true) => {}
+                    // A page taken for a torn tail reads after all: mount again.
+                    Ok(false) => continue,
+                    Err(Fault::ReadOnly | Fault::NoSpace | Fault::Exhausted)
+                        if !self.session.salvaging() =>
+                    {
+                        // Too few good blocks to finish a recovery (or no checkpoint
+                        // block to checkpoint it): replay again in RAM only and mount
+                        // read-only, so everything readable can still be read.
+                        let reason = self
+                            .session
+                            .read_only()
+                            .unwrap_or(ReadOnlyReason::GoodBlocks);
+                        self.reload_for_replay()?;
+                        self.session.replay_in_ram_only();
+                        self.recover(false).map_err(mount_fault)?;
+                        self.go_read_only(reason);
+                    }
+                    Err(e) => return Err(mount_fault(e)),
+                }
+            }
+            self.check_health();
+            return Ok(());
         }
-        self.check_health();
-        Ok(())
     }
 
     /// Writes a clean checkpoint and leaves the store unmounted: operations then fail
@@ -796,6 +812,10 @@ pub(crate) fn sort_small<T>(v: &mut [T], before: impl Fn(&T, &T) -> bool) {
         }
     }
 }
+
+/// Loads (and recoveries) a mount makes when a read may have failed transiently (see
+/// `mount_inner`).
+const MOUNT_ATTEMPTS: u32 = 3;
 
 /// Serial-number comparison of 32-bit sequence numbers.
 pub(crate) fn seq_cmp(a: u32, b: u32) -> core::cmp::Ordering {

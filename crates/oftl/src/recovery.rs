@@ -36,7 +36,10 @@
 //!
 //! Every read is retried ([`crate::io::READ_RETRIES`]) before it counts. A page that
 //! stays unreadable can only be a torn tail (the program the cut interrupted, after
-//! which nothing was written) or media loss. The sequence numbers tell which: within a
+//! which nothing was written) or media loss. A run of transient read errors longer
+//! than the retries can pass for either: the pages taken for torn tails are read again
+//! after the scan and after the replay, and one that reads then sends the mount back
+//! to the start (at most `MOUNT_ATTEMPTS` times) before anything is written. The sequence numbers tell which: within a
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
 //! unreadable page (never replaying up to it and passing that older state off as
@@ -381,7 +384,11 @@ impl<
         const LOG: usize,
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
-    pub(crate) fn recover(&mut self) -> Result<(), FaultOf<F>> {
+    /// Recovers (see the module docs). With `recheck`, a page the scan took for a torn
+    /// tail that reads after the replay (by then a run of read errors longer than the
+    /// retries is over) stops the recovery before it writes anything the old
+    /// checkpoint references: `Ok(false)`, mount again.
+    pub(crate) fn recover(&mut self, recheck: bool) -> Result<bool, FaultOf<F>> {
         let no_write = self.session.replay_only();
         self.scratch.release();
         if self.ckpt.fell_back() && !no_write {
@@ -425,7 +432,15 @@ impl<
         }
         self.dev.set_recovering(true);
         let last_block = self.replay_window(&sc);
+        let mut again = false;
         let r = last_block.and_then(|lb| {
+            if recheck && !no_write && !self.session.salvaging() && self.unread_reads_now(&sc)? {
+                // An independent review found a run of nine failing reads in the scan
+                // undoing an acknowledged rename for good (the re-check right after the
+                // scan fell in the same run).
+                again = true;
+                return Ok(());
+            }
             if no_write {
                 // Read-only: nothing relocated, no checkpoint (see the salvage docs).
                 // The last log page stays as replay read it (it may be a torn page
@@ -445,7 +460,7 @@ impl<
         // A read-only replay never relocates the suspect page; an error may stop
         // before: either way nothing uses the held copy after this.
         self.scratch.release();
-        r
+        r.map(|()| !again)
     }
 
     /// Step 1: the pass over the window's spare areas (see the module docs).
