@@ -1161,9 +1161,10 @@ fn dead_checkpoint_page0_several_blocks() {
 }
 
 /// FINDING (fixed: a checkpoint block that does not read back what an attempt just
-/// wrote to it is retired, so the attempts go on to other blocks and end in a
-/// read-only store, `CheckpointBlocks`, when none is left; here the store stays
-/// writable). Page 0 of two of the four checkpoint blocks never reads (a worn block
+/// wrote to it is avoided for the rest of the session, so the attempts go on to other
+/// blocks and end in a read-only mount, `CheckpointBlocks`, when none is left; first
+/// fixed by retiring such blocks, which a later review found bricking volumes when the
+/// read-back met transient read errors). Page 0 of two of the four checkpoint blocks never reads (a worn block
 /// whose erase and program report success; the store's read-back catches it). The
 /// store works, syncs and unmounts cleanly; the checkpoint it unmounted with reads
 /// perfectly. The next `mount` fails with `MountError::Corrupted`.
