@@ -676,6 +676,31 @@ impl<
         r.map_err(|e| self.fail(e))
     }
 
+    /// Test hook: drops every record and moves the stream's start and end to `lsn` (when
+    /// past its end), as if records up to `lsn` had been appended and trimmed: one
+    /// metadata page, all or nothing after a cut (its trim point carries the end along,
+    /// see `apply_meta`). For tests of positions no test can reach by appending
+    /// (logical page numbers past the sector trailers' 24 bits, LSNs past 2^32).
+    #[doc(hidden)]
+    pub fn log_skip_to(&mut self, stream: ObjectId, lsn: u64) -> Result<(), WriteError<F::Error>> {
+        let r = (|| -> Result<(), FaultOf<F>> {
+            self.check_writable()?;
+            let o = self.obj(stream)?;
+            if o.kind != ObjKind::Log {
+                return Err(Fault::WrongKind);
+            }
+            let lsn = lsn.max(o.size);
+            if lsn <= o.log_start {
+                return Ok(());
+            }
+            let mut rec = self.load_meta(&o)?;
+            rec.size = lsn;
+            self.prepare(1, 1, 0, Room::Shrink)?;
+            self.write_meta(&rec, None)
+        })();
+        r.map_err(|e| self.fail(e))
+    }
+
     /// Applies one replayed log sector found in `slot` of `page`.
     pub(crate) fn apply_log(
         &mut self,

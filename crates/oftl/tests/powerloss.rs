@@ -486,6 +486,77 @@ fn log_sectors() -> Objects {
     }
 }
 
+/// Log positions past what the sector trailers store: stream 0 starts three logical
+/// pages before 2^24 (the trailers' 24-bit field wraps to 0 under the appends), stream
+/// 1 two pages before 2^30 (its LSNs pass 2^32). Sector appends continuing pages,
+/// batches, a two-sector record, trims, a sync and collection steps cross both.
+fn log_wrap() -> Objects {
+    let preload = vec![
+        Op::CreateLog,
+        Op::Create,
+        Op::CreateLog,
+        Op::Append {
+            slot: 0,
+            len: 64,
+            seed: 1,
+        },
+        Op::SkipTo {
+            slot: 0,
+            lpage: (1 << 24) - 3,
+        },
+        Op::SkipTo {
+            slot: 1,
+            lpage: (1 << 30) - 2,
+        },
+    ];
+    let mut ops = Vec::new();
+    for i in 0..30u32 {
+        ops.push(Op::Append {
+            slot: 0,
+            len: 64,
+            seed: 1000 + i,
+        });
+        match i % 8 {
+            2 => ops.push(Op::Append {
+                slot: 1,
+                len: 64,
+                seed: 3000 + i,
+            }),
+            4 => ops.push(Op::Batch {
+                slot: 0,
+                n: 2,
+                len: 40,
+                seed: 2000 + i,
+            }),
+            5 if i == 13 => {
+                ops.push(w(0, 0, 100, i));
+                ops.push(Op::Sync);
+            }
+            6 => ops.push(Op::Append {
+                slot: 0,
+                len: 600,
+                seed: 4000 + i,
+            }),
+            7 => {
+                ops.push(Op::Trim { slot: 0, n: 5 });
+                ops.push(Op::Trim { slot: 1, n: 1 });
+                ops.push(Op::Gc { budget: 8 });
+            }
+            _ => {}
+        }
+    }
+    Objects {
+        profile: profile::TINY,
+        name: "log-wrap",
+        preload,
+        ops,
+        para: false,
+        soft: false,
+        small: false,
+        ckpt: 0,
+    }
+}
+
 /// Counts the programs of the wrapped device by the sector they start at.
 struct ByColumn<'a> {
     inner: &'a mut Sim,
@@ -766,6 +837,19 @@ fn exhaustive_log_sectors() {
         sweep_ok(&s, &Sweep::exhaustive(21), 400);
         assert!(sweep_with_recovery_cuts(&s, 22) > 20);
     }
+}
+
+/// Every program and erase of appends across the 24-bit logical page field's wrap and
+/// past LSN 2^32, every cut kind, then cuts during the recoveries.
+#[test]
+fn exhaustive_log_wrap() {
+    sweep_ok(&log_wrap(), &Sweep::exhaustive(23), 150);
+    assert!(sweep_with_recovery_cuts(&log_wrap(), 24) > 20);
+    sweep_ok(
+        &raw(log_wrap(), "log-wrap-raw"),
+        &Sweep::exhaustive(25),
+        150,
+    );
 }
 
 #[test]

@@ -443,6 +443,13 @@ fn exec<F: NandFlash, const C: usize>(
                 fs.log_append_batch(id, &refs)?;
             }
         }
+        Op::SkipTo { slot, lpage } => {
+            if let Some(id) = d.log_of(slot) {
+                let g = fs.flash().geometry();
+                let spp = g.page_size() / fs.flash().capabilities().program_unit;
+                fs.log_skip_to(id, lpage * spp as u64)?;
+            }
+        }
         Op::Trim { slot, n } => {
             if let Some(id) = d.log_of(slot) {
                 let live = d.logs[&id].len();

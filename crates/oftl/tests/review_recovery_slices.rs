@@ -129,6 +129,14 @@ fn exec<P: SpacePolicy, const W: usize, const M: usize, const L: usize>(
                 fs.log_append_batch(id, &refs)?;
             }
         }
+        Op::SkipTo { slot, lpage } => {
+            if let Some(id) = d.log_of(slot) {
+                let g = nand_hal::NandFlash::geometry(fs.flash());
+                let pu = nand_hal::NandFlash::capabilities(fs.flash()).program_unit;
+                let spp = g.page_size() / pu;
+                fs.log_skip_to(id, lpage * spp as u64)?;
+            }
+        }
         Op::Trim { slot, n } => {
             if let Some(id) = d.log_of(slot) {
                 let live = d.logs[&id].len();

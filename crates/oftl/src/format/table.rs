@@ -168,21 +168,24 @@ impl ObjRecord {
                 get_u64(b, field::LOG_START)
             },
         };
-        let log_ok = match r.kind {
-            ObjKind::Object => r.log_start == 0,
-            ObjKind::Log => r.log_start <= r.size,
+        // An object's size is bounded by what its index maps; a log stream's end LSN
+        // only grows (its index is a ring), so only its live range is: a first check
+        // of the end against the object bound made every store holding a stream that
+        // had appended 2^29 sectors (2^25 with 512-byte metadata units) unreadable.
+        let size_ok = match r.kind {
+            ObjKind::Object => r.log_start == 0 && r.size <= max_size,
+            ObjKind::Log => r.log_start <= r.size && r.size - r.log_start <= max_size,
         };
         if r.id != id
             || id == TABLE_OBJ
             || b[field::FLAGS] > 1
             || (r.direct && r.kind != ObjKind::Object)
             || b[field::RESERVED] != [0xFF, 0xFF]
-            || r.size > max_size
             || (r.root.0 != NONE && r.root.0 >= pages)
             || r.direct_more.iter().any(|p| p.0 != NONE && p.0 >= pages)
             || (r.direct && shares_a_page(&r))
             || r.meta.0 >= pages
-            || !log_ok
+            || !size_ok
         {
             return Err(Corrupted);
         }

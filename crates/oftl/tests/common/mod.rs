@@ -123,6 +123,12 @@ pub enum Op {
         len: usize,
         seed: u32,
     },
+    /// Drop every record and move the stream to logical page `lpage` (the hidden
+    /// `Oftl::log_skip_to`): positions no test reaches by appending.
+    SkipTo {
+        slot: usize,
+        lpage: u64,
+    },
 }
 
 /// The oracle: object contents and attribute byte 0, by id.
@@ -256,6 +262,11 @@ impl Model {
                     for i in 0..n as u32 {
                         l.push(bytes(seed + i, len));
                     }
+                }
+            }
+            Op::SkipTo { slot, .. } => {
+                if let Some(id) = m.log_of(slot) {
+                    m.logs.get_mut(&id).unwrap().clear();
                 }
             }
         }
@@ -441,6 +452,13 @@ pub fn run_op<F: NandFlash, P: SpacePolicy, const M: usize>(
                 let recs: Vec<Vec<u8>> = (0..n as u32).map(|i| bytes(seed + i, len)).collect();
                 let refs: Vec<&[u8]> = recs.iter().map(|r| &r[..]).collect();
                 fs.log_append_batch(id, &refs).map_err(werr)?;
+            }
+        }
+        Op::SkipTo { slot, lpage } => {
+            if let Some(id) = model.log_of(slot) {
+                let spp = fs.flash().geometry().page_size() as u64
+                    / fs.flash().capabilities().program_unit as u64;
+                fs.log_skip_to(id, lpage * spp).map_err(werr)?;
             }
         }
     }
