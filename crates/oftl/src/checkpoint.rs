@@ -488,7 +488,8 @@ impl<
             total_len: CkptHeader::stream_len(n_blocks, self.dev.table().window().len() as u16),
             n_blocks,
             n_objects: self.ids.live(),
-            next_obj_id: self.ids.next(),
+            next_obj_id: self.ids.top(),
+            obj_cursor: self.ids.next(),
             window_len: self.dev.table().window().len() as u16,
             table_root: self.cache.table_root().0,
         };

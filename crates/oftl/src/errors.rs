@@ -108,7 +108,10 @@ pub enum WriteError<E> {
     NotFound,
     /// Not enough free space.
     NoSpace,
-    /// No object id is left (ids are never reused: 2^24 - 1 creations at most).
+    /// No object id is free: the table holds as many live objects as its bound allows
+    /// (see [`crate::Oftl::max_object_id`]; ids of deleted objects are reused), or a
+    /// transaction creates more than [`crate::ID_RUN`] objects and one of its ids is
+    /// taken.
     TooManyObjects,
     /// The write or transaction is larger than one updating window can hold, or an
     /// offset is past the largest object size.

@@ -253,7 +253,7 @@ use io::Dev;
 pub use log::LogRecord;
 /// Block and page addresses, as the HAL names them (the policy trait takes blocks).
 pub use nand_hal::{BlockAddr, PageAddr};
-pub use objtab::ObjectIds;
+pub use objtab::{ObjectIds, ID_RUN};
 pub use para::ParaGc;
 pub use policy::{Greedy, Relocation, SpacePolicy, Urgency};
 pub use recovery::SalvageReport;

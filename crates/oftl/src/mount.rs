@@ -375,6 +375,9 @@ impl<
                 }
             }
             self.check_health();
+            if self.check_writable::<F::Error>().is_ok() {
+                self.settle_ids().map_err(mount_fault)?;
+            }
             return Ok(());
         }
     }
@@ -736,7 +739,8 @@ impl<
                 return Err(Fault::Corrupted);
             }
         }
-        self.ids.loaded(hdr.n_objects, hdr.next_obj_id);
+        self.ids
+            .loaded(hdr.n_objects, hdr.next_obj_id, hdr.obj_cursor);
         self.cache.forget_all(PageAddr(hdr.table_root));
         Ok(hdr.clean)
     }

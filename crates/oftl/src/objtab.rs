@@ -3,30 +3,50 @@
 //! Records are read and written in their table page's cache slot, so every change is
 //! made by a read-modify-write at the moment it happens ([`Oftl::obj_update`]); no
 //! caller keeps a record across an operation that could change it (writing an index
-//! root changes the record's `root`). Ids are handed out in increasing order and never
-//! reused; a table page left without live records is unmapped.
+//! root changes the record's `root`). Ids are handed out in increasing order and reused
+//! once the table's bound is reached (see [`Ids`]); a table page left without live
+//! records is unmapped.
 
 use nand_hal::NandFlash;
 
 use crate::cache::Key;
-use crate::errors::{Fault, ReadError};
+use crate::errors::{Fault, ReadError, WriteError};
 use crate::format::index::UNMAPPED;
 use crate::format::table::{ObjRecord, REC_LEN, TABLE_OBJ};
 use crate::io::FaultOf;
 use crate::policy::SpacePolicy;
 use crate::{ObjectId, Oftl};
 
-/// The object counters: how many objects are live, and the id the next one gets.
-/// Ids only grow (never reused); changed only through the events below.
+/// The object counters: how many objects are live, which id the next one gets (the
+/// **cursor**) and the **top**, one past the highest id handed out (no id at or above
+/// it is live). Changed only through the events below.
+///
+/// Ids are handed out in increasing order from the cursor. When fewer than
+/// [`ID_RUN`] ids are left below the table's bound, the cursor goes back to the first
+/// id and ids are reused: the cursor then skips live ones ([`Oftl::settle_ids`] keeps
+/// [`ID_RUN`] free ids at the cursor between operations). Until that first wrap the
+/// cursor equals the top, as in stores written before ids were reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ids {
     live: u32,
-    next: u32,
+    top: u32,
+    cursor: u32,
 }
+
+/// Free ids the cursor keeps ahead of it between operations: a transaction creating up
+/// to this many objects always finds them free (see [`crate::TxOp::Create`]).
+pub const ID_RUN: u32 = 8;
+
+/// The first object id (0 is the object table's own).
+const FIRST_ID: u32 = 1;
 
 impl Ids {
     /// A fresh store: no object, the first gets id 1.
-    pub const FRESH: Ids = Ids { live: 0, next: 1 };
+    pub const FRESH: Ids = Ids {
+        live: 0,
+        top: FIRST_ID,
+        cursor: FIRST_ID,
+    };
 
     /// Live objects.
     pub fn live(&self) -> u32 {
@@ -35,24 +55,74 @@ impl Ids {
 
     /// The id the next object gets.
     pub fn next(&self) -> u32 {
-        self.next
+        self.cursor
     }
 
-    /// As a checkpoint recorded them.
-    pub fn loaded(&mut self, live: u32, next: u32) {
-        *self = Ids { live, next };
+    /// One past the highest id handed out: no id at or above it is live.
+    pub fn top(&self) -> u32 {
+        self.top
+    }
+
+    /// Whether the cursor went back past ids that may be live.
+    pub fn wrapped(&self) -> bool {
+        self.cursor < self.top
+    }
+
+    /// As a checkpoint recorded them (`cursor` is `top` in checkpoints of stores
+    /// whose ids never wrapped).
+    pub fn loaded(&mut self, live: u32, top: u32, cursor: u32) {
+        *self = Ids {
+            live,
+            top,
+            cursor: cursor.min(top),
+        };
     }
 
     /// A metadata record of object `id` was written or replayed: no later object takes
-    /// its id.
+    /// its id before the cursor wraps (before the first wrap, the cursor moves past
+    /// it, as it always did).
     pub fn seen(&mut self, id: u32) {
-        self.next = self.next.max(id.saturating_add(1));
+        let unwrapped = !self.wrapped();
+        self.top = self.top.max(id.saturating_add(1));
+        if unwrapped {
+            self.cursor = self.top;
+        }
     }
 
-    /// A rebuild: new ids start at `next`.
+    /// Object `id` was created, or its creation replayed (in creation order), with
+    /// `max` the table's bound: the cursor continues after it. An id below the cursor
+    /// is a creation after the cursor wrapped only when the cursor was where it wraps
+    /// (a rebuild's objects made again from their pages are neither).
+    pub fn created(&mut self, id: u32, max: u32) {
+        if id >= self.cursor || self.cursor.saturating_add(ID_RUN - 1) > max {
+            self.cursor = id.saturating_add(1);
+        }
+        self.top = self.top.max(id.saturating_add(1));
+    }
+
+    /// The cursor skips `id` (live) and continues after it.
+    fn skip(&mut self, id: u32) {
+        self.cursor = id.saturating_add(1).min(self.top);
+    }
+
+    /// The cursor goes back to the first id.
+    fn wrap(&mut self) {
+        self.cursor = FIRST_ID;
+    }
+
+    /// A rebuild: new ids start at `next` (the cursor and the top).
     #[cfg(feature = "alloc")]
     pub fn start_at(&mut self, next: u32) {
-        self.next = next;
+        self.top = next;
+        self.cursor = next;
+    }
+
+    /// Test hook: the cursor and the top move forward to `id`.
+    pub fn skip_to(&mut self, id: u32) {
+        if id > self.top {
+            self.top = id;
+            self.cursor = id;
+        }
     }
 
     /// A record was added to the table.
@@ -77,16 +147,82 @@ impl<
         const LOG: usize,
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
-    /// Largest object id this format can hold (the table's index bounds it).
-    pub(crate) fn max_object_id(&self) -> u32 {
+    /// Largest object id this format can hold (the table's index bounds it): ids are
+    /// handed out in increasing order and reused from the first once they get here.
+    pub fn max_object_id(&self) -> ObjectId {
         let epp = self.entries_per_index() as u64;
         let ids = epp * epp * self.records_per_page() as u64;
         (ids - 1).min(crate::format::backpointer::MAX_U24 as u64) as u32
     }
 
+    /// Whether the `n` ids from the cursor on are free and below the table's bound.
+    pub(crate) fn ids_free(&mut self, n: u32) -> Result<bool, FaultOf<F>> {
+        let first = self.ids.next();
+        let Some(last) = first.checked_add(n.saturating_sub(1)) else {
+            return Ok(false);
+        };
+        if n == 0 || last > self.max_object_id() {
+            return Ok(n == 0);
+        }
+        for id in first..=last.min(self.ids.top().saturating_sub(1)) {
+            if self.obj_get(id)?.is_some() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Moves the cursor to [`ID_RUN`] free ids: back to the first id when too few are
+    /// left below the table's bound, past live ones after that. Reads nothing until
+    /// the ids first wrap (the top is then the cursor, and everything above it is
+    /// free). With fewer than [`ID_RUN`] free ids in all, the cursor stays and creates
+    /// fail with `TooManyObjects`.
+    pub(crate) fn settle_ids(&mut self) -> Result<(), FaultOf<F>> {
+        let max = self.max_object_id();
+        if self.ids.live().saturating_add(ID_RUN) > max {
+            return Ok(());
+        }
+        // Each turn moves the cursor forward past a live id, or wraps: bounded by the
+        // live objects (each skipped at most twice) and one wrap (after it the cursor
+        // has seen every id).
+        let mut wrapped = false;
+        loop {
+            let c = self.ids.next();
+            if c.saturating_add(ID_RUN - 1) > max {
+                if wrapped {
+                    return Ok(());
+                }
+                wrapped = true;
+                self.ids.wrap();
+                continue;
+            }
+            let end = c.saturating_add(ID_RUN).min(self.ids.top());
+            let mut live = None;
+            for id in c..end {
+                if self.obj_get(id)?.is_some() {
+                    live = Some(id);
+                }
+            }
+            match live {
+                Some(id) => self.ids.skip(id),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Test hook: object ids continue at `id` (the cursor and the top jump forward), so
+    /// tests reach the table's bound and the ids' wrap without creating every object
+    /// before. Persisted by the next checkpoint.
+    #[doc(hidden)]
+    pub fn skip_object_ids_to(&mut self, id: ObjectId) -> Result<(), WriteError<F::Error>> {
+        self.ids
+            .skip_to(id.min(self.max_object_id().saturating_add(1)));
+        self.settle_ids().map_err(|e| self.fail(e))
+    }
+
     /// The record of `id`, if it is live.
     pub(crate) fn obj_get(&mut self, id: ObjectId) -> Result<Option<ObjRecord>, FaultOf<F>> {
-        if id == TABLE_OBJ || id >= self.ids.next() || id > self.max_object_id() {
+        if id == TABLE_OBJ || id >= self.ids.top() || id > self.max_object_id() {
             return Ok(None);
         }
         let t = id / self.records_per_page();
@@ -171,7 +307,7 @@ impl<
     ) -> Result<Option<ObjectId>, FaultOf<F>> {
         self.check_usable()?;
         let rpp = self.records_per_page();
-        let end = self.ids.next().min(self.max_object_id().saturating_add(1));
+        let end = self.ids.top().min(self.max_object_id().saturating_add(1));
         let mut id = after.map_or(1, |a| a.saturating_add(1));
         while id < end {
             let t = id / rpp;

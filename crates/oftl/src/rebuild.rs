@@ -27,7 +27,10 @@
 //! the user in DESIGN 7.5 and reported where it can be):
 //!
 //! - An object deleted long ago whose tombstone was collected comes back, unnamed by
-//!   any directory (ids are never reused, so it shadows nothing).
+//!   any directory, unless its id was reused: then its surviving pages come before the
+//!   new object's creation (a metadata page of size 0) and are dropped by it, except
+//!   where the new object's own metadata page was collected too, and its holes may show
+//!   them (as for a truncate whose metadata page was collected, below).
 //! - A truncate whose metadata page was collected is unknown: a file later extended
 //!   past the old end with a hole may show the old bytes in the hole.
 //! - A transaction a crash cut, when a later recovery relocated its last block but not
@@ -168,6 +171,9 @@ impl<
         self.rebuild_install(&sc, objects, lost_meta_attrs)
             .map_err(MountError::from)?;
         self.check_health();
+        if self.check_writable::<F::Error>().is_ok() {
+            self.settle_ids().map_err(MountError::from)?;
+        }
         Ok(())
     }
 
@@ -585,8 +591,9 @@ impl<
             // Its object may read an older copy of it, or zeros: unknowable which.
             self.salvaged.left_out_unnamed();
         }
-        // Ids are never reused: the newest ones may have left no page behind (their
-        // objects deleted and collected), so new ones start well past those seen.
+        // The newest ids may have left no page behind (their objects deleted and
+        // collected), so new ones start well past those seen (and wrap from the
+        // table's bound, as any store's do).
         self.ids.start_at(
             next_id
                 .saturating_add(ID_MARGIN)

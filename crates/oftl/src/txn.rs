@@ -16,7 +16,6 @@ use nand_hal::NandFlash;
 
 use crate::errors::{Fault, ReadError, WriteError};
 use crate::format::backpointer::MAX_TX_DELTA;
-use crate::format::backpointer::MAX_U24;
 use crate::format::checkpoint::ObjKind;
 use crate::format::meta::{MetaRecord, ATTR_LEN};
 use crate::io::FaultOf;
@@ -45,13 +44,23 @@ pub enum TxOp<'a> {
         /// New size in bytes.
         size: u64,
     },
-    /// Create an empty object of `kind`. The creates of a transaction take the ids
-    /// [`Oftl::next_object_id`] returned before it, in op order (the first create
-    /// takes that id, the next one more), so later ops of the same transaction (and
-    /// the caller's own records written in it) can name the new object.
+    /// Create an empty object of `kind` with user attributes `attrs`. The creates of a
+    /// transaction take the ids [`Oftl::next_object_id`] returned before it, in op
+    /// order (the first create takes that id, the next one more), so later ops of the
+    /// same transaction (and the caller's own records written in it) can name the new
+    /// object.
+    ///
+    /// Ids are reused once the table's bound is reached (2^24 - 1 with whole-page
+    /// metadata units), so a caller that keeps ids in records of its own outside the
+    /// store (a log) must be able to tell a new object from an old one of the same
+    /// id: `attrs` are written with the creation, in the same metadata page. Up to
+    /// [`crate::ID_RUN`] creates per transaction always find their ids free; more may
+    /// fail with [`crate::WriteError::TooManyObjects`] once ids are reused.
     Create {
         /// Kind of the new object.
         kind: ObjKind,
+        /// Its user attributes.
+        attrs: [u8; ATTR_LEN],
     },
     /// Delete `obj` (its buffered writes are dropped once the transaction is durable).
     /// Later ops of the transaction may not name it.
@@ -120,9 +129,15 @@ impl<
     }
 
     pub(crate) fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
-        let logs = ops
-            .iter()
-            .any(|op| matches!(op, TxOp::Create { kind: ObjKind::Log }));
+        let logs = ops.iter().any(|op| {
+            matches!(
+                op,
+                TxOp::Create {
+                    kind: ObjKind::Log,
+                    ..
+                }
+            )
+        });
         if logs && !crate::log::LogTail::<LOG>::KEPT {
             return Err(Fault::NoLogStreams);
         }
@@ -131,9 +146,7 @@ impl<
             .iter()
             .filter(|op| matches!(op, TxOp::Create { .. }))
             .count() as u32;
-        if creates > 0
-            && self.ids.next().saturating_add(creates - 1) > self.max_object_id().min(MAX_U24)
-        {
+        if !self.ids_free(creates)? {
             return Err(Fault::TooManyObjects);
         }
         // Each touched object's buffered writes commit first (their own transaction),
@@ -205,13 +218,13 @@ impl<
                 TxOp::Truncate { obj, size } => {
                     self.tx_truncate(obj, size, first, &mut remaining)?
                 }
-                TxOp::Create { kind } => {
+                TxOp::Create { kind, attrs } => {
                     let rec = MetaRecord {
                         id: self.ids.next(),
                         kind,
                         deleted: false,
                         size: 0,
-                        attrs: [0; ATTR_LEN],
+                        attrs,
                     };
                     remaining -= 1;
                     self.write_meta(&rec, Some((first, remaining == 0)))?;
@@ -233,6 +246,9 @@ impl<
             }
         }
         debug_assert_eq!(remaining, 0);
+        if creates > 0 {
+            self.settle_ids()?;
+        }
         for op in ops {
             if let TxOp::Truncate { obj, size: 0 } | TxOp::Delete { obj } = *op {
                 self.wbuf_drop(obj);
@@ -256,7 +272,7 @@ impl<
     fn created_kind(&self, obj: ObjectId, ops: &[TxOp<'_>]) -> Option<ObjKind> {
         let mut id = self.ids.next();
         for op in ops {
-            if let TxOp::Create { kind } = *op {
+            if let TxOp::Create { kind, .. } = *op {
                 if id == obj {
                     return Some(kind);
                 }

@@ -11,7 +11,7 @@
 use nand_hal::{NandFlash, PageAddr};
 
 use crate::errors::{Fault, WriteError};
-use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
+use crate::format::backpointer::{Backpointer, PageKind};
 use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
 use crate::format::meta::{MetaRecord, ATTR_LEN};
@@ -33,7 +33,10 @@ impl<
         const LOG: usize,
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
-    /// Creates an empty object and returns its id. Ids are never reused.
+    /// Creates an empty object (user attributes all zero) and returns its id. Ids are
+    /// handed out in increasing order and reused once the table's bound is reached
+    /// ([`Oftl::max_object_id`]); see [`crate::TxOp::Create`] to create with
+    /// attributes.
     pub fn create(&mut self, kind: ObjKind) -> Result<ObjectId, WriteError<F::Error>> {
         self.create_inner(kind).map_err(|e| self.fail(e))
     }
@@ -43,7 +46,7 @@ impl<
             return Err(Fault::NoLogStreams);
         }
         self.check_writable()?;
-        if self.ids.next() > self.max_object_id().min(MAX_U24) {
+        if !self.ids_free(1)? {
             return Err(Fault::TooManyObjects);
         }
         self.prepare(1, 1, 1, Room::Grow)?;
@@ -55,6 +58,7 @@ impl<
             attrs: [0; ATTR_LEN],
         };
         self.write_meta(&rec, None)?;
+        self.settle_ids()?;
         Ok(rec.id)
     }
 
@@ -199,6 +203,7 @@ impl<
             }
             None if rec.deleted => {}
             None => {
+                self.ids.created(rec.id, self.max_object_id());
                 let log_start = if rec.kind == ObjKind::Log {
                     rec.size
                 } else {

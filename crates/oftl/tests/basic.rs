@@ -565,7 +565,7 @@ fn object_table_spans_pages_and_unmaps_empty_ones() {
     assert!(!fs.exists(100).unwrap());
     assert!(fs.exists(128).unwrap());
     let late = fs.create(ObjKind::Object).unwrap();
-    assert_eq!(late, 201, "ids are not reused");
+    assert_eq!(late, 201, "ids are not reused before the bound");
     fs.unmount().unwrap();
 
     let mut fs = Fs::mounted(&mut sim).unwrap();
@@ -740,8 +740,12 @@ fn transactions_create_and_delete_objects() {
         fs.transact(&[
             TxOp::Create {
                 kind: ObjKind::Object,
+                attrs: [0; oftl::ATTR_LEN],
             },
-            TxOp::Create { kind: ObjKind::Log },
+            TxOp::Create {
+                kind: ObjKind::Log,
+                attrs: [0; oftl::ATTR_LEN],
+            },
             TxOp::Write {
                 obj: n1,
                 offset: 0,
@@ -784,7 +788,8 @@ fn transactions_create_and_delete_objects() {
         assert_eq!(
             fs.transact(&[
                 TxOp::Create {
-                    kind: ObjKind::Object
+                    kind: ObjKind::Object,
+                    attrs: [0; oftl::ATTR_LEN],
                 },
                 TxOp::Delete { obj: next },
             ]),

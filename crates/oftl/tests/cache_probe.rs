@@ -929,6 +929,7 @@ impl<'a, const W: usize> Run<'a, W> {
                 R::D(obj) => TxOp::Delete { obj },
                 R::C => TxOp::Create {
                     kind: ObjKind::Object,
+                    attrs: [0; oftl::ATTR_LEN],
                 },
                 R::A(obj, v) => TxOp::SetAttrs {
                     obj,
@@ -1353,6 +1354,7 @@ fn cached_pages_across_transactions() {
         TxOp::Delete { obj: b },
         TxOp::Create {
             kind: ObjKind::Object,
+            attrs: [0; oftl::ATTR_LEN],
         },
     ])
     .unwrap();

@@ -1,8 +1,7 @@
 //! The full-scan rebuild (`Oftl::mount_rebuild_in_place`): a store whose checkpoints,
 //! index pages or object-table pages no longer read is made again from the pages'
 //! backpointers. After it every object the store held reads exactly as acknowledged
-//! (objects deleted long ago may come back: ids are never reused, so they shadow
-//! nothing), the store takes more work and mounts normally, and a power cut anywhere
+//! (objects deleted long ago may come back, unnamed), the store takes more work and mounts normally, and a power cut anywhere
 //! in the rebuild leaves a store that rebuilds to the same state.
 
 #![cfg(feature = "alloc")]

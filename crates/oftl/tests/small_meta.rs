@@ -216,7 +216,10 @@ fn a_build_without_a_log_tail_refuses_log_streams_and_nothing_else() {
         let mut fs = TinyNoLog::formatted(&mut sim, tiny_cfg()).unwrap();
         assert_eq!(fs.create(ObjKind::Log), Err(WriteError::NoLogStreams));
         assert_eq!(
-            fs.transact(&[TxOp::Create { kind: ObjKind::Log }]),
+            fs.transact(&[TxOp::Create {
+                kind: ObjKind::Log,
+                attrs: [0; oftl::ATTR_LEN],
+            }]),
             Err(WriteError::NoLogStreams)
         );
         let obj = fs.create(ObjKind::Object).unwrap();

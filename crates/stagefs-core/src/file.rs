@@ -405,13 +405,14 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             // The old contents stay until the commit: the new object is not named by
             // the entry yet, and a pending record makes replay delete it if the commit
             // never comes.
-            self.log_pending(new)?;
+            let at = self.log_pending(new)?;
             let bytes = &self.handles[i].inline[..h.size as usize];
             let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
             push(
                 &mut ops,
                 TxOp::Create {
                     kind: ObjKind::Object,
+                    attrs: crate::stage::pending_attrs(at),
                 },
             )?;
             if !bytes.is_empty() {
@@ -441,11 +442,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             return Err(Error::Corrupted);
         }
         let count = old.to_le_bytes();
+        let attrs = self.new_object_attrs()?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         push(
             &mut ops,
             TxOp::Create {
                 kind: ObjKind::Object,
+                attrs,
             },
         )?;
         let bytes = &self.handles[i].inline[..h.size as usize];
@@ -630,7 +633,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             return Err(Error::Corrupted);
         }
         let count = old.to_le_bytes();
-        let attrs = crate::stage::attrs_for(0);
+        // Flushed home just now: every record before the log's end is superseded
+        // (none names it, unless its id was another object's before).
+        let attrs = self.new_object_attrs()?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
         push(&mut ops, TxOp::SetAttrs { obj: h.obj, attrs })?;

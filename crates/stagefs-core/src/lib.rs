@@ -251,14 +251,20 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         };
         let header = v.encode();
         let root_page = namespace::new_dir_page(v.root);
+        let attrs = stage::attrs_for(0);
         self.store.transact(&[
             TxOp::Create {
                 kind: ObjKind::Object,
+                attrs,
             },
             TxOp::Create {
                 kind: ObjKind::Object,
+                attrs,
             },
-            TxOp::Create { kind: ObjKind::Log },
+            TxOp::Create {
+                kind: ObjKind::Log,
+                attrs,
+            },
             TxOp::Write {
                 obj: VOLUME_OBJECT,
                 offset: 0,
@@ -565,6 +571,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         ops.push(TxOp::Create {
             kind: ObjKind::Object,
+            attrs: self.new_object_attrs()?,
         })
         .map_err(|_| Error::Corrupted)?;
         ops.push(TxOp::Write {

@@ -199,9 +199,17 @@ const ADOPTED: u8 = 1;
 
 /// The attributes of a file object with `version`, adopted.
 pub(crate) fn attrs_for(version: u64) -> [u8; oftl::ATTR_LEN] {
-    let mut a = [0u8; oftl::ATTR_LEN];
-    a[..8].copy_from_slice(&version.to_le_bytes());
+    let mut a = pending_attrs(version);
     a[ADOPTED_AT] = ADOPTED;
+    a
+}
+
+/// The attributes of an object created for a file whose entry does not name it yet,
+/// after its pending record at LSN `at`: not adopted, with `at` as its version (a
+/// pending record deletes it at replay only if it is not newer than the record).
+pub(crate) fn pending_attrs(at: u64) -> [u8; oftl::ATTR_LEN] {
+    let mut a = [0u8; oftl::ATTR_LEN];
+    a[..8].copy_from_slice(&at.to_le_bytes());
     a
 }
 
@@ -395,14 +403,26 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Ok(())
     }
 
-    /// Durably notes that `obj` exists but no entry names it yet.
-    pub(crate) fn log_pending(&mut self, obj: u32) -> Result<(), Error<S::FlashError>> {
+    /// Durably notes that `obj` exists but no entry names it yet; returns the record's
+    /// LSN.
+    pub(crate) fn log_pending(&mut self, obj: u32) -> Result<u64, Error<S::FlashError>> {
         let mut r = [0u8; stage::HEADER_LEN];
         Record::Pending { object: obj }.encode(&mut r);
         let stream = self.staging_stream()?;
-        self.store.log_append(stream, &r)?;
+        let at = self.store.log_append(stream, &r)?;
         self.stage.bytes += r.len() as u64;
-        Ok(())
+        Ok(at)
+    }
+
+    /// The attributes a new object (a file's or a directory's) is created with: adopted,
+    /// with the log's end as its version, so no record logged before it applies to it
+    /// (object ids are reused once the store's bound is reached: a record may name an
+    /// older object of the same id).
+    pub(crate) fn new_object_attrs(
+        &mut self,
+    ) -> Result<[u8; oftl::ATTR_LEN], Error<S::FlashError>> {
+        let end = self.store.log_bounds(self.staging_stream()?)?.1;
+        Ok(attrs_for(end))
     }
 
     /// Writes home what the log holds (objects stamped with version `end`), without
@@ -792,10 +812,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                     }
                     Record::Pending { object } => {
                         // Created for a file that never committed it: nothing names it.
-                        if self.store.is_object(object)?
-                            && self.store.attrs(object)?[ADOPTED_AT] != ADOPTED
-                        {
-                            self.store.transact(&[oftl::TxOp::Delete { obj: object }])?;
+                        // (An object created after the record, with the same id reused,
+                        // carries a newer version.)
+                        if self.store.is_object(object)? {
+                            let a = self.store.attrs(object)?;
+                            if a[ADOPTED_AT] != ADOPTED && version_of(&a) <= at {
+                                self.store.transact(&[oftl::TxOp::Delete { obj: object }])?;
+                            }
                         }
                     }
                 }

@@ -8,11 +8,13 @@
 
 mod model;
 
+use model::Expected;
 use model::{Op, Workload};
-use nand_hal::powerloss::{self, RecoveryCuts, Schedule, Sweep};
-use nand_hal::sim::profile;
+use nand_hal::powerloss::{self, CheckError, RecoveryCuts, Scenario, Schedule, Sim, Sweep};
+use nand_hal::sim::profile::{self, Profile};
 use nand_hal::sim::{CutKind, FaultConfig};
-use oftl::Config;
+use oftl::{Config, Greedy, Oftl};
+use stagefs_core::Fs;
 
 type Files = Workload<2048, 64, 4>;
 
@@ -128,6 +130,127 @@ fn staging() -> Files {
         profile: profile::TINY,
         preload,
         ops,
+    }
+}
+
+/// A workload on a volume moved far along where no test gets by working: its staging
+/// log two logical pages before 2^30 (its LSNs, the versions files carry and the
+/// replay's comparisons pass 2^32 under the cuts), or its object ids `ids` before the
+/// store's bound (they wrap and are reused under the cuts). Moved after the preload,
+/// with the hidden `Oftl::log_skip_to` and `Oftl::skip_object_ids_to`.
+struct Far {
+    w: Files,
+    name: &'static str,
+    staging: bool,
+    ids: Option<u32>,
+}
+
+const FAR_LSN: u64 = ((1 << 30) - 2) * 4;
+
+impl Scenario for Far {
+    type Oracle = Expected;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn profile(&self) -> Profile {
+        self.w.profile
+    }
+
+    fn setup(&self, nand: &mut Sim) -> Result<Expected, String> {
+        let o = self.w.setup(nand)?;
+        let mut fs: model::Vol<'_> = Fs::new(Oftl::new(nand, self.w.config, Greedy::DEFAULT));
+        fs.mount().map_err(|e| format!("mount: {e:?}"))?;
+        if self.staging {
+            let stream = fs.staging_status().map_err(|e| format!("{e:?}"))?.stream;
+            fs.sync().map_err(|e| format!("{e:?}"))?;
+            fs.store_mut()
+                .log_skip_to(stream, FAR_LSN)
+                .map_err(|e| format!("{e:?}"))?;
+        }
+        if let Some(left) = self.ids {
+            let max = fs.store().max_object_id();
+            fs.store_mut()
+                .skip_object_ids_to(max - left)
+                .map_err(|e| format!("{e:?}"))?;
+        }
+        fs.unmount().map_err(|e| format!("unmount: {e:?}"))?;
+        Ok(o)
+    }
+
+    fn run(&self, nand: &mut Sim, o: &mut Expected) -> Result<(), String> {
+        self.w.run(nand, o)
+    }
+
+    fn check(&self, nand: &mut Sim, o: &Expected) -> Result<(), CheckError> {
+        self.w.check(nand, o)?;
+        let mut fs: model::Vol<'_> = Fs::new(Oftl::new(nand, self.w.config, Greedy::DEFAULT));
+        let lost = |e: stagefs_core::Error<_>| match model::power_loss(&e) {
+            true => CheckError::PowerLoss,
+            false => CheckError::from(format!("{e:?}")),
+        };
+        fs.mount().map_err(lost)?;
+        let st = fs.staging_status().map_err(lost)?;
+        if self.staging && st.end_lsn < FAR_LSN {
+            return Err(format!("the staging log went back to {}", st.end_lsn).into());
+        }
+        Ok(())
+    }
+}
+
+fn far_sweeps(far: &Far, seed: u64, min_cuts: u64) {
+    let r = powerloss::sweep(far, &Sweep::exhaustive(seed));
+    println!("{}: {} runs, {} cuts", far.name(), r.runs, r.cuts);
+    r.assert_ok();
+    assert!(r.cuts > min_cuts, "{} cuts", r.cuts);
+    let mut sw = Sweep::exhaustive(seed + 1);
+    sw.schedule = Schedule::Log;
+    sw.recovery_cuts = RecoveryCuts::Exhaustive;
+    let r = powerloss::sweep(far, &sw);
+    println!(
+        "{} with recovery cuts: {} runs, {} recovery cuts",
+        far.name(),
+        r.runs,
+        r.recovery_cuts
+    );
+    r.assert_ok();
+}
+
+#[test]
+fn staging_log_past_lsn_2_pow_32() {
+    let far = Far {
+        w: staging(),
+        name: "files-staging-far-lsn",
+        staging: true,
+        ids: None,
+    };
+    far_sweeps(&far, 7, 200);
+}
+
+/// Object ids wrap under the cuts: files and directories created, replaced and removed
+/// get ids that removed files had, with staged records and pending records around.
+#[test]
+fn object_ids_reused_under_the_cuts() {
+    for (w, name, left) in [
+        (namespace(), "files-namespace-ids-wrap", 10),
+        (staging(), "files-staging-ids-wrap", 9),
+    ] {
+        let far = Far {
+            w,
+            name,
+            staging: false,
+            ids: Some(left),
+        };
+        // The uncut workload wraps the ids.
+        let mut nand = Sim::heap(far.profile(), nand_hal::sim::FaultPlan::seeded(1));
+        let mut o = far.setup(&mut nand).unwrap();
+        far.run(&mut nand, &mut o).unwrap();
+        let mut fs: model::Vol<'_> = Fs::new(Oftl::new(&mut nand, far.w.config, Greedy::DEFAULT));
+        fs.mount().unwrap();
+        let (next, max) = (fs.store().next_object_id(), fs.store().max_object_id());
+        assert!(next < max - left, "{name}: ids at {next} of {max}");
+        far_sweeps(&far, 9, 150);
     }
 }
 

@@ -8,16 +8,20 @@
 //! ```text
 //! stream offset      size            field
 //!  0                    4            magic "OCKP"
-//!  4                    2            version (3)
+//!  4                    2            version (3, or 4 when the object ids wrapped)
 //!  6                    2            flags: bit 0 = clean (written by unmount)
 //!  8                    4            checkpoint sequence
 //! 12                    4            stream length in bytes, CRC included
 //! 16                    4            n_blocks (= device blocks)
 //! 20                    4            live objects
-//! 24                    4            next object id
+//! 24                    4            object id top: one past the highest id handed out
+//!                                    (no live object has an id at or above it)
 //! 28                    2            window length (blocks)
 //! 30                    4            object table root index page (0xFFFFFFFF = none)
-//! 34                    6            reserved (0xFF)
+//! 34                    4            version 4: the id the next object gets (the id
+//!                                    cursor, below the top: ids are being reused);
+//!                                    version 3: reserved (0xFF), the cursor is the top
+//! 38                    2            reserved (0xFF)
 //! 40                   48            4 x head record (data, log, cold, index): block
 //!                                    u32 (0xFFFFFFFF = none), next page u32, next
 //!                                    sequence u32 (cold: one past its last watermark)
@@ -51,7 +55,8 @@ mod field {
     pub const NEXT_OBJ_ID: Range<usize> = 24..28;
     pub const WINDOW_LEN: Range<usize> = 28..30;
     pub const TABLE_ROOT: Range<usize> = 30..34;
-    pub const RESERVED: Range<usize> = 34..40;
+    pub const OBJ_CURSOR: Range<usize> = 34..38;
+    pub const RESERVED: Range<usize> = 38..40;
     /// A head record's fields.
     pub const HEAD_BLOCK: Range<usize> = 0..4;
     pub const HEAD_NEXT_PAGE: Range<usize> = 4..8;
@@ -68,6 +73,8 @@ pub const HEADS: usize = 4;
 pub const NONE: u32 = u32::MAX;
 const MAGIC: [u8; 4] = *b"OCKP";
 const VERSION: u16 = 3;
+/// The version of a checkpoint whose object ids wrapped (it records the id cursor).
+const VERSION_CURSOR: u16 = 4;
 
 /// The fixed checkpoint header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +90,10 @@ pub struct CkptHeader {
     pub n_blocks: u32,
     /// Live objects.
     pub n_objects: u32,
-    /// Next object id to hand out.
+    /// One past the highest object id handed out.
     pub next_obj_id: u32,
+    /// The id the next object gets: `next_obj_id` until the ids wrap, then below it.
+    pub obj_cursor: u32,
     /// Window blocks recorded.
     pub window_len: u16,
     /// Root index page of the object table, or [`NONE`].
@@ -101,7 +110,15 @@ impl CkptHeader {
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0xFFu8; HEADER_LEN];
         b[field::MAGIC].copy_from_slice(&MAGIC);
-        put_u16(&mut b, field::VERSION, VERSION);
+        let wrapped = self.obj_cursor != self.next_obj_id;
+        put_u16(
+            &mut b,
+            field::VERSION,
+            if wrapped { VERSION_CURSOR } else { VERSION },
+        );
+        if wrapped {
+            put_u32(&mut b, field::OBJ_CURSOR, self.obj_cursor);
+        }
         put_u16(&mut b, field::FLAGS, self.clean as u16);
         put_u32(&mut b, field::SEQ, self.seq);
         put_u32(&mut b, field::TOTAL_LEN, self.total_len);
@@ -116,7 +133,8 @@ impl CkptHeader {
     /// Parses and checks internal consistency (not the stream CRC).
     pub fn parse(b: &[u8]) -> Result<Self, Corrupted> {
         let b = b.get(..HEADER_LEN).ok_or(Corrupted)?;
-        if b[field::MAGIC] != MAGIC || get_u16(b, field::VERSION) != VERSION {
+        let version = get_u16(b, field::VERSION);
+        if b[field::MAGIC] != MAGIC || !(version == VERSION || version == VERSION_CURSOR) {
             return Err(Corrupted);
         }
         let flags = get_u16(b, field::FLAGS);
@@ -130,14 +148,27 @@ impl CkptHeader {
             n_blocks: get_u32(b, field::N_BLOCKS),
             n_objects: get_u32(b, field::N_OBJECTS),
             next_obj_id: get_u32(b, field::NEXT_OBJ_ID),
+            obj_cursor: match version {
+                VERSION => get_u32(b, field::NEXT_OBJ_ID),
+                _ => get_u32(b, field::OBJ_CURSOR),
+            },
             window_len: get_u16(b, field::WINDOW_LEN),
             table_root: get_u32(b, field::TABLE_ROOT),
         };
         if h.n_blocks > (1 << 24) || h.n_objects > (1 << 24) {
             return Err(Corrupted);
         }
+        // Version 3 keeps the cursor's bytes erased; version 4 records a cursor below
+        // the top.
+        let cursor_ok = match version {
+            VERSION => b[field::OBJ_CURSOR] == [0xFF; 4],
+            _ => h.obj_cursor != 0 && h.obj_cursor < h.next_obj_id,
+        };
+        if !cursor_ok {
+            return Err(Corrupted);
+        }
         if h.total_len != Self::stream_len(h.n_blocks, h.window_len)
-            || b[field::RESERVED] != [0xFF; 6]
+            || b[field::RESERVED] != [0xFF; 2]
         {
             return Err(Corrupted);
         }
@@ -274,10 +305,28 @@ mod tests {
             n_blocks: 1024,
             n_objects: 3,
             next_obj_id: 44,
+            obj_cursor: 44,
             window_len: 16,
             table_root: 77,
         };
         assert_eq!(CkptHeader::parse(&h.encode()), Ok(h));
+        // Ids wrapped: version 4 with the cursor; a cursor at or above the top, or 0,
+        // does not parse.
+        let w = CkptHeader { obj_cursor: 9, ..h };
+        assert_eq!(&w.encode()[4..6], &[4, 0]);
+        assert_eq!(CkptHeader::parse(&w.encode()), Ok(w));
+        for bad in [0u32, 44, 45] {
+            let mut b = w.encode();
+            b[34..38].copy_from_slice(&bad.to_le_bytes());
+            assert_eq!(CkptHeader::parse(&b), Err(Corrupted), "cursor {bad}");
+        }
+        let mut b = h.encode();
+        b[34] = 1;
+        assert_eq!(
+            CkptHeader::parse(&b),
+            Err(Corrupted),
+            "version 3 with a cursor"
+        );
         let mut b = h.encode();
         b[12] ^= 1;
         assert_eq!(CkptHeader::parse(&b), Err(Corrupted));

@@ -311,6 +311,7 @@ pub fn replace_tx<F: NandFlash, P: SpacePolicy, const C: usize, const M: usize>(
     let mut ops = vec![
         TxOp::Create {
             kind: ObjKind::Object,
+            attrs: [0; oftl::ATTR_LEN],
         },
         TxOp::Write {
             obj: new,
