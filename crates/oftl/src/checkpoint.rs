@@ -212,6 +212,7 @@ impl<
         self.dev.stats_mut().checkpoints += 1;
         self.dev.checkpointed();
         self.gc.checkpointed();
+        self.ids.checkpointed();
         if clean {
             self.ckpt.clean_on_flash();
         } else {

@@ -375,9 +375,7 @@ impl<
                 }
             }
             self.check_health();
-            if self.check_writable::<F::Error>().is_ok() {
-                self.settle_ids().map_err(mount_fault)?;
-            }
+            self.settle_ids_after_mount();
             return Ok(());
         }
     }

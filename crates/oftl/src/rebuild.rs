@@ -171,9 +171,7 @@ impl<
         self.rebuild_install(&sc, objects, lost_meta_attrs)
             .map_err(MountError::from)?;
         self.check_health();
-        if self.check_writable::<F::Error>().is_ok() {
-            self.settle_ids().map_err(MountError::from)?;
-        }
+        self.settle_ids_after_mount();
         Ok(())
     }
 

@@ -146,7 +146,7 @@ impl<
             .iter()
             .filter(|op| matches!(op, TxOp::Create { .. }))
             .count() as u32;
-        if !self.ids_free(creates)? {
+        if !self.ids_ready(creates, false)? {
             return Err(Fault::TooManyObjects);
         }
         // Each touched object's buffered writes commit first (their own transaction),

@@ -46,7 +46,7 @@ impl<
             return Err(Fault::NoLogStreams);
         }
         self.check_writable()?;
-        if !self.ids_free(1)? {
+        if !self.ids_ready(1, true)? {
             return Err(Fault::TooManyObjects);
         }
         self.prepare(1, 1, 1, Room::Grow)?;
