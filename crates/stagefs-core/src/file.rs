@@ -468,6 +468,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         self.store.transact(&ops)?;
         drop(ops);
+        self.forget_deleted(h.replaced);
         let h = &mut self.handles[i];
         h.obj = new;
         h.replaced = 0;
@@ -609,6 +610,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         self.store.transact(&ops)?;
         drop(ops);
+        self.forget_deleted(h.replaced);
         let h = &mut self.handles[i];
         h.dirty = false;
         h.replaced = 0;
@@ -644,6 +646,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         self.store.transact(&ops)?;
         drop(ops);
+        self.forget_deleted(h.replaced);
         let h = &mut self.handles[i];
         h.pending = false;
         h.truncated = false;

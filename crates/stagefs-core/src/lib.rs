@@ -622,7 +622,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             ops.push(TxOp::Delete { obj: e.object })
                 .map_err(|_| Error::Corrupted)?;
         }
-        self.store.transact(&ops)
+        self.store.transact(&ops)?;
+        drop(ops);
+        self.forget_deleted(e.object);
+        Ok(())
     }
 
     /// `NotEmpty` unless directory object `d` has no entries (reads its page 0 into `b`).
@@ -855,7 +858,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if replaced != 0 {
             push(&mut ops, TxOp::Delete { obj: replaced })?;
         }
-        self.store.transact(&ops)
+        self.store.transact(&ops)?;
+        drop(ops);
+        self.forget_deleted(replaced);
+        Ok(())
     }
 
     /// Lists a directory: an iterator over its entries that needs no allocation (the

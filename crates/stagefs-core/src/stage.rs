@@ -349,6 +349,25 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
     }
 
+    /// `obj` was deleted (its transaction committed): its records stay in the log until
+    /// the next trim but name nothing now, and a patch must not flush an object that
+    /// gets its id next (an independent review found a patch marking such a pending
+    /// object adopted, which then leaked after a crash).
+    pub(crate) fn forget_deleted(&mut self, obj: u32) {
+        if obj == 0 {
+            return;
+        }
+        if let Some(i) = self.stage.live.iter().position(|&o| o == obj) {
+            self.stage.live.swap_remove(i);
+        }
+        if let Some(i) = self.stage.recent.iter().position(|r| r.0 == obj) {
+            self.stage.recent.remove(i);
+        }
+        if self.stage.last_page.0 == obj {
+            self.stage.last_page = (0, u64::MAX);
+        }
+    }
+
     /// The version a direct change of `obj` must set in the same transaction (its
     /// attributes), and forgets `obj`'s records: `None` when it has none.
     pub(crate) fn supersede(
@@ -741,7 +760,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             info!("stagefs: replaying {} bytes of staged records", end - start);
         }
         let mut lsn = start;
-        let mut versions: heapless::Vec<(u32, u64), LIVE> = heapless::Vec::new();
+        // Objects with data records: their version, and whether a record applied (only
+        // those go home: the others may be another object of a reused id, or gone).
+        let mut versions: heapless::Vec<(u32, u64, bool), LIVE> = heapless::Vec::new();
         while lsn < end {
             let Some(r) = self.store.log_read(stream, lsn, &mut self.b)? else {
                 break;
@@ -757,8 +778,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                         offset,
                         len: n,
                     } => {
-                        let v = match versions.iter().find(|(o, _)| *o == object) {
-                            Some(&(_, v)) => v,
+                        let v = match versions.iter().find(|e| e.0 == object) {
+                            Some(&(_, v, _)) => v,
                             None => {
                                 let v = if self.store.is_object(object)? {
                                     version_of(&self.store.attrs(object)?)
@@ -771,15 +792,15 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                                     // applied again, and no version ever goes down (an
                                     // object whose records were all superseded keeps
                                     // its own).
-                                    for &(o, ov) in versions.iter() {
-                                        if ov != u64::MAX {
+                                    for &(o, ov, applied) in versions.iter() {
+                                        if applied {
                                             self.store
                                                 .flush_with_attrs(o, &attrs_for(ov.max(at)))?;
                                         }
                                     }
                                     versions.clear();
                                 }
-                                let _ = versions.push((object, v));
+                                let _ = versions.push((object, v, false));
                                 v
                             }
                         };
@@ -789,6 +810,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                                 offset,
                                 &self.b[data_at..data_at + n as usize],
                             )?;
+                            if let Some(e) = versions.iter_mut().find(|e| e.0 == object) {
+                                e.2 = true;
+                            }
                         }
                     }
                     Record::Inline {
@@ -825,8 +849,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
             lsn = next;
         }
-        for &(o, v) in versions.iter() {
-            if v != u64::MAX && !self.stage.live.contains(&o) {
+        for &(o, _, applied) in versions.iter() {
+            if applied && !self.stage.live.contains(&o) {
                 let _ = self.stage.live.push(o);
             }
         }
