@@ -53,9 +53,12 @@ pub enum TxOp<'a> {
     /// Ids are reused once the table's bound is reached (2^24 - 1 with whole-page
     /// metadata units), so a caller that keeps ids in records of its own outside the
     /// store (a log) must be able to tell a new object from an old one of the same
-    /// id: `attrs` are written with the creation, in the same metadata page. Up to
-    /// [`crate::ID_RUN`] creates per transaction always find their ids free; more may
-    /// fail with [`crate::WriteError::TooManyObjects`] once ids are reused.
+    /// id: `attrs` are written with the creation, in the same metadata page. Once ids
+    /// are reused, a transaction whose creates would take an id that is live fails with
+    /// [`crate::WriteError::TooManyObjects`] and changes nothing (the cursor then moves
+    /// to a free id: ask [`Oftl::next_object_id`] again); the cursor stops where
+    /// [`crate::ID_RUN`] free ids follow unless the ids near it are fragmented, so up to
+    /// that many creates find their ids free.
     Create {
         /// Kind of the new object.
         kind: ObjKind,
