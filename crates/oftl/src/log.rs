@@ -658,22 +658,8 @@ impl<
 
     /// Drops every record before `lsn` (pages wholly before it are freed).
     pub fn log_trim(&mut self, stream: ObjectId, lsn: u64) -> Result<(), WriteError<F::Error>> {
-        let r = (|| -> Result<(), FaultOf<F>> {
-            self.check_writable()?;
-            let o = self.obj(stream)?;
-            if o.kind != ObjKind::Log {
-                return Err(Fault::WrongKind);
-            }
-            let lsn = lsn.min(o.size);
-            if lsn <= o.log_start {
-                return Ok(());
-            }
-            let mut rec = self.load_meta(&o)?;
-            rec.size = lsn;
-            self.prepare(1, 1, 0, Room::Shrink)?;
-            self.write_meta(&rec, None)
-        })();
-        r.map_err(|e| self.fail(e))
+        self.log_move_start(stream, lsn, false)
+            .map_err(|e| self.fail(e))
     }
 
     /// Test hook: drops every record and moves the stream's start and end to `lsn` (when
@@ -683,22 +669,35 @@ impl<
     /// (logical page numbers past the sector trailers' 24 bits, LSNs past 2^32).
     #[doc(hidden)]
     pub fn log_skip_to(&mut self, stream: ObjectId, lsn: u64) -> Result<(), WriteError<F::Error>> {
-        let r = (|| -> Result<(), FaultOf<F>> {
-            self.check_writable()?;
-            let o = self.obj(stream)?;
-            if o.kind != ObjKind::Log {
-                return Err(Fault::WrongKind);
-            }
-            let lsn = lsn.max(o.size);
-            if lsn <= o.log_start {
-                return Ok(());
-            }
-            let mut rec = self.load_meta(&o)?;
-            rec.size = lsn;
-            self.prepare(1, 1, 0, Room::Shrink)?;
-            self.write_meta(&rec, None)
-        })();
-        r.map_err(|e| self.fail(e))
+        self.log_move_start(stream, lsn, true)
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Moves `stream`'s trim point forward to `lsn` (at most its end, unless
+    /// `past_end`), with a metadata page.
+    fn log_move_start(
+        &mut self,
+        stream: ObjectId,
+        lsn: u64,
+        past_end: bool,
+    ) -> Result<(), FaultOf<F>> {
+        self.check_writable()?;
+        let o = self.obj(stream)?;
+        if o.kind != ObjKind::Log {
+            return Err(Fault::WrongKind);
+        }
+        let lsn = if past_end {
+            lsn.max(o.size)
+        } else {
+            lsn.min(o.size)
+        };
+        if lsn <= o.log_start {
+            return Ok(());
+        }
+        let mut rec = self.load_meta(&o)?;
+        rec.size = lsn;
+        self.prepare(1, 1, 0, Room::Shrink)?;
+        self.write_meta(&rec, None)
     }
 
     /// Applies one replayed log sector found in `slot` of `page`.

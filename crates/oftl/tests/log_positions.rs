@@ -31,18 +31,6 @@ fn rec(stream: usize, i: u32) -> Vec<u8> {
     )
 }
 
-/// Every live record of `id`, with its LSN.
-fn records<const M: usize>(fs: &mut Store<'_, M>, id: u32) -> Vec<(u64, Vec<u8>)> {
-    let (mut lsn, _) = fs.log_bounds(id).unwrap();
-    let mut buf = vec![0u8; 4096];
-    let mut out = Vec::new();
-    while let Some(r) = fs.log_read(id, lsn, &mut buf).unwrap() {
-        out.push((r.lsn, buf[..r.len].to_vec()));
-        lsn = r.next;
-    }
-    out
-}
-
 fn check<const M: usize>(
     fs: &mut Store<'_, M>,
     ids: &[u32],
@@ -50,7 +38,7 @@ fn check<const M: usize>(
     what: &str,
 ) {
     for (k, &id) in ids.iter().enumerate() {
-        let got = records(fs, id);
+        let got = log_records(fs, id);
         assert_eq!(got.len(), want[k].len(), "{what}: stream {k} record count");
         assert!(got == want[k], "{what}: stream {k} records differ");
     }

@@ -37,17 +37,6 @@ use oftl::{Greedy, ObjKind, Oftl, TxOp, WriteError, ATTR_LEN, ID_RUN};
 
 type Store<'a, const M: usize> = Oftl<&'a mut Sim, 2048, 64, 4, 2, Greedy, M>;
 
-fn records<const M: usize>(fs: &mut Store<'_, M>, id: u32) -> Vec<(u64, Vec<u8>)> {
-    let (mut lsn, _) = fs.log_bounds(id).unwrap();
-    let mut buf = vec![0u8; 4096];
-    let mut out = Vec::new();
-    while let Some(r) = fs.log_read(id, lsn, &mut buf).unwrap() {
-        out.push((r.lsn, buf[..r.len].to_vec()));
-        lsn = r.next;
-    }
-    out
-}
-
 /// A store whose ids wrapped with object `X = ID_RUN + 1` live (of `kind`) and the
 /// cursor at 1: deleting X and creating `ID_RUN` objects brings the cursor to X.
 fn wrapped_with<const M: usize>(sim: &mut Sim, kind: ObjKind) -> u32 {
@@ -119,7 +108,7 @@ fn new_stream_on_a_freed_id<const M: usize>(
         let lsn = fs.log_append(n, &d).unwrap();
         want.push((lsn, d));
     }
-    assert_eq!(records(&mut fs, n), want, "before the crash");
+    assert_eq!(log_records(&mut fs, n), want, "before the crash");
     if clean {
         fs.unmount().unwrap();
     } else {
@@ -137,7 +126,7 @@ fn new_stream_on_a_freed_id<const M: usize>(
             })
             .map_err(|e| format!("{e:?}"))?,
     }
-    let got = records(&mut fs, n);
+    let got = log_records(&mut fs, n);
     let brief = |v: &[(u64, Vec<u8>)]| {
         v.iter()
             .map(|(l, d)| (*l, d.len(), d[0]))
@@ -255,11 +244,11 @@ fn a_new_stream_on_an_id_freed_before_the_checkpoint_survives_a_crash() {
         }
         drop(fs);
         let mut fs = Store::<2048>::mounted(&mut sim).unwrap();
-        assert_eq!(records(&mut fs, n), want, "{old:?}: after a crash");
+        assert_eq!(log_records(&mut fs, n), want, "{old:?}: after a crash");
         drop(fs);
         let mut fs = Store::<2048>::new(&mut sim, cfg(), Default::default());
         fs.mount_damaged(oftl::Damaged::Salvage).unwrap();
-        assert_eq!(records(&mut fs, n), want, "{old:?}: salvage");
+        assert_eq!(log_records(&mut fs, n), want, "{old:?}: salvage");
     }
 }
 

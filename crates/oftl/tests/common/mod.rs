@@ -473,6 +473,21 @@ fn rerr<E: Error>(e: ReadError<E>) -> String {
     }
 }
 
+/// Every live record of log stream `id`, with its LSN.
+pub fn log_records<F: NandFlash, P: SpacePolicy, const W: usize, const M: usize, const L: usize>(
+    fs: &mut Oftl<F, 2048, 64, 4, W, P, M, L>,
+    id: u32,
+) -> Vec<(u64, Vec<u8>)> {
+    let (mut lsn, _) = fs.log_bounds(id).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mut out = Vec::new();
+    while let Some(r) = fs.log_read(id, lsn, &mut buf).unwrap() {
+        out.push((r.lsn, buf[..r.len].to_vec()));
+        lsn = r.next;
+    }
+    out
+}
+
 /// Reads the whole state of `fs` as a model (next_id not included); any write-buffer
 /// and log-tail configuration of the test geometry.
 pub fn observe<F: NandFlash, P: SpacePolicy, const W: usize, const M: usize, const L: usize>(
