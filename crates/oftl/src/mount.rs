@@ -338,7 +338,14 @@ impl<
         loop {
             attempt += 1;
             let more = attempt < MOUNT_ATTEMPTS;
-            let clean = self.mount_load()?;
+            let clean = match self.mount_load() {
+                // A run of transient read errors longer than the retries reads like lost
+                // pages; one that is over reads well the next time (an independent
+                // review: six errors in a row in a recovery's scan refused an intact
+                // store with `MediaLoss`, a verdict that sends users to a repair).
+                Err(MountError::MediaLoss { .. }) if more => continue,
+                r => r?,
+            };
             if self.ckpt.fell_back() && more {
                 // The load went back past a checkpoint it could not read: a run of read
                 // errors longer than the retries may have hidden the newest one, and the
@@ -356,6 +363,10 @@ impl<
                     Ok(true) => {}
                     // A page taken for a torn tail reads after all: mount again.
                     Ok(false) => continue,
+                    // Lost pages, or a run of read errors: look again before saying so
+                    // (recovery writes nothing the old checkpoint references before its
+                    // own checkpoint, so starting over is as after a cut).
+                    Err(Fault::MediaLoss(_)) if more => continue,
                     Err(Fault::ReadOnly | Fault::NoSpace | Fault::Exhausted)
                         if !self.session.salvaging() =>
                     {
