@@ -43,7 +43,8 @@
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
 //! unreadable page (never replaying up to it and passing that older state off as
-//! current). [`Oftl::mount_damaged`] with [`crate::Damaged::Salvage`] (read-only) or
+//! current); the mount starts over first, up to `MOUNT_ATTEMPTS` times, in case the
+//! page only failed a run of reads. [`Oftl::mount_damaged`] with [`crate::Damaged::Salvage`] (read-only) or
 //! [`crate::Damaged::Repair`] (which checkpoints the result) replay each head up
 //! to its first loss instead and stop there, as a journal replay stops at its first
 //! bad record: transactions after a lost page may build on what it held, so applying
