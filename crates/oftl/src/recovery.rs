@@ -39,7 +39,9 @@
 //! which nothing was written) or media loss. A run of transient read errors longer
 //! than the retries can pass for either: the pages taken for torn tails are read again
 //! after the scan and after the replay, and one that reads then sends the mount back
-//! to the start (at most `MOUNT_ATTEMPTS` times) before anything is written. The sequence numbers tell which: within a
+//! to the start (at most `MOUNT_ATTEMPTS` times) before anything is written. (Open: a run
+//! that lasts through every attempt still takes the window's pages for a torn tail,
+//! `tests/review_mount_retry.rs`.) The sequence numbers tell which: within a
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
 //! unreadable page (never replaying up to it and passing that older state off as
