@@ -335,6 +335,8 @@ impl<
 
     fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
         let mut attempt = 0;
+        // Recoveries stopped because a page taken for a torn tail read afterwards.
+        let mut read_after = 0;
         loop {
             attempt += 1;
             let more = attempt < MOUNT_ATTEMPTS;
@@ -359,10 +361,17 @@ impl<
                 self.ckpt.clean_on_flash();
                 self.check_recorded_window()?;
             } else {
-                match self.recover(more) {
+                // A page taken for a torn tail that reads after the replay is a run of
+                // read errors that is over, or a page a cut left unstable (which reads
+                // differently every time): mount again, up to `MOUNT_ATTEMPTS` times
+                // after the others; then it is `MediaLoss` (a run that outlasts every
+                // attempt must not have its pages taken for a torn tail).
+                match self.recover(more || read_after < MOUNT_ATTEMPTS) {
                     Ok(true) => {}
-                    // A page taken for a torn tail reads after all: mount again.
-                    Ok(false) => continue,
+                    Ok(false) => {
+                        read_after += 1;
+                        continue;
+                    }
                     // Lost pages, or a run of read errors: look again before saying so
                     // (recovery writes nothing the old checkpoint references before its
                     // own checkpoint, so starting over is as after a cut).

@@ -39,9 +39,12 @@
 //! which nothing was written) or media loss. A run of transient read errors longer
 //! than the retries can pass for either: the pages taken for torn tails are read again
 //! after the scan and after the replay, and one that reads then sends the mount back
-//! to the start (at most `MOUNT_ATTEMPTS` times) before anything is written. (Open: a run
-//! that lasts through every attempt still takes the window's pages for a torn tail,
-//! `tests/review_mount_retry.rs`.) The sequence numbers tell which: within a
+//! to the start (at most `MOUNT_ATTEMPTS` times, and as many again for pages that read
+//! after a replay) before anything is written; the last attempt reports such a page as
+//! `MediaLoss` instead of taking it for a torn tail. One cut tears one program, so more
+//! unreadable pages after an accepted page of the same block than a torn page and the
+//! failed programs before it are `MediaLoss` too ([`TailRun`]). The sequence numbers
+//! tell which: within a
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
 //! unreadable page (never replaying up to it and passing that older state off as
@@ -113,7 +116,12 @@ type Walk = heapless::Vec<(BlockAddr, u32), { MAX_WINDOW + HEADS }>;
 const MAX_SUPERSEDED: usize = 16;
 
 /// Unreadable pages a scan remembers to look at again.
-const MAX_UNREAD: usize = 4;
+const MAX_UNREAD: usize = 8;
+
+/// Unreadable pages one cut can leave at the end of the walk, besides a block whose
+/// erase it tore: the page it tore and the failed programs that page retried (see
+/// [`TailRun`]).
+const TAIL_UNREAD: u32 = 8;
 
 /// Scans a recovery makes again when a page it took for a torn tail reads after all.
 const RESCANS: u32 = 1;
@@ -257,6 +265,45 @@ impl Track {
     }
 }
 
+/// Unreadable pages after the last page the walk accepted, in that page's block: a
+/// recovery takes them for what the cut left. One cut tears one program, so a head's
+/// block ends with at most the page it tore, after the failed programs it retried (each
+/// of which leaves a page that may not read), and then erased pages. A longer run is
+/// not one cut's work: a run of read errors that outlasted the retries, or media loss.
+/// Taking it for a torn tail would roll acknowledged changes back for good (an
+/// independent review, `tests/review_mount_retry.rs`), so the scan reports `MediaLoss`
+/// instead and the mount looks again. Blocks with no accepted page are not counted: a
+/// torn erase, or a window block still holding an older life that no longer reads,
+/// which no read tells apart from a block the run hid whole (DESIGN 5.2).
+#[derive(Clone, Copy, Debug, Default)]
+struct TailRun {
+    /// Whether the walk accepted a page in this block (or continues a head's block).
+    counting: bool,
+    /// Unreadable pages since the last accepted page, in counted blocks.
+    unread: u32,
+}
+
+impl TailRun {
+    /// The walk enters a block; `continues` when it is a head's block walked from the
+    /// page the checkpoint recorded (its first pages were programmed before).
+    fn block_begins(&mut self, continues: bool) {
+        self.counting = continues;
+    }
+    fn unreadable(&mut self) {
+        if self.counting {
+            self.unread = self.unread.saturating_add(1);
+        }
+    }
+    fn accepted(&mut self) {
+        self.counting = true;
+        self.unread = 0;
+    }
+    /// More unreadable pages at the end than one cut leaves.
+    fn too_long(&self) -> bool {
+        self.unread > TAIL_UNREAD
+    }
+}
+
 /// Where pass 2's merge of cold copies stands.
 struct ColdCursor {
     /// Walk entry and page in its block of the next page to look at.
@@ -387,10 +434,10 @@ impl<
         const LOG: usize,
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
-    /// Recovers (see the module docs). With `recheck`, a page the scan took for a torn
-    /// tail that reads after the replay (by then a run of read errors longer than the
-    /// retries is over) stops the recovery before it writes anything the old
-    /// checkpoint references: `Ok(false)`, mount again.
+    /// Recovers (see the module docs). A page the scan took for a torn tail that reads
+    /// after the replay (by then a run of read errors longer than the retries is over)
+    /// stops the recovery before it writes anything the old checkpoint references: with
+    /// `recheck`, `Ok(false)` (mount again), else `MediaLoss` (the last attempt).
     pub(crate) fn recover(&mut self, recheck: bool) -> Result<bool, FaultOf<F>> {
         let no_write = self.session.replay_only();
         self.scratch.release();
@@ -412,8 +459,8 @@ impl<
                 _ => break,
             }
             match self.unread_reads_now(&sc) {
-                Ok(false) => break,
-                Ok(true) => {
+                Ok(None) => break,
+                Ok(Some(_)) => {
                     self.scratch.release();
                     scanned = self.scan_window(&mut sc);
                 }
@@ -437,12 +484,19 @@ impl<
         let last_block = self.replay_window(&sc);
         let mut again = false;
         let r = last_block.and_then(|lb| {
-            if recheck && !no_write && !self.session.salvaging() && self.unread_reads_now(&sc)? {
-                // An independent review found a run of nine failing reads in the scan
-                // undoing an acknowledged rename for good (the re-check right after the
-                // scan fell in the same run).
-                again = true;
-                return Ok(());
+            if !no_write && !self.session.salvaging() {
+                if let Some(page) = self.unread_reads_now(&sc)? {
+                    // An independent review found a run of nine failing reads in the
+                    // scan undoing an acknowledged rename for good (the re-check right
+                    // after the scan fell in the same run). On the last attempt too: a
+                    // run that outlasts the attempts but ends before this read would
+                    // otherwise have its pages taken for a torn tail.
+                    if recheck {
+                        again = true;
+                        return Ok(());
+                    }
+                    return Err(Fault::MediaLoss(page));
+                }
             }
             if no_write {
                 // Read-only: nothing relocated, no checkpoint (see the salvage docs).
@@ -517,6 +571,7 @@ impl<
         let mut log_suspect: Option<PageAddr> = None;
         // The first unreadable page of the walk not yet proven a tail.
         let mut hole: Option<PageAddr> = None;
+        let mut tail = TailRun::default();
         // Log sectors applied in this pass, and whether some belonged to a stream not
         // known yet.
         let mut replayed_logs = 0u32;
@@ -566,6 +621,7 @@ impl<
                 continue;
             }
             let mut started = false;
+            tail.block_begins(wi < carried && start > 0);
             for i in start..ppb {
                 let page = self.dev.geo().page(b, i);
                 scanned += 1;
@@ -595,6 +651,7 @@ impl<
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
+                            tail.unreadable();
                             let _ = out.unread.push(page);
                             if salvage {
                                 self.salvaged.unreadable(page);
@@ -621,6 +678,7 @@ impl<
                     }
                     if mask == 0 {
                         hole.get_or_insert(page);
+                        tail.unreadable();
                         let _ = out.unread.push(page);
                         if salvage {
                             self.salvaged.unreadable(page);
@@ -682,6 +740,7 @@ impl<
                     }
                     if any || loss[LOG_HEAD].is_some() {
                         hole = None;
+                        tail.accepted();
                     }
                     continue;
                 }
@@ -716,6 +775,7 @@ impl<
                     Step::New | Step::Repeat => {}
                 }
                 hole = None;
+                tail.accepted();
                 if let Some((bad, bad_bp)) = bad_meta.take() {
                     if !(step == Step::Repeat && bp.seq == bad_bp.seq) {
                         // Not retried: the record is lost.
@@ -752,6 +812,9 @@ impl<
             }
         }
         walk.truncate(walk_end);
+        if let Some(h) = hole.filter(|_| !salvage && tail.too_long()) {
+            return Err(Fault::MediaLoss(h));
+        }
         self.dev.stats_mut().recovery_scanned_pages = scanned;
         if salvage {
             // An unreadable page at the end (a metadata record that does not read, say)
@@ -829,10 +892,10 @@ impl<
         Ok(())
     }
 
-    /// Whether a page the scan took for a torn tail reads now (see `Oftl::recover`).
-    /// A page that stays unreadable is what a cut leaves, or media loss at a head's
-    /// end, which no read can tell apart.
-    fn unread_reads_now(&mut self, sc: &Scanned) -> Result<bool, FaultOf<F>> {
+    /// A page the scan took for a torn tail that reads now (see `Oftl::recover`). A
+    /// page that stays unreadable is what a cut leaves, or media loss at a head's end,
+    /// which no read can tell apart.
+    fn unread_reads_now(&mut self, sc: &Scanned) -> Result<Option<PageAddr>, FaultOf<F>> {
         for &page in sc.unread.iter() {
             let now = match self.dev.scan_read(page)? {
                 Scan::Bp(bp) if bp.kind == PageKind::Log => self.read_log_page(page)? != 0,
@@ -841,13 +904,15 @@ impl<
                 Scan::Erased => false,
             };
             if now {
-                return Ok(true);
+                return Ok(Some(page));
             }
         }
         if let Some((page, bp)) = sc.unread_commit {
-            return self.read_suspect(page, &bp);
+            if self.read_suspect(page, &bp)? {
+                return Ok(Some(page));
+            }
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Step 2: heads continue past every number seen, in blocks the checkpoint calls
