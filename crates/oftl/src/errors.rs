@@ -66,7 +66,9 @@ pub enum MountError<E> {
     NotFormatted,
     /// The superblock describes a different device or format.
     Mismatch(Mismatch),
-    /// Superblock or checkpoint content is damaged beyond recovery.
+    /// Superblock or checkpoint content is damaged beyond recovery (after the mount
+    /// loaded again, in case the reads only failed for a while). Never a reason to
+    /// format: the data may be recoverable with a repair tool (`Damaged::Rebuild`).
     Corrupted,
     /// Recovery needed more free blocks than the device has.
     NoSpace,

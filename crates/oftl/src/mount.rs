@@ -335,8 +335,6 @@ impl<
 
     fn mount_inner(&mut self) -> Result<(), MountError<F::Error>> {
         let mut attempt = 0;
-        // Recoveries stopped because a page taken for a torn tail read afterwards.
-        let mut read_after = 0;
         loop {
             attempt += 1;
             let more = attempt < MOUNT_ATTEMPTS;
@@ -344,8 +342,10 @@ impl<
                 // A run of transient read errors longer than the retries reads like lost
                 // pages; one that is over reads well the next time (an independent
                 // review: six errors in a row in a recovery's scan refused an intact
-                // store with `MediaLoss`, a verdict that sends users to a repair).
-                Err(MountError::MediaLoss { .. }) if more => continue,
+                // store with `MediaLoss`, a verdict that sends users to a repair). So
+                // does a superblock or checkpoint whose every read failed: eight failing
+                // reads at the superblock said `Corrupted` (a later review).
+                Err(MountError::MediaLoss { .. } | MountError::Corrupted) if more => continue,
                 r => r?,
             };
             if self.ckpt.fell_back() && more {
@@ -361,17 +361,10 @@ impl<
                 self.ckpt.clean_on_flash();
                 self.check_recorded_window()?;
             } else {
-                // A page taken for a torn tail that reads after the replay is a run of
-                // read errors that is over, or a page a cut left unstable (which reads
-                // differently every time): mount again, up to `MOUNT_ATTEMPTS` times
-                // after the others; then it is `MediaLoss` (a run that outlasts every
-                // attempt must not have its pages taken for a torn tail).
-                match self.recover(more || read_after < MOUNT_ATTEMPTS) {
+                match self.recover(more) {
                     Ok(true) => {}
-                    Ok(false) => {
-                        read_after += 1;
-                        continue;
-                    }
+                    // A page taken for a torn tail reads after all: mount again.
+                    Ok(false) => continue,
                     // Lost pages, or a run of read errors: look again before saying so
                     // (recovery writes nothing the old checkpoint references before its
                     // own checkpoint, so starting over is as after a cut).

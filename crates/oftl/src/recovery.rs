@@ -39,12 +39,11 @@
 //! which nothing was written) or media loss. A run of transient read errors longer
 //! than the retries can pass for either: the pages taken for torn tails are read again
 //! after the scan and after the replay, and one that reads then sends the mount back
-//! to the start (at most `MOUNT_ATTEMPTS` times, and as many again for pages that read
-//! after a replay) before anything is written; the last attempt reports such a page as
-//! `MediaLoss` instead of taking it for a torn tail. One cut tears one program, so more
-//! unreadable pages after an accepted page of the same block than a torn page and the
-//! failed programs before it are `MediaLoss` too ([`TailRun`]). The sequence numbers
-//! tell which: within a
+//! to the start (at most `MOUNT_ATTEMPTS` times) before anything is written. The last
+//! few unreadable pages of the walk are the ones read again (a run that hid a head's
+//! pages hid everything after them), and one that reads erased now counts as read.
+//! (Open: a head's newest pages damaged for good pass for a torn tail, DESIGN 5.2.)
+//! The sequence numbers tell which: within a
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
 //! unreadable page (never replaying up to it and passing that older state off as
@@ -115,13 +114,9 @@ type Walk = heapless::Vec<(BlockAddr, u32), { MAX_WINDOW + HEADS }>;
 /// Log pages a later page's retry may supersede in one window.
 const MAX_SUPERSEDED: usize = 16;
 
-/// Unreadable pages a scan remembers to look at again.
+/// Unreadable pages a scan remembers to look at again: the most recent ones of the walk
+/// (see `Scanned::unread`).
 const MAX_UNREAD: usize = 8;
-
-/// Unreadable pages one cut can leave at the end of the walk, besides a block whose
-/// erase it tore: the page it tore and the failed programs that page retried (see
-/// [`TailRun`]).
-const TAIL_UNREAD: u32 = 8;
 
 /// Scans a recovery makes again when a page it took for a torn tail reads after all.
 const RESCANS: u32 = 1;
@@ -265,43 +260,12 @@ impl Track {
     }
 }
 
-/// Unreadable pages after the last page the walk accepted, in that page's block: a
-/// recovery takes them for what the cut left. One cut tears one program, so a head's
-/// block ends with at most the page it tore, after the failed programs it retried (each
-/// of which leaves a page that may not read), and then erased pages. A longer run is
-/// not one cut's work: a run of read errors that outlasted the retries, or media loss.
-/// Taking it for a torn tail would roll acknowledged changes back for good (an
-/// independent review, `tests/review_mount_retry.rs`), so the scan reports `MediaLoss`
-/// instead and the mount looks again. Blocks with no accepted page are not counted: a
-/// torn erase, or a window block still holding an older life that no longer reads,
-/// which no read tells apart from a block the run hid whole (DESIGN 5.2).
-#[derive(Clone, Copy, Debug, Default)]
-struct TailRun {
-    /// Whether the walk accepted a page in this block (or continues a head's block).
-    counting: bool,
-    /// Unreadable pages since the last accepted page, in counted blocks.
-    unread: u32,
-}
-
-impl TailRun {
-    /// The walk enters a block; `continues` when it is a head's block walked from the
-    /// page the checkpoint recorded (its first pages were programmed before).
-    fn block_begins(&mut self, continues: bool) {
-        self.counting = continues;
+/// Remembers an unreadable page of the scan: the last `MAX_UNREAD` are kept.
+fn remember_unread(list: &mut heapless::Deque<PageAddr, MAX_UNREAD>, page: PageAddr) {
+    if list.is_full() {
+        list.pop_front();
     }
-    fn unreadable(&mut self) {
-        if self.counting {
-            self.unread = self.unread.saturating_add(1);
-        }
-    }
-    fn accepted(&mut self) {
-        self.counting = true;
-        self.unread = 0;
-    }
-    /// More unreadable pages at the end than one cut leaves.
-    fn too_long(&self) -> bool {
-        self.unread > TAIL_UNREAD
-    }
+    let _ = list.push_back(page);
 }
 
 /// Where pass 2's merge of cold copies stands.
@@ -387,10 +351,14 @@ struct Scanned {
     /// Log pages whose sectors a later page repeats (failed programs and their
     /// retries): never applied, the retry stands for them.
     superseded: heapless::Vec<PageAddr, MAX_SUPERSEDED>,
-    /// Pages taken for torn tails (unreadable, no later page of their head), the first
-    /// few, and the data head's last commit page if its full read failed: looked at
-    /// again after the scan (see `Oftl::recover`).
-    unread: heapless::Vec<PageAddr, MAX_UNREAD>,
+    /// Unreadable pages, the last few of the walk (a run of read errors that hid pages
+    /// of a head hid the pages after them too, up to the walk's end; earlier ones are
+    /// mostly failed programs, which never read), and the data head's last commit page
+    /// if its full read failed: looked at again after the scan (see `Oftl::recover`).
+    /// An independent review filled a list of the first four with other pages and hid
+    /// the data head's window blocks behind them: acknowledged changes rolled back for
+    /// good.
+    unread: heapless::Deque<PageAddr, MAX_UNREAD>,
     unread_commit: Option<(PageAddr, Backpointer)>,
 }
 
@@ -418,7 +386,7 @@ impl Scanned {
         suspect: None,
         loss: [None; HEADS],
         superseded: heapless::Vec::new(),
-        unread: heapless::Vec::new(),
+        unread: heapless::Deque::new(),
         unread_commit: None,
     };
 }
@@ -434,10 +402,10 @@ impl<
         const LOG: usize,
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
-    /// Recovers (see the module docs). A page the scan took for a torn tail that reads
-    /// after the replay (by then a run of read errors longer than the retries is over)
-    /// stops the recovery before it writes anything the old checkpoint references: with
-    /// `recheck`, `Ok(false)` (mount again), else `MediaLoss` (the last attempt).
+    /// Recovers (see the module docs). With `recheck`, a page the scan took for a torn
+    /// tail that reads after the replay (by then a run of read errors longer than the
+    /// retries is over) stops the recovery before it writes anything the old
+    /// checkpoint references: `Ok(false)`, mount again.
     pub(crate) fn recover(&mut self, recheck: bool) -> Result<bool, FaultOf<F>> {
         let no_write = self.session.replay_only();
         self.scratch.release();
@@ -459,8 +427,8 @@ impl<
                 _ => break,
             }
             match self.unread_reads_now(&sc) {
-                Ok(None) => break,
-                Ok(Some(_)) => {
+                Ok(false) => break,
+                Ok(true) => {
                     self.scratch.release();
                     scanned = self.scan_window(&mut sc);
                 }
@@ -484,19 +452,12 @@ impl<
         let last_block = self.replay_window(&sc);
         let mut again = false;
         let r = last_block.and_then(|lb| {
-            if !no_write && !self.session.salvaging() {
-                if let Some(page) = self.unread_reads_now(&sc)? {
-                    // An independent review found a run of nine failing reads in the
-                    // scan undoing an acknowledged rename for good (the re-check right
-                    // after the scan fell in the same run). On the last attempt too: a
-                    // run that outlasts the attempts but ends before this read would
-                    // otherwise have its pages taken for a torn tail.
-                    if recheck {
-                        again = true;
-                        return Ok(());
-                    }
-                    return Err(Fault::MediaLoss(page));
-                }
+            if recheck && !no_write && !self.session.salvaging() && self.unread_reads_now(&sc)? {
+                // An independent review found a run of nine failing reads in the scan
+                // undoing an acknowledged rename for good (the re-check right after the
+                // scan fell in the same run).
+                again = true;
+                return Ok(());
             }
             if no_write {
                 // Read-only: nothing relocated, no checkpoint (see the salvage docs).
@@ -571,7 +532,6 @@ impl<
         let mut log_suspect: Option<PageAddr> = None;
         // The first unreadable page of the walk not yet proven a tail.
         let mut hole: Option<PageAddr> = None;
-        let mut tail = TailRun::default();
         // Log sectors applied in this pass, and whether some belonged to a stream not
         // known yet.
         let mut replayed_logs = 0u32;
@@ -621,7 +581,6 @@ impl<
                 continue;
             }
             let mut started = false;
-            tail.block_begins(wi < carried && start > 0);
             for i in start..ppb {
                 let page = self.dev.geo().page(b, i);
                 scanned += 1;
@@ -651,8 +610,7 @@ impl<
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
-                            tail.unreadable();
-                            let _ = out.unread.push(page);
+                            remember_unread(&mut out.unread, page);
                             if salvage {
                                 self.salvaged.unreadable(page);
                             }
@@ -678,8 +636,7 @@ impl<
                     }
                     if mask == 0 {
                         hole.get_or_insert(page);
-                        tail.unreadable();
-                        let _ = out.unread.push(page);
+                        remember_unread(&mut out.unread, page);
                         if salvage {
                             self.salvaged.unreadable(page);
                         }
@@ -740,7 +697,6 @@ impl<
                     }
                     if any || loss[LOG_HEAD].is_some() {
                         hole = None;
-                        tail.accepted();
                     }
                     continue;
                 }
@@ -775,7 +731,6 @@ impl<
                     Step::New | Step::Repeat => {}
                 }
                 hole = None;
-                tail.accepted();
                 if let Some((bad, bad_bp)) = bad_meta.take() {
                     if !(step == Step::Repeat && bp.seq == bad_bp.seq) {
                         // Not retried: the record is lost.
@@ -812,9 +767,6 @@ impl<
             }
         }
         walk.truncate(walk_end);
-        if let Some(h) = hole.filter(|_| !salvage && tail.too_long()) {
-            return Err(Fault::MediaLoss(h));
-        }
         self.dev.stats_mut().recovery_scanned_pages = scanned;
         if salvage {
             // An unreadable page at the end (a metadata record that does not read, say)
@@ -892,27 +844,31 @@ impl<
         Ok(())
     }
 
-    /// A page the scan took for a torn tail that reads now (see `Oftl::recover`). A
-    /// page that stays unreadable is what a cut leaves, or media loss at a head's end,
-    /// which no read can tell apart.
-    fn unread_reads_now(&mut self, sc: &Scanned) -> Result<Option<PageAddr>, FaultOf<F>> {
+    /// Whether a page the scan took for a torn tail reads now (see `Oftl::recover`).
+    /// A page that stays unreadable is what a cut leaves, or media loss at a head's
+    /// end, which no read can tell apart.
+    fn unread_reads_now(&mut self, sc: &Scanned) -> Result<bool, FaultOf<F>> {
         for &page in sc.unread.iter() {
+            // Erased now counts too: a run of read errors also hides the erased pages
+            // after a head's last page (an independent review: they filled the list and
+            // read erased afterwards, while the pages they were remembered instead of
+            // were the data head's).
             let now = match self.dev.scan_read(page)? {
                 Scan::Bp(bp) if bp.kind == PageKind::Log => self.read_log_page(page)? != 0,
-                Scan::Bp(_) => true,
-                Scan::Garbage => self.log_page_behind(page)?.is_some(),
-                Scan::Erased => false,
+                Scan::Bp(_) | Scan::Erased => true,
+                Scan::Garbage => {
+                    self.log_page_behind(page)?.is_some()
+                        || blank(self.scratch.page(), self.dev.pu(), self.blank_flips())
+                }
             };
             if now {
-                return Ok(Some(page));
+                return Ok(true);
             }
         }
         if let Some((page, bp)) = sc.unread_commit {
-            if self.read_suspect(page, &bp)? {
-                return Ok(Some(page));
-            }
+            return self.read_suspect(page, &bp);
         }
-        Ok(None)
+        Ok(false)
     }
 
     /// Step 2: heads continue past every number seen, in blocks the checkpoint calls
