@@ -116,7 +116,7 @@ const MAX_SUPERSEDED: usize = 16;
 
 /// Unreadable pages a scan remembers to look at again: the most recent ones of the walk
 /// (see `Scanned::unread`).
-const MAX_UNREAD: usize = 8;
+const MAX_UNREAD: usize = 6;
 
 /// Scans a recovery makes again when a page it took for a torn tail reads after all.
 const RESCANS: u32 = 1;
@@ -260,12 +260,35 @@ impl Track {
     }
 }
 
-/// Remembers an unreadable page of the scan: the last `MAX_UNREAD` are kept.
-fn remember_unread(list: &mut heapless::Deque<PageAddr, MAX_UNREAD>, page: PageAddr) {
-    if list.is_full() {
-        list.pop_front();
+/// The last `MAX_UNREAD` unreadable pages of a scan (a ring: the oldest goes first).
+#[derive(Clone, Copy, Debug)]
+struct Unread {
+    pages: [PageAddr; MAX_UNREAD],
+    len: u8,
+    next: u8,
+}
+
+impl Unread {
+    const EMPTY: Self = Unread {
+        pages: [PageAddr(0); MAX_UNREAD],
+        len: 0,
+        next: 0,
+    };
+
+    fn clear(&mut self) {
+        *self = Self::EMPTY;
     }
-    let _ = list.push_back(page);
+
+    fn remember(&mut self, page: PageAddr) {
+        self.pages[self.next as usize] = page;
+        self.next = (self.next + 1) % MAX_UNREAD as u8;
+        self.len = (self.len + 1).min(MAX_UNREAD as u8);
+    }
+
+    /// The pages remembered, in no particular order.
+    fn pages(&self) -> &[PageAddr] {
+        &self.pages[..self.len as usize]
+    }
 }
 
 /// Where pass 2's merge of cold copies stands.
@@ -358,7 +381,7 @@ struct Scanned {
     /// An independent review filled a list of the first four with other pages and hid
     /// the data head's window blocks behind them: acknowledged changes rolled back for
     /// good.
-    unread: heapless::Deque<PageAddr, MAX_UNREAD>,
+    unread: Unread,
     unread_commit: Option<(PageAddr, Backpointer)>,
 }
 
@@ -386,7 +409,7 @@ impl Scanned {
         suspect: None,
         loss: [None; HEADS],
         superseded: heapless::Vec::new(),
-        unread: heapless::Deque::new(),
+        unread: Unread::EMPTY,
         unread_commit: None,
     };
 }
@@ -610,7 +633,7 @@ impl<
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
-                            remember_unread(&mut out.unread, page);
+                            out.unread.remember(page);
                             if salvage {
                                 self.salvaged.unreadable(page);
                             }
@@ -636,7 +659,7 @@ impl<
                     }
                     if mask == 0 {
                         hole.get_or_insert(page);
-                        remember_unread(&mut out.unread, page);
+                        out.unread.remember(page);
                         if salvage {
                             self.salvaged.unreadable(page);
                         }
@@ -848,7 +871,7 @@ impl<
     /// A page that stays unreadable is what a cut leaves, or media loss at a head's
     /// end, which no read can tell apart.
     fn unread_reads_now(&mut self, sc: &Scanned) -> Result<bool, FaultOf<F>> {
-        for &page in sc.unread.iter() {
+        for &page in sc.unread.pages() {
             // Erased now counts too: a run of read errors also hides the erased pages
             // after a head's last page (an independent review: they filled the list and
             // read erased afterwards, while the pages they were remembered instead of

@@ -69,7 +69,7 @@ fn crashed_store(rounds: u32) -> (Sim, Model) {
 /// and the end of the block before them; the scan remembered only the first four
 /// unreadable pages of its walk for the re-reads, all in that earlier block, and on the
 /// attempt that finished, the run still covered them when they were read again. The
-/// scan now remembers the last eight unreadable pages, and a page that reads erased
+/// scan now remembers the last six unreadable pages, and a page that reads erased
 /// when read again counts as read (a run also hides a head's erased pages).
 #[test]
 fn long_error_run_rolls_back_acknowledged_changes() {

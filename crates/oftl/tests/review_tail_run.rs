@@ -25,7 +25,7 @@
 //! (findings 1 and 2 are legitimate states it refused; the writer retries a failed
 //! program on the next page of its block without a bound, so no count of unreadable
 //! pages is "more than one cut leaves", and a last-attempt re-read refused a torn page
-//! left unstable in the file layer's soak). The re-reads now remember the *last* eight
+//! left unstable in the file layer's soak). The re-reads now remember the *last* six
 //! unreadable pages of the walk and count a page that reads erased now as read: findings
 //! 4 and 5 are fixed, and B2 and B3 show no silent rollback and no refusal (A1-A4: none
 //! refused). Findings 1, 2, 4 and 5 are kept as tests. Finding 3 (persistent damage on a
@@ -865,7 +865,8 @@ fn error_runs(sim: &Sim, allowed: &[&Model], lens: &[u32], step: usize, tag: &st
 /// Probe B2: the re-reads that catch a run of read errors remembered the first eight
 /// unreadable pages of the walk. Eight legitimately unreadable pages before the data
 /// head's newest pages (failed programs, each retried) filled the list; a transient run
-/// over the newest pages then went unnoticed (now the last eight are remembered). Control: the same store without the
+/// over the newest pages then went unnoticed (now the last six are remembered).
+/// Control: the same store without the
 /// failed programs.
 #[test]
 fn probe_error_runs_after_failed_programs() {
@@ -1242,8 +1243,9 @@ fn finding_killed_newest_pages_silent_when_log_follows() {
     assert_eq!(o, Outcome::Refused);
 }
 
-/// **Finding 4 (pre-existing; fixed: the last eight unreadable pages are remembered).** The re-reads remember the
-/// first `MAX_UNREAD` = 8 unreadable pages of the walk. Eight failed programs of the
+/// **Finding 4 (pre-existing; fixed: the last six unreadable pages are remembered).**
+/// At d8f0aff the re-reads remembered the first eight unreadable pages of the walk
+/// (before it, four). Eight failed programs of the
 /// data head (each retried, all legitimate and unreadable for good) fill the list; a
 /// run of six failing reads (two pages) later in the same mount is then never re-read:
 /// the newest transactions are taken for a torn tail and rolled back for good.
@@ -1261,7 +1263,8 @@ fn finding_error_run_after_eight_failed_programs_silent() {
     assert_eq!(o, Outcome::Right, "first mount {first:?}");
 }
 
-/// **Finding 5 (pre-existing; fixed: the last eight pages, and erased counts as read).** One run of 400 failing reads,
+/// **Finding 5 (pre-existing; fixed: the last six pages, and erased counts as read).**
+/// One run of 400 failing reads,
 /// within the first load, hides the log head's 8 erased pages after its last page
 /// (counted: exactly `TAIL_UNREAD`, not more) and then the data head's whole window
 /// blocks (not counted: no accepted page). The eight remembered pages are the log
