@@ -38,12 +38,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use common::hooked::{arm_cut, program_failed, Hooked, Hooks, SimErr};
-use common::pages::{all_pages, data_head, kill, Pg};
+use common::pages::{all_pages, data_head, kill, tag_of, Pg};
 use common::*;
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, Profile, TornMode};
 use nand_hal::Geometry;
 use nand_hal::{BlockAddr, ErrorKind, NandFlash, PageAddr};
-use oftl::format::backpointer::{Backpointer, PageKind};
+use oftl::format::backpointer::PageKind;
 use oftl::{Greedy, MountError, ObjKind, Oftl, TxOp, WriteError};
 
 // ---------------------------------------------------------------------------------------
@@ -87,6 +87,13 @@ struct Ctl {
 }
 
 impl Ctl {
+    /// Programs of `target` fail `fails` times, every `every`-th one.
+    fn fail(&mut self, target: Target, shape: Shape, fails: u32, every: u32) {
+        self.target = Some(target);
+        self.shape = Some(shape);
+        self.fail_left = fails;
+        self.every = every;
+    }
     fn arm_ops(&mut self, at: u64, kind: CutKind) {
         self.ops = 0;
         self.cut = Some((at, kind));
@@ -105,20 +112,7 @@ impl Ctl {
 }
 
 fn kind_of(sim: &Sim, data: &[u8], oob: &[u8]) -> Option<(PageKind, bool)> {
-    let caps = *sim.capabilities();
-    let mut g = [0u8; 16];
-    if oob.len() >= 2 {
-        caps.oob.gather_protected(oob, &mut g);
-        if let Ok(Some(bp)) = Backpointer::parse(&g) {
-            return Some((bp.kind, bp.relocated));
-        }
-    }
-    if data.len() >= 512 {
-        if let Ok(Some(bp)) = Backpointer::parse(&data[496..512]) {
-            return Some((bp.kind, bp.relocated));
-        }
-    }
-    None
+    tag_of(sim.capabilities(), data, oob).map(|bp| (bp.kind, bp.relocated))
 }
 
 impl Hooks for Ctl {
@@ -362,10 +356,7 @@ fn failed_then_cut_sim(
         states.push(observe(&mut fs).unwrap());
         {
             let mut c = ctl.borrow_mut();
-            c.target = Some(target);
-            c.shape = Some(shape);
-            c.fail_left = fails;
-            c.every = every;
+            c.fail(target, shape, fails, every);
             c.arm_ops(cut, kind);
         }
         for n in 0..64u32 {
@@ -554,13 +545,7 @@ fn isolated_failures(
         let (ids, _log) = build(&mut fs, 0, 0, false);
         gc_prep(&mut fs, &ids);
         states.push(observe(&mut fs).unwrap());
-        {
-            let mut c = ctl.borrow_mut();
-            c.target = Some(target);
-            c.shape = Some(shape);
-            c.fail_left = fails;
-            c.every = every;
-        }
+        ctl.borrow_mut().fail(target, shape, fails, every);
         for _ in 0..64 {
             if ctl.borrow().fail_left == 0 {
                 break;
@@ -790,13 +775,8 @@ fn failed_then_more(prof: Profile, fails: u32, more: u32) -> (Sim, Model) {
     let want = {
         let mut fs = Rig::formatted(Hooked::new(&mut sim, ctl.clone()), cfg()).unwrap();
         let (ids, _) = build(&mut fs, 0, 0, false);
-        {
-            let mut c = ctl.borrow_mut();
-            c.target = Some(Target::Data);
-            c.shape = Some(Shape::Garbage);
-            c.fail_left = fails;
-            c.every = 2;
-        }
+        ctl.borrow_mut()
+            .fail(Target::Data, Shape::Garbage, fails, 2);
         for t in 0..more {
             tx_write(
                 &mut fs,

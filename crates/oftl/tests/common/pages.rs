@@ -29,13 +29,7 @@ pub fn all_pages(sim: &Sim) -> Vec<Pg> {
     let mut oob = vec![0u8; 64];
     for p in 0..sim.geometry().pages() {
         sim.peek(PageAddr(p), &mut d, &mut oob);
-        let mut g = [0u8; 16];
-        caps.oob.gather_protected(&oob, &mut g);
-        let bp = match Backpointer::parse(&g) {
-            Ok(Some(bp)) => Some(bp),
-            _ => Backpointer::parse(&d[496..512]).ok().flatten(),
-        };
-        if let Some(bp) = bp {
+        if let Some(bp) = tag_of(&caps, &d, &oob) {
             out.push(Pg {
                 seq: bp.seq,
                 page: p,
@@ -49,6 +43,20 @@ pub fn all_pages(sim: &Sim) -> Vec<Pg> {
         }
     }
     out
+}
+
+/// The tag in a page's bytes as programmed or read: the protected spare bytes, else the
+/// in-band trailer at the end of the first program unit.
+pub fn tag_of(caps: &nand_hal::Capabilities, data: &[u8], oob: &[u8]) -> Option<Backpointer> {
+    if oob.len() >= 2 {
+        let mut g = [0u8; 16];
+        caps.oob.gather_protected(oob, &mut g);
+        if let Ok(Some(bp)) = Backpointer::parse(&g) {
+            return Some(bp);
+        }
+    }
+    data.get(496..512)
+        .and_then(|t| Backpointer::parse(t).ok().flatten())
 }
 
 /// The data head's pages (data and metadata, not GC copies) in sequence order.
