@@ -4,8 +4,9 @@
 //! Invariants: every program goes to the next page of a head block that is in the
 //! window (or a checkpoint block); a head block is erased right before its first program
 //! and never before the checkpoint that put it into the window is durable; a page whose
-//! program failed is never programmed again (the head moves to a new block and the old
-//! one is flagged for retirement, the retry goes to the next page); the sequence number
+//! program failed is never programmed again (the block is flagged for retirement, the
+//! retry goes to the next page, and after [`FAILS_PER_BLOCK`] failures in a row the head
+//! leaves the block for a new one); the sequence number
 //! of a failed program is reused for its retry, so a head's pages carry consecutive
 //! numbers. The cold head is the
 //! exception: its pages carry the data head's next number as a watermark (see
@@ -34,6 +35,20 @@ use crate::{Stats, DATA_HEAD, INDEX_HEAD};
 /// 0.5 ms, measured in the benchmark's `varmail` recoveries, against 30 us per page
 /// scanned and replayed).
 pub const INDEX_WRITE_BACK_WORK: u32 = 12;
+
+/// Failed programs in a row in one block after which a head leaves that block (the
+/// retry takes a fresh one). Recovery relies on the bound: a cut tears one program, so a
+/// head's block never ends in more unreadable pages after its last good one than this
+/// (failed programs, or the torn page after fewer of them); more is media loss (see
+/// `recovery`). A failing block is retired once its data has moved either way.
+pub(crate) const FAILS_PER_BLOCK: u32 = 8;
+
+/// Failed programs in a row in one block, for [`Dev::program_failed`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FailRun {
+    block: Option<BlockAddr>,
+    fails: u32,
+}
 
 /// How far the cold head's next number may lead the data head's at a checkpoint and
 /// still be taken for new copies' watermarks (see [`Dev::seal_watermark`]); anything
@@ -614,6 +629,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         unit0_only: bool,
         tx_first: Option<u32>,
     ) -> Result<(PageAddr, Backpointer), FaultOf<F>> {
+        let mut run = FailRun::default();
         loop {
             let block = self.head_ready(head)?;
             let h = self.heads.get(head);
@@ -648,12 +664,31 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                     // Skip the failed page (it is never programmed again) and retry on
                     // the next one; the block is retired once its data has moved (it is
                     // collected first). Each failure costs one page of the window, not
-                    // the rest of the block, so the reserve an operation keeps (a
-                    // block) covers a failing block's every page.
-                    self.table.program_failed(block);
+                    // the rest of the block (until `FAILS_PER_BLOCK` in a row leave
+                    // it), so the reserve an operation keeps (a block) covers a failing
+                    // block's every page.
+                    self.program_failed(head, block, &mut run);
                 }
                 Err(e) => return Err(Fault::Flash(e)),
             }
+        }
+    }
+
+    /// A program of `head` in `block` failed: the block is flagged for retirement, and
+    /// after [`FAILS_PER_BLOCK`] failures in a row there (`run` counts them for one
+    /// program and its retries) the head leaves it, the rest of it unprogrammed.
+    pub fn program_failed(&mut self, head: usize, block: BlockAddr, run: &mut FailRun) {
+        self.table.program_failed(block);
+        if run.block != Some(block) {
+            *run = FailRun {
+                block: Some(block),
+                fails: 0,
+            };
+        }
+        run.fails += 1;
+        if run.fails >= FAILS_PER_BLOCK && self.heads.get(head).block == Some(block) {
+            self.heads.left_block(head);
+            *run = FailRun::default();
         }
     }
 

@@ -56,7 +56,7 @@ use crate::format::checkpoint::ObjKind;
 use crate::format::index::UNMAPPED;
 use crate::format::logsector::{blank, complete_slots, sector_at, LogSector};
 use crate::format::table::ObjRecord;
-use crate::io::FaultOf;
+use crate::io::{FailRun, FaultOf};
 use crate::policy::SpacePolicy;
 use crate::space::Room;
 use crate::{ObjectId, Oftl};
@@ -412,10 +412,14 @@ impl<
         let pu = self.dev.pu();
         match cont {
             Some((_, _, page)) => {
-                // Only the new sectors go to the open page.
+                // Only the new sectors go to the open page (its failure counts in the
+                // run of failures its retries continue).
+                let mut run = FailRun::default();
                 self.draft_records(stream, lpage, slot, records);
                 let (from, to) = (slot as usize * pu, (slot + k) as usize * pu);
-                if let Attempt::Done(_) = self.log_program(slot, slot + k, false, Some(page))? {
+                if let Attempt::Done(_) =
+                    self.log_program(slot, slot + k, false, Some(page), &mut run)?
+                {
                     self.log_tail
                         .extended(slot + k, self.scratch.page(), from..to);
                     self.obj_update(stream, |o| o.size = lsn + k as u64)?;
@@ -429,12 +433,12 @@ impl<
                     .page_mut()
                     .copy_from_slice(self.log_tail.image());
                 self.draft_records(stream, lpage, slot, records);
-                self.program_fresh(stream, lpage, 0, slot + k, true)?;
+                self.program_fresh(stream, lpage, 0, slot + k, true, run)?;
             }
             None => {
                 self.scratch.page_mut().fill(0xFF);
                 self.draft_records(stream, lpage, slot, records);
-                self.program_fresh(stream, lpage, slot, slot + k, false)?;
+                self.program_fresh(stream, lpage, slot, slot + k, false, FailRun::default())?;
             }
         }
         self.obj_update(stream, |o| o.size = lsn + k as u64)?;
@@ -451,9 +455,10 @@ impl<
         from: u32,
         to: u32,
         copy: bool,
+        mut run: FailRun,
     ) -> Result<(), FaultOf<F>> {
         loop {
-            if let Attempt::Done(page) = self.log_program(from, to, copy, None)? {
+            if let Attempt::Done(page) = self.log_program(from, to, copy, None, &mut run)? {
                 self.index_set(stream, self.log_slot(lpage), page)?;
                 self.log_tail
                     .opened(stream, lpage, page, to, self.scratch.page());
@@ -504,6 +509,7 @@ impl<
         to: u32,
         copy: bool,
         page: Option<PageAddr>,
+        run: &mut FailRun,
     ) -> Result<Attempt, FaultOf<F>> {
         let pu = self.dev.pu();
         let page = match page {
@@ -547,9 +553,9 @@ impl<
             Err(e) if e.kind() == ErrorKind::ProgramFailed => {
                 // The page is done (the head has moved past it, or it was the open
                 // page) and its block retired once its data has moved, as in
-                // `Dev::program`.
+                // `Dev::program` (which also bounds the failures in a row).
                 let b = self.dev.block_of(page);
-                self.dev.table_mut().program_failed(b);
+                self.dev.program_failed(LOG_HEAD, b, run);
                 Ok(Attempt::Failed)
             }
             Err(e) => Err(Fault::Flash(e)),
@@ -871,9 +877,10 @@ impl<
         }
         self.dev.stats_mut().relocated_pages += 1;
         self.log_tail.moved(page);
+        let mut run = FailRun::default();
         loop {
             // A retry restamps the same numbers over the same sectors.
-            if let Attempt::Done(np) = self.log_program(0, last, true, None)? {
+            if let Attempt::Done(np) = self.log_program(0, last, true, None, &mut run)? {
                 self.index_set(stream, self.log_slot(lpage), np)?;
                 return Ok(Reloc::Moved);
             }

@@ -42,7 +42,9 @@
 //! to the start (at most `MOUNT_ATTEMPTS` times) before anything is written. The last
 //! few unreadable pages of the walk are the ones read again (a run that hid a head's
 //! pages hid everything after them), and one that reads erased now counts as read.
-//! (Open: a head's newest pages damaged for good pass for a torn tail, DESIGN 5.2.)
+//! More unreadable pages at the end of a head's block than a cut leaves there (the
+//! writer leaves a block after `FAILS_PER_BLOCK` failed programs in a row) are media
+//! loss, not a torn tail (see `TailRun`).
 //! The sequence numbers tell which: within a
 //! head they are consecutive, so a **gap** followed by a later page proves a page was
 //! lost. Recovery then fails with [`crate::MountError::MediaLoss`] naming the
@@ -102,7 +104,7 @@ use crate::format::checkpoint::{BlockState, HEADS};
 use crate::format::logsector::{blank, complete_slots, sector_at};
 use crate::format::meta::MetaRecord;
 use crate::gc::COLD_HEAD;
-use crate::io::{FaultOf, Scan};
+use crate::io::{FaultOf, Scan, FAILS_PER_BLOCK};
 use crate::log::LOG_HEAD;
 use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
@@ -288,6 +290,54 @@ impl Unread {
     /// The pages remembered, in no particular order.
     fn pages(&self) -> &[PageAddr] {
         &self.pages[..self.len as usize]
+    }
+}
+
+/// Unreadable pages after the last page a data- or log-head block shows of its head's
+/// replay (or after the checkpoint's position in a head's carried block). One cut tears
+/// one program, and the writer leaves a block after [`FAILS_PER_BLOCK`] failed programs
+/// in a row, so a head's block never ends in more: the failed programs of one program
+/// and its retries, or fewer of them and the page the cut tore. More is not a torn tail
+/// but a run of read errors that outlasted the retries, or media loss: either way the
+/// acknowledged transactions on them must not be dropped as if a cut had interrupted
+/// them (an independent review, `tests/review_tail_run.rs` B1), so the scan reports
+/// `MediaLoss` and the mount looks again. Counted per block, so pages another head
+/// wrote later in the walk do not hide the run. Blocks where no head page reads are not
+/// counted: a torn erase, or a window block still holding an older life, which no read
+/// tells apart from a block that is lost whole (DESIGN 5.2).
+#[derive(Clone, Copy, Debug, Default)]
+struct TailRun {
+    /// Whether this block showed a page of the replay (or continues a head's block).
+    counting: bool,
+    /// Unreadable pages since then, and the first of them.
+    unread: u32,
+    first: Option<PageAddr>,
+}
+
+impl TailRun {
+    /// The walk enters a block; `continues` when a data or log head's block is walked
+    /// from the page the checkpoint recorded.
+    fn block_begins(&mut self, continues: bool) {
+        *self = TailRun {
+            counting: continues,
+            ..TailRun::default()
+        };
+    }
+    fn unreadable(&mut self, page: PageAddr) {
+        if self.counting {
+            self.unread += 1;
+            self.first.get_or_insert(page);
+        }
+    }
+    fn accepted(&mut self) {
+        *self = TailRun {
+            counting: true,
+            ..TailRun::default()
+        };
+    }
+    /// The block ended with more unreadable pages than a cut leaves: the first of them.
+    fn too_long(&self) -> Option<PageAddr> {
+        self.first.filter(|_| self.unread > FAILS_PER_BLOCK)
     }
 }
 
@@ -599,10 +649,22 @@ impl<
             Some(h) => seq_cmp(bp.seq, fresh[h].start).is_lt(),
         };
         let mut walk_end = walk.len();
+        let head_blocks = [
+            self.dev.heads().get(DATA_HEAD).block,
+            self.dev.heads().get(LOG_HEAD).block,
+        ];
+        let mut tail = TailRun::default();
         'walk: for (wi, &(b, start)) in walk.iter().enumerate() {
+            if !salvage {
+                if let Some(p) = tail.too_long() {
+                    return Err(Fault::MediaLoss(p));
+                }
+            }
             if self.dev.table().get(b).state() == BlockState::Bad {
+                tail.block_begins(false);
                 continue;
             }
+            tail.block_begins(wi < carried && start > 0 && head_blocks.contains(&Some(b)));
             let mut started = false;
             for i in start..ppb {
                 let page = self.dev.geo().page(b, i);
@@ -633,6 +695,7 @@ impl<
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
+                            tail.unreadable(page);
                             out.unread.remember(page);
                             if salvage {
                                 self.salvaged.unreadable(page);
@@ -659,6 +722,7 @@ impl<
                     }
                     if mask == 0 {
                         hole.get_or_insert(page);
+                        tail.unreadable(page);
                         out.unread.remember(page);
                         if salvage {
                             self.salvaged.unreadable(page);
@@ -720,6 +784,7 @@ impl<
                     }
                     if any || loss[LOG_HEAD].is_some() {
                         hole = None;
+                        tail.accepted();
                     }
                     continue;
                 }
@@ -754,6 +819,7 @@ impl<
                     Step::New | Step::Repeat => {}
                 }
                 hole = None;
+                tail.accepted();
                 if let Some((bad, bad_bp)) = bad_meta.take() {
                     if !(step == Step::Repeat && bp.seq == bad_bp.seq) {
                         // Not retried: the record is lost.
@@ -788,6 +854,9 @@ impl<
                 walk_end = wi;
                 break;
             }
+        }
+        if let Some(p) = tail.too_long().filter(|_| !salvage) {
+            return Err(Fault::MediaLoss(p));
         }
         walk.truncate(walk_end);
         self.dev.stats_mut().recovery_scanned_pages = scanned;

@@ -162,18 +162,14 @@ fn error_runs_from_every_read_of_a_recovery() {
     assert!(mounted > 100 && refused > 10, "{mounted} {refused}");
 }
 
-/// **Finding (open, pre-existing).** The newest pages of the data head damaged for good,
-/// more of them after an accepted page of their block than one cut leaves: the mount
-/// takes them for a torn tail and drops the acknowledged transactions on them without a
-/// word (and checkpoints that). A rule that refused more than eight such pages
-/// (`MediaLoss`) was tried and withdrawn: the writer retries a failed program on the
-/// next page of its block without a bound, so a block gone bad leaves any number of
-/// unreadable pages before a cut, a legitimate state that rule refused
-/// (`review_tail_run.rs`, findings 1 and 2). Fixing this needs the writer to bound its
-/// retries in a block first (DESIGN 5.2). One damaged page is what a cut leaves: the
-/// mount takes it for torn.
+/// **Finding (pre-existing; fixed).** The newest pages of the data head damaged for good,
+/// more of them after an accepted page of their block than one cut leaves, were taken
+/// for a torn tail and the acknowledged transactions on them dropped without a word
+/// (and checkpointed). The writer now leaves a block after eight failed programs in a
+/// row, so a cut leaves at most eight unreadable pages there, and recovery reports more
+/// as `MediaLoss` (DESIGN 5.2). One damaged page is what a cut leaves: the mount takes it
+/// for torn.
 #[test]
-#[ignore = "finding (open): a head's newest pages damaged for good pass for a torn tail (DESIGN 5.2)"]
 fn persistent_damage_at_a_heads_end_is_media_loss() {
     use common::pages::{data_head, kill};
     let ppb = profile::TINY.geometry.pages_per_block();

@@ -29,7 +29,9 @@
 //! unreadable pages of the walk and count a page that reads erased now as read: findings
 //! 4 and 5 are fixed, and B2 and B3 show no silent rollback and no refusal (A1-A4: none
 //! refused). Findings 1, 2, 4 and 5 are kept as tests. Finding 3 (persistent damage on a
-//! head's newest pages, taken for a torn tail) is open, as before d8f0aff (DESIGN 5.2).
+//! head's newest pages, taken for a torn tail) was open, as before d8f0aff; it is fixed
+//! now that the writer leaves a block after eight failed programs in a row and recovery
+//! counts unreadable pages per block (B1: 30 refused, none silent; A1: none refused).
 
 mod common;
 use common::lifecycle::Lifecycle;
@@ -764,6 +766,8 @@ fn probe_killed_newest_pages_other_head_later() {
         "B1 total: refused {} silent {} errors {} right {}",
         total.refused, total.wrong, total.error, total.right
     );
+    assert_eq!(total.wrong, 0, "first silent: {:?}", total.first_wrong);
+    assert!(total.refused >= 30, "{total:?}");
 }
 
 /// A crashed store whose data head had `fails` isolated failed programs (garbage, each
@@ -1152,14 +1156,15 @@ impl Hooks for Trace {
 }
 
 // ---------------------------------------------------------------------------------------
-// Findings: minimal reproducers (1, 2, 4 and 5 pass now; 3 is open and ignored).
+// Findings: minimal reproducers (all pass now).
 
-/// **Finding 1 (a regression of d8f0aff, withdrawn with its rule).** A block whose programs all fail (a block gone
-/// bad): the writer retries on the next page of the same block, as designed (`io.rs`
-/// `program`), nine times, and the power goes at the tenth program (a clean cut: it
-/// never started). Nothing acknowledged is lost, but the nine failed pages after the data
-/// head's last accepted page are "more than one cut leaves": `MediaLoss`. The mount
-/// succeeded before d8f0aff. The writer bounds nothing that `TAIL_UNREAD` assumes.
+/// **Finding 1 (a regression of d8f0aff, withdrawn with its rule; now bounded).** A block
+/// whose programs all fail (a block gone bad): the writer retried on the next page of
+/// the same block without a bound, so nine failed pages after the data head's last
+/// accepted page were "more than one cut leaves" and d8f0aff's rule said `MediaLoss`.
+/// The writer now leaves a block after `FAILS_PER_BLOCK` (8) failures in a row, which
+/// is what recovery's per-block rule assumes: a cut at each program or erase from the
+/// 2nd to the 30th, across the change of block, mounts the acknowledged state.
 #[test]
 fn finding_consecutive_failed_programs_then_cut_refused() {
     let setup = Setup {
@@ -1167,18 +1172,27 @@ fn finding_consecutive_failed_programs_then_cut_refused() {
         logs: 0,
         gc_before: false,
     };
-    let (o, failed) = failed_then_cut(
-        setup,
-        Target::Data,
-        Shape::Garbage,
-        u32::MAX,
-        1,
-        10,
-        CutKind::Clean,
-        Work::Tx,
-    );
-    assert_eq!(failed.len(), 9);
-    assert_eq!(o, Outcome::Right, "after {} failed programs", failed.len());
+    let mut most = 0;
+    for cut in 2..=30 {
+        let (o, failed) = failed_then_cut(
+            setup,
+            Target::Data,
+            Shape::Garbage,
+            u32::MAX,
+            1,
+            cut,
+            CutKind::Clean,
+            Work::Tx,
+        );
+        most = most.max(failed.len());
+        assert_eq!(
+            o,
+            Outcome::Right,
+            "cut {cut}, after {} failed programs",
+            failed.len()
+        );
+    }
+    assert!(most > 8, "the failures never crossed a block ({most})");
 }
 
 /// **Finding 2 (a regression of d8f0aff, withdrawn with its rule).** GC copies never count as accepted pages in
@@ -1193,7 +1207,7 @@ fn finding_isolated_cold_failures_refused() {
     assert_eq!(o, Outcome::Right, "failed copies at {failed:?}");
 }
 
-/// **Finding 3 (open; pre-existing: the rule that missed it was withdrawn).** The nine newest pages of
+/// **Finding 3 (pre-existing; fixed: the writer's bound and a count per block).** The nine newest pages of
 /// the data head damaged for good, after an accepted page of their block: the rule the
 /// change adds says `MediaLoss`, and says so when nothing follows (`probe_killed_*`,
 /// "0 appends"). But `TailRun` and `hole` are one counter for the whole walk: the log
@@ -1201,7 +1215,6 @@ fn finding_isolated_cold_failures_refused() {
 /// it. The mount succeeds with the acknowledged transactions on those pages rolled
 /// back, and checkpoints that (a remount shows it too).
 #[test]
-#[ignore = "finding (open): 9 damaged newest data-head pages pass as a torn tail (DESIGN 5.2)"]
 fn finding_killed_newest_pages_silent_when_log_follows() {
     let (sim, want) = crashed(profile::TINY, 6, 3, false);
     let (old, _) = crashed(profile::TINY, 0, 0, false);
