@@ -590,7 +590,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let mut e = namespace::entry_at(&self.a, &loc, at)?;
         let grow = (h.size as usize).saturating_sub(e.inline().len());
         let free = bucket::capacity(self.store.payload()) - loc.head.used as usize;
-        let mut loc = if grow <= free {
+        let mut loc = if grow + self.staged_growth(&loc, h.name())? <= free {
             loc
         } else {
             self.locate_with_room(h.dir, h.name(), grow)?

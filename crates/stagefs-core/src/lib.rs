@@ -500,7 +500,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     /// Locates `name` in `dir` with its bucket in `a`, splitting full buckets until
-    /// `room` more bytes fit there (0: no room needed).
+    /// `room` more bytes fit there (0: no room needed), besides the room the staged
+    /// contents of other names there will take when patched.
     fn locate_with_room(
         &mut self,
         dir: u32,
@@ -510,7 +511,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         loop {
             let loc = namespace::locate(&mut self.store, dir, name, &mut self.a)?;
             let free = bucket::capacity(self.store.payload()) - loc.head.used as usize;
-            if room == 0 || free >= room {
+            if room == 0 || free >= room + self.staged_growth(&loc, name)? {
                 return Ok(loc);
             }
             namespace::split(&mut self.store, &loc, &mut self.a, &mut self.b)?;

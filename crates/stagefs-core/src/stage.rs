@@ -411,13 +411,18 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.stage.replay_pages = 0;
         self.stage.last_page = (0, u64::MAX);
         if self.stage.bytes > 0 {
-            self.store.log_trim(stream, end)?;
-            self.stage.bytes = 0;
+            // The pending records of files still open go again before the trim (they
+            // land at or after `end`, which it keeps): after it, a cut between the two
+            // would leave those objects named by nothing, for good (an independent
+            // review).
+            let before = self.stage.bytes;
             for i in 0..HANDLES {
                 if let Some(obj) = self.handles[i].pending_object() {
                     self.log_pending(obj)?;
                 }
             }
+            self.store.log_trim(stream, end)?;
+            self.stage.bytes -= before;
         }
         Ok(())
     }
@@ -703,6 +708,21 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 return Ok(false);
             }
         }
+        // The patch must find room for what the staged contents add to the entry: with
+        // what other staged names of the bucket add, it must fit as the bucket is
+        // (direct changes keep that room, see `staged_growth`). Else the commit goes
+        // home directly, which splits the bucket or fails cleanly (`DirectoryFull`):
+        // an independent review had eight grown names in a bucket that cannot split
+        // acknowledged, then every patch, and the mount's replay, fail.
+        let loc = namespace::locate(&mut self.store, dir, name, &mut self.a)?;
+        let at = loc.found.ok_or(Error::Corrupted)?;
+        let home = namespace::entry_ref(&self.a, &loc, at)?.inline_len();
+        if contents.len() > home {
+            let free = bucket::capacity(self.store.payload()) - loc.head.used as usize;
+            if contents.len() - home + self.staged_growth(&loc, name)? > free {
+                return Ok(false);
+            }
+        }
         Record::Inline {
             dir,
             name_len: name.len() as u8,
@@ -718,6 +738,30 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.stage.bytes += n as u64;
         self.stage.inline_records += 1;
         Ok(true)
+    }
+
+    /// What the staged contents of the names in the bucket in `a` (at `loc`), other
+    /// than `except`, add to their entries there: the room a patch needs in it. Every
+    /// change that adds to a bucket directly leaves it free (`Fs::locate_with_room`),
+    /// so a patch never has to split a bucket, which may be impossible.
+    pub(crate) fn staged_growth(
+        &self,
+        loc: &Loc,
+        except: &[u8],
+    ) -> Result<usize, Error<S::FlashError>> {
+        let p = self.store.payload();
+        let mut grow = 0;
+        for e in self.stage.inline.iter().filter(|e| e.dir == loc.dir) {
+            let name = &e.name[..e.name_len as usize];
+            if name == except {
+                continue;
+            }
+            if let Some((at, _)) = bucket::find(&self.a[..p], &loc.head, name)? {
+                let home = namespace::entry_ref(&self.a, loc, at)?.inline_len();
+                grow += (e.len as usize).saturating_sub(home);
+            }
+        }
+        Ok(grow)
     }
 
     fn note_inline(

@@ -174,11 +174,15 @@ pub struct Entry<'a> {
 impl Entry<'_> {
     /// Encoded length.
     pub fn len(&self) -> usize {
-        let inline = match self.body {
+        ENTRY_HEADER_LEN + self.name.len() + self.attrs.len() + self.inline_len()
+    }
+
+    /// Bytes of data in the entry (0 when it names an object).
+    pub fn inline_len(&self) -> usize {
+        match self.body {
             Body::Inline(d) => d.len(),
             Body::Object(_) => 0,
-        };
-        ENTRY_HEADER_LEN + self.name.len() + self.attrs.len() + inline
+        }
     }
 
     /// Whether it encodes to nothing (never: entries have a name).
