@@ -302,9 +302,18 @@ impl Unread {
 /// acknowledged transactions on them must not be dropped as if a cut had interrupted
 /// them (an independent review, `tests/review_tail_run.rs` B1), so the scan reports
 /// `MediaLoss` and the mount looks again. Counted per block, so pages another head
-/// wrote later in the walk do not hide the run. Blocks where no head page reads are not
-/// counted: a torn erase, or a window block still holding an older life, which no read
-/// tells apart from a block that is lost whole (DESIGN 5.2).
+/// wrote later in the walk do not hide the run.
+///
+/// A block where no head page reads is counted only when a page of the replay follows
+/// it in the walk: more than [`FAILS_PER_BLOCK`] unreadable pages in a row anywhere
+/// before a replayed page are then media loss too (a torn erase is the cut's last
+/// operation, and heads take window blocks in walk order, so nothing is replayed after
+/// one; nor after an older life's block, which no head started). A walk that *ends* in
+/// such a block is taken for a torn erase or an older life: a torn erase of a block
+/// whose older life filled only its first pages leaves exactly that, garbage and then
+/// erased pages, which no read tells apart from a head's newest block lost whole
+/// (DESIGN 5.2). Blocks holding cold copies are left out (a lost copy is never a loss:
+/// its original is intact until the next checkpoint).
 #[derive(Clone, Copy, Debug, Default)]
 struct TailRun {
     /// Whether this block showed a page of the replay (or continues a head's block).
@@ -312,6 +321,13 @@ struct TailRun {
     /// Unreadable pages since then, and the first of them.
     unread: u32,
     first: Option<PageAddr>,
+    /// The current run of unreadable pages in a row in this block: its length, first
+    /// page and last page.
+    run: u32,
+    run_first: Option<PageAddr>,
+    run_last: Option<PageAddr>,
+    /// The first run longer than a cut leaves, and its walk entry.
+    suspect: Option<(usize, PageAddr)>,
 }
 
 impl TailRun {
@@ -320,20 +336,38 @@ impl TailRun {
     fn block_begins(&mut self, continues: bool) {
         *self = TailRun {
             counting: continues,
+            suspect: self.suspect,
             ..TailRun::default()
         };
     }
-    fn unreadable(&mut self, page: PageAddr) {
+    /// Page `page` (of walk entry `wi`) does not read.
+    fn unreadable(&mut self, wi: usize, page: PageAddr) {
         if self.counting {
             self.unread += 1;
             self.first.get_or_insert(page);
         }
+        if self.run_last.is_some_and(|l| l.0 + 1 == page.0) {
+            self.run += 1;
+        } else {
+            self.run = 1;
+            self.run_first = Some(page);
+        }
+        self.run_last = Some(page);
+        if self.run > FAILS_PER_BLOCK && self.suspect.is_none() {
+            self.suspect = self.run_first.map(|p| (wi, p));
+        }
     }
-    fn accepted(&mut self) {
+    /// A page of the replay: the first run before it longer than a cut leaves, unless
+    /// it was in a block of cold copies (`cold`: the walk entries holding them).
+    fn accepted(&mut self, cold: u64) -> Option<PageAddr> {
         *self = TailRun {
             counting: true,
+            suspect: self.suspect,
             ..TailRun::default()
         };
+        self.suspect
+            .filter(|&(wi, _)| cold & (1 << wi) == 0)
+            .map(|(_, p)| p)
     }
     /// The block ended with more unreadable pages than a cut leaves: the first of them.
     fn too_long(&self) -> Option<PageAddr> {
@@ -695,7 +729,7 @@ impl<
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
                             hole.get_or_insert(page);
-                            tail.unreadable(page);
+                            tail.unreadable(wi, page);
                             out.unread.remember(page);
                             if salvage {
                                 self.salvaged.unreadable(page);
@@ -722,7 +756,7 @@ impl<
                     }
                     if mask == 0 {
                         hole.get_or_insert(page);
-                        tail.unreadable(page);
+                        tail.unreadable(wi, page);
                         out.unread.remember(page);
                         if salvage {
                             self.salvaged.unreadable(page);
@@ -784,7 +818,9 @@ impl<
                     }
                     if any || loss[LOG_HEAD].is_some() {
                         hole = None;
-                        tail.accepted();
+                        if let Some(p) = tail.accepted(cold_blocks).filter(|_| !salvage) {
+                            return Err(Fault::MediaLoss(p));
+                        }
                     }
                     continue;
                 }
@@ -819,7 +855,9 @@ impl<
                     Step::New | Step::Repeat => {}
                 }
                 hole = None;
-                tail.accepted();
+                if let Some(p) = tail.accepted(cold_blocks).filter(|_| !salvage) {
+                    return Err(Fault::MediaLoss(p));
+                }
                 if let Some((bad, bad_bp)) = bad_meta.take() {
                     if !(step == Step::Repeat && bp.seq == bad_bp.seq) {
                         // Not retried: the record is lost.
