@@ -27,8 +27,9 @@ use crate::{push, Fs, INLINE_MAX, NAME_MAX};
 pub struct File {
     pub(crate) slot: u8,
     /// The volume's open counter when this file was opened: a closed handle never
-    /// names a later open of the same slot.
-    pub(crate) session: u32,
+    /// names a later open of the same slot (64 bits: 2^32 opens are 50 days at 1,000
+    /// a second, and a stale handle must not name a later open then).
+    pub(crate) session: u64,
 }
 
 /// How to open a file (the `std::fs::OpenOptions` set).
@@ -104,7 +105,7 @@ pub enum SeekFrom {
 pub(crate) struct Handle {
     pub(crate) open: bool,
     /// Which open this is (see [`File`]).
-    pub(crate) open_id: u32,
+    pub(crate) open_id: u64,
     pub(crate) dir: u32,
     name: [u8; NAME_MAX],
     name_len: u8,
@@ -299,7 +300,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         } else {
             h.obj = object;
         }
-        self.opens = self.opens.wrapping_add(1);
+        self.opens += 1;
         h.open_id = self.opens;
         Ok(File {
             slot: slot as u8,

@@ -188,8 +188,9 @@ pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     store: S,
     vol: Option<Volume>,
     /// Counts opens (never reset): a handle is valid only for the open that made it,
-    /// so one that was closed, or is from before a remount, is refused.
-    opens: u32,
+    /// so one that was closed, or is from before a remount, is refused (64 bits: never
+    /// wraps).
+    opens: u64,
     handles: [Handle; HANDLES],
     stage: stage::Staging,
     dirs: dircache::DirCache,

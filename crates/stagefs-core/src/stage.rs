@@ -46,7 +46,11 @@
 //! staging is bypassed for the next [`INLINE_PROBE`] commits. Any change of a staged name
 //! that does not go through the log (remove, rename, attributes, growing into an object,
 //! a bypassed commit) patches first, so the log never holds a record older than a
-//! name's directory entry: replay applies inline records in order, unconditionally.
+//! name's directory entry: replay applies inline records in order, unconditionally. A
+//! commit that grows its entry is staged only when the bucket has room for what every
+//! staged name of it adds (`Fs::staged_growth`), and direct changes that add to a
+//! bucket keep that room: a patch never has to split a bucket (impossible at the trie's
+//! last level), so it cannot fail for room.
 
 use crate::error::Error;
 use crate::format::bucket;
