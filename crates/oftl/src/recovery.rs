@@ -304,16 +304,18 @@ impl Unread {
 /// `MediaLoss` and the mount looks again. Counted per block, so pages another head
 /// wrote later in the walk do not hide the run.
 ///
-/// A block where no head page reads is counted only when a page of the replay follows
-/// it in the walk: more than [`FAILS_PER_BLOCK`] unreadable pages in a row anywhere
-/// before a replayed page are then media loss too (a torn erase is the cut's last
-/// operation, and heads take window blocks in walk order, so nothing is replayed after
-/// one; nor after an older life's block, which no head started). A walk that *ends* in
-/// such a block is taken for a torn erase or an older life: a torn erase of a block
-/// whose older life filled only its first pages leaves exactly that, garbage and then
-/// erased pages, which no read tells apart from a head's newest block lost whole
-/// (DESIGN 5.2). Blocks holding cold copies are left out (a lost copy is never a loss:
-/// its original is intact until the next checkpoint).
+/// A block where no head page reads is counted only when a page programmed after it
+/// follows in the walk (a page of the replay, or a cold copy made since the
+/// checkpoint): more than [`FAILS_PER_BLOCK`] unreadable pages in a row before it are
+/// then media loss too (a torn erase is the cut's last operation, and heads take window
+/// blocks in walk order, so nothing follows one; nor an older life's block, which no
+/// head started). A walk that *ends* in such a block is taken for a torn erase or an
+/// older life: a torn erase of a block whose older life filled only its first pages
+/// leaves garbage and then erased pages, which no read tells apart from a head's newest
+/// block lost whole (DESIGN 5.2). Runs in blocks of cold copies (one holds a readable
+/// copy, or it is the cold head's carried block) are left out: a lost copy is never a
+/// loss, its original is intact until the next checkpoint (independent reviews,
+/// `tests/review_s32b.rs`, `tests/review_s32c.rs`).
 #[derive(Clone, Copy, Debug, Default)]
 struct TailRun {
     /// Whether this block showed a page of the replay (or continues a head's block).
@@ -326,7 +328,8 @@ struct TailRun {
     run: u32,
     run_first: Option<PageAddr>,
     run_last: Option<PageAddr>,
-    /// The first run longer than a cut leaves, and its walk entry.
+    /// The first run longer than a cut leaves outside blocks of cold copies, and its
+    /// walk entry.
     suspect: Option<(usize, PageAddr)>,
 }
 
@@ -357,17 +360,26 @@ impl TailRun {
             self.suspect = self.run_first.map(|p| (wi, p));
         }
     }
-    /// A page of the replay: the first run before it longer than a cut leaves, unless
-    /// it was in a block of cold copies (`cold`: the walk entries holding them).
-    fn accepted(&mut self, cold: u64) -> Option<PageAddr> {
+    /// The walk leaves entry `wi`, a block of cold copies if `cold`: a run there is no
+    /// suspect.
+    fn block_ends(&mut self, wi: usize, cold: bool) {
+        if cold && self.suspect.is_some_and(|(s, _)| s == wi) {
+            self.suspect = None;
+        }
+    }
+    /// A page of the replay: the run before it longer than a cut leaves, if any.
+    fn accepted(&mut self) -> Option<PageAddr> {
         *self = TailRun {
             counting: true,
             suspect: self.suspect,
             ..TailRun::default()
         };
-        self.suspect
-            .filter(|&(wi, _)| cold & (1 << wi) == 0)
-            .map(|(_, p)| p)
+        self.suspect.map(|(_, p)| p)
+    }
+    /// A cold copy made since the checkpoint, in walk entry `wi`: the run before it in
+    /// an earlier entry longer than a cut leaves, if any.
+    fn copy_after(&self, wi: usize) -> Option<PageAddr> {
+        self.suspect.filter(|&(s, _)| s < wi).map(|(_, p)| p)
     }
     /// The block ended with more unreadable pages than a cut leaves: the first of them.
     fn too_long(&self) -> Option<PageAddr> {
@@ -687,6 +699,7 @@ impl<
             self.dev.heads().get(DATA_HEAD).block,
             self.dev.heads().get(LOG_HEAD).block,
         ];
+        let cold_carried = self.dev.heads().get(COLD_HEAD).block;
         let mut tail = TailRun::default();
         'walk: for (wi, &(b, start)) in walk.iter().enumerate() {
             if !salvage {
@@ -818,7 +831,7 @@ impl<
                     }
                     if any || loss[LOG_HEAD].is_some() {
                         hole = None;
-                        if let Some(p) = tail.accepted(cold_blocks).filter(|_| !salvage) {
+                        if let Some(p) = tail.accepted().filter(|_| !salvage) {
                             return Err(Fault::MediaLoss(p));
                         }
                     }
@@ -829,6 +842,9 @@ impl<
                     cold_blocks |= 1 << wi;
                     if !is_cold_copy(&bp, fresh[DATA_HEAD].start) {
                         continue;
+                    }
+                    if let Some(p) = tail.copy_after(wi).filter(|_| !salvage) {
+                        return Err(Fault::MediaLoss(p));
                     }
                     // Whatever happens to the copy, the data head goes past its
                     // watermark (so it stays below the next checkpoint's start).
@@ -855,7 +871,7 @@ impl<
                     Step::New | Step::Repeat => {}
                 }
                 hole = None;
-                if let Some(p) = tail.accepted(cold_blocks).filter(|_| !salvage) {
+                if let Some(p) = tail.accepted().filter(|_| !salvage) {
                     return Err(Fault::MediaLoss(p));
                 }
                 if let Some((bad, bad_bp)) = bad_meta.take() {
@@ -887,6 +903,7 @@ impl<
                     }
                 }
             }
+            tail.block_ends(wi, cold_blocks & (1 << wi) != 0 || Some(b) == cold_carried);
             if wi >= carried && !started {
                 // Nothing programmed since its erase (or since the checkpoint).
                 walk_end = wi;
