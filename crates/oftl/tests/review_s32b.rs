@@ -143,7 +143,10 @@ fn mount_check(sim: &mut Sim, allowed: &[&Model]) -> Outcome {
 /// after a checkpoint; then `rules` armed; then appends 4.. (one sector each); the
 /// power goes at rest after them (the fs is dropped, no unmount). Returns the sim, the
 /// acknowledged state and the log programs after the rules were armed.
-fn log_store(rules: &[Rule], appends: u32) -> (Sim, Model, Vec<(u32, u32, usize, bool)>) {
+/// (page, column, length, failed) of one log program.
+type LogProgram = (u32, u32, usize, bool);
+
+fn log_store(rules: &[Rule], appends: u32) -> (Sim, Model, Vec<LogProgram>) {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(3));
     let ctl: Shared = Rc::default();
     let want = {

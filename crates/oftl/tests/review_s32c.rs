@@ -338,6 +338,7 @@ const KINDS: [CutKind; 5] = [
 /// The sweep: for each seed and burst, find the op count, then cut at every operation
 /// (one torn kind each, rotating), mount; every `rc_every`-th state also gets a second
 /// cut during its recovery at a few operations, then a plain mount.
+#[allow(clippy::too_many_arguments)]
 fn sweep(
     tweak: impl Fn(Run) -> Run,
     profs: &[Profile],
@@ -532,7 +533,7 @@ fn cold_store(copies: usize, after: u32, appends: u32) -> (Sim, Model, Vec<u32>)
         fs.sync().unwrap();
         fs.gc_step(3).unwrap();
         fs.sync().unwrap();
-        old = all_pages(&**fs.flash()).iter().map(|p| p.page).collect();
+        old = all_pages(fs.flash()).iter().map(|p| p.page).collect();
         let cold_now = |s: &Sim| {
             all_pages(s)
                 .iter()
@@ -540,7 +541,7 @@ fn cold_store(copies: usize, after: u32, appends: u32) -> (Sim, Model, Vec<u32>)
                 .count()
         };
         let mut guard = 0;
-        while cold_now(&**fs.flash()) < copies && guard < 40 {
+        while cold_now(fs.flash()) < copies && guard < 40 {
             fs.gc_step(4).unwrap();
             guard += 1;
         }
@@ -796,7 +797,7 @@ fn gc_after_store(after: u32) -> (Sim, Model, Vec<u32>) {
             }
         }
         fs.sync().unwrap();
-        old = all_pages(&**fs.flash()).iter().map(|p| p.page).collect();
+        old = all_pages(fs.flash()).iter().map(|p| p.page).collect();
         for t in 0..after {
             tx_write(&mut fs, ids[t as usize % 4], 0, &bytes(1000 + t, 4000)).unwrap();
         }

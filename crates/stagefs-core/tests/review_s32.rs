@@ -545,25 +545,23 @@ fn model_only(s: &S, st: &mut St) {
         S::Rmdir(p) | S::Remove(p) => {
             st.m.remove(p);
         }
-        S::Rename(a, b) => {
-            if a != b {
-                let moved: Vec<(String, MNode)> =
-                    st.m.iter()
-                        .filter(|(k, _)| *k == a || k.starts_with(&format!("{a}/")))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                let gone: Vec<String> =
-                    st.m.keys()
-                        .filter(|k| *k == b || k.starts_with(&format!("{b}/")))
-                        .cloned()
-                        .collect();
-                for k in gone {
-                    st.m.remove(&k);
-                }
-                for (k, v) in moved {
-                    st.m.remove(&k);
-                    st.m.insert(format!("{b}{}", &k[a.len()..]), v);
-                }
+        S::Rename(a, b) if a != b => {
+            let moved: Vec<(String, MNode)> =
+                st.m.iter()
+                    .filter(|(k, _)| *k == a || k.starts_with(&format!("{a}/")))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+            let gone: Vec<String> =
+                st.m.keys()
+                    .filter(|k| *k == b || k.starts_with(&format!("{b}/")))
+                    .cloned()
+                    .collect();
+            for k in gone {
+                st.m.remove(&k);
+            }
+            for (k, v) in moved {
+                st.m.remove(&k);
+                st.m.insert(format!("{b}{}", &k[a.len()..]), v);
             }
         }
         S::Sync => {
@@ -650,7 +648,6 @@ fn mount_observe(sim: &mut Sim, allowed: &[Model]) -> Result<Tree, String> {
                 live += 1;
             }
         }
-        let named = named + 0;
         if live != named {
             return Err(format!(
                 "{live} store objects, {named} named by the tree (leak)"
@@ -862,10 +859,10 @@ fn interleaved() -> Sc {
     }
     let mut cut = vec![Open(0, N[0], APPEND), Open(1, N[1], APPEND)];
     for r in 0..3u8 {
-        for k in 2..10 {
+        for (k, &name) in N.iter().enumerate().take(10).skip(2) {
             cut.push(W(0, 40, r * 20 + k as u8));
             cut.push(Fsync(0));
-            cut.push(App(N[k], 30, r * 20 + k as u8 + 1));
+            cut.push(App(name, 30, r * 20 + k as u8 + 1));
             cut.push(W(1, 50, r * 20 + k as u8 + 2));
             cut.push(Fsync(1));
         }
