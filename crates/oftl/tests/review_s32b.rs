@@ -22,12 +22,13 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use common::hooked::{arm_cut, program_failed, Hooked, Hooks, SimErr};
+use common::outcome::mount_check;
 use common::pages::{all_pages, data_head, kill, tag_of, Pg};
 use common::*;
 use nand_hal::sim::{profile, CutKind, FaultPlan};
 use nand_hal::{BlockAddr, NandFlash, PageAddr};
 use oftl::format::backpointer::PageKind;
-use oftl::{Greedy, MountError, ObjKind, Oftl, TxOp};
+use oftl::{Greedy, ObjKind, Oftl, TxOp};
 
 // ---------------------------------------------------------------------------------------
 // A scripted flash wrapper: rules fail chosen log or data programs (garbage: the page is
@@ -115,30 +116,6 @@ impl Hooks for Ctl {
 type Shared = Rc<RefCell<Ctl>>;
 type Rig<'a> = Oftl<Hooked<'a, Shared>, 2048, 64, 4, 2, Greedy, 2048>;
 
-/// What a mount after the fault showed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)]
-enum Outcome {
-    Right,
-    Wrong(String),
-    Refused,
-    Error(String),
-}
-
-fn mount_check(sim: &mut Sim, allowed: &[&Model]) -> Outcome {
-    match Fs::mounted(sim) {
-        Ok(mut fs) => match observe(&mut fs) {
-            Ok(seen) => match matches(&seen, allowed) {
-                Ok(_) => Outcome::Right,
-                Err(m) => Outcome::Wrong(m),
-            },
-            Err(e) => Outcome::Error(format!("observe: {e}")),
-        },
-        Err(MountError::MediaLoss { .. }) => Outcome::Refused,
-        Err(e) => Outcome::Error(format!("{e:?}")),
-    }
-}
-
 /// A store with a log stream whose log head holds one full page (4 one-sector appends)
 /// after a checkpoint; then `rules` armed; then appends 4.. (one sector each); the
 /// power goes at rest after them (the fs is dropped, no unmount). Returns the sim, the
@@ -193,7 +170,7 @@ fn log_store(rules: &[Rule], appends: u32) -> (Sim, Model, Vec<LogProgram>) {
 fn finding_log_open_page_killed_by_failed_partial_program_refused() {
     let (mut sim, want, log) = log_store(&[Rule::LogPartial], 6);
     let o = mount_check(&mut sim, &[&want]);
-    assert_eq!(o, Outcome::Refused, "log programs {log:?}");
+    assert!(o.refused(), "{o:?}; log programs {log:?}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -285,7 +262,7 @@ fn finding_newest_block_damaged_whole_is_silent() {
             kill(&mut s, p);
         }
         let o = mount_check(&mut s, &[&want]);
-        if o != Outcome::Refused {
+        if !o.refused() {
             bad.push(format!(
                 "after {after}: {} pages of block {b} killed: {o:?}",
                 in_b.len()
@@ -328,11 +305,8 @@ fn probe_newest_nine_after_readable_refused() {
         for &p in &in_b[in_b.len() - 9..] {
             kill(&mut s, p);
         }
-        assert_eq!(
-            mount_check(&mut s, &[&want]),
-            Outcome::Refused,
-            "after {after}"
-        );
+        let o = mount_check(&mut s, &[&want]);
+        assert!(o.refused(), "after {after}: {o:?}");
     }
     assert!(cases > 0);
 }

@@ -45,12 +45,13 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use common::hooked::{arm_cut, program_failed, Hooked, Hooks, SimErr};
+use common::outcome::{mount_check, Outcome, Tally};
 use common::pages::kill;
 use common::*;
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, Profile, TornMode};
 use nand_hal::Geometry;
 use nand_hal::{BlockAddr, NandFlash, PageAddr};
-use oftl::{Greedy, MountError, ObjKind, Oftl, TxOp, WriteError};
+use oftl::{Greedy, ObjKind, Oftl, TxOp, WriteError};
 
 // ---------------------------------------------------------------------------------------
 // A flash wrapper: bursts of failed programs, failed erases, one cut.
@@ -128,63 +129,6 @@ fn wide() -> Profile {
     p.name = "tiny-64ppb";
     p.geometry = Geometry::new(2048, 64, 64, 64, 1, 1, 1);
     p
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Outcome {
-    Right,
-    Wrong(String),
-    Refused(String),
-    Error(String),
-}
-
-#[derive(Debug, Default)]
-struct Tally {
-    right: u32,
-    wrong: u32,
-    refused: u32,
-    error: u32,
-    first_wrong: Option<String>,
-    first_refused: Option<String>,
-    first_error: Option<String>,
-}
-
-impl Tally {
-    fn add(&mut self, tag: &str, o: &Outcome) {
-        match o {
-            Outcome::Right => self.right += 1,
-            Outcome::Wrong(m) => {
-                self.wrong += 1;
-                self.first_wrong.get_or_insert(format!("{tag}: {m}"));
-            }
-            Outcome::Refused(m) => {
-                self.refused += 1;
-                self.first_refused.get_or_insert(format!("{tag}: {m}"));
-            }
-            Outcome::Error(m) => {
-                self.error += 1;
-                self.first_error.get_or_insert(format!("{tag}: {m}"));
-            }
-        }
-    }
-}
-
-fn check_mounted(fs: &mut Fs, allowed: &[&Model]) -> Outcome {
-    match observe(fs) {
-        Ok(seen) => match matches(&seen, allowed) {
-            Ok(_) => Outcome::Right,
-            Err(m) => Outcome::Wrong(m),
-        },
-        Err(e) => Outcome::Error(format!("observe: {e}")),
-    }
-}
-
-fn mount_check(sim: &mut Sim, allowed: &[&Model]) -> Outcome {
-    match Fs::mounted(sim) {
-        Ok(mut fs) => check_mounted(&mut fs, allowed),
-        Err(MountError::MediaLoss { page }) => Outcome::Refused(format!("MediaLoss at {page:?}")),
-        Err(e) => Outcome::Error(format!("{e:?}")),
-    }
 }
 
 fn tx_write<F: NandFlash, P: oftl::SpacePolicy>(

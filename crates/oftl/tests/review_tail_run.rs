@@ -40,6 +40,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use common::hooked::{arm_cut, program_failed, Hooked, Hooks, SimErr};
+use common::outcome::{mount_check, Outcome, Tally};
 use common::pages::{all_pages, data_head, kill, tag_of, Pg};
 use common::*;
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, Profile, TornMode};
@@ -176,64 +177,6 @@ type Rig<'a> = Oftl<Hooked<'a, Shared>, 2048, 64, 4, 2, Greedy, 2048>;
 
 fn is_power_loss<E: nand_hal::Error>(e: &WriteError<E>) -> bool {
     matches!(e, WriteError::Flash(f) if f.kind() == ErrorKind::PowerLoss)
-}
-
-/// What a mount after the fault showed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Outcome {
-    /// Mounted and shows one of the allowed states.
-    Right,
-    /// Mounted and shows another state (acknowledged data rolled back, silently).
-    Wrong(String),
-    /// `MediaLoss`.
-    Refused,
-    /// Another error.
-    Error(String),
-}
-
-#[derive(Debug, Default)]
-struct Tally {
-    right: u32,
-    wrong: u32,
-    refused: u32,
-    error: u32,
-    first_wrong: Option<String>,
-    first_refused: Option<String>,
-}
-
-impl Tally {
-    fn add(&mut self, tag: &str, o: &Outcome) {
-        match o {
-            Outcome::Right => self.right += 1,
-            Outcome::Wrong(m) => {
-                self.wrong += 1;
-                self.first_wrong.get_or_insert(format!("{tag}: {m}"));
-            }
-            Outcome::Refused => {
-                self.refused += 1;
-                self.first_refused.get_or_insert(tag.to_string());
-            }
-            Outcome::Error(m) => {
-                self.error += 1;
-                self.first_refused.get_or_insert(format!("{tag}: {m}"));
-            }
-        }
-    }
-}
-
-/// Mounts `sim` (no faults), compares with `allowed`.
-fn mount_check(sim: &mut Sim, allowed: &[&Model]) -> Outcome {
-    match Fs::mounted(sim) {
-        Ok(mut fs) => match observe(&mut fs) {
-            Ok(seen) => match matches(&seen, allowed) {
-                Ok(_) => Outcome::Right,
-                Err(m) => Outcome::Wrong(m),
-            },
-            Err(e) => Outcome::Error(format!("observe: {e}")),
-        },
-        Err(MountError::MediaLoss { .. }) => Outcome::Refused,
-        Err(e) => Outcome::Error(format!("{e:?}")),
-    }
 }
 
 fn tx_write<F: NandFlash, P: oftl::SpacePolicy>(
@@ -510,7 +453,7 @@ fn probe_isolated_cold_failures() {
                         "cold {shape:?} every {every}: {fails} isolated failures ({} done), cut {cut:?}",
                         failed.len()
                     );
-                    if o == Outcome::Refused {
+                    if o.refused() {
                         refused_at.push(failed.len());
                     }
                     t.add(&tag, &o);
@@ -828,7 +771,9 @@ fn error_runs(sim: &Sim, allowed: &[&Model], lens: &[u32], step: usize, tag: &st
                         Err(e) => Outcome::Error(e),
                     }
                 }
-                Err(MountError::MediaLoss { .. }) => Outcome::Refused,
+                Err(MountError::MediaLoss { page }) => {
+                    Outcome::Refused(format!("MediaLoss at {page:?}"))
+                }
                 Err(e) => Outcome::Error(format!("{e:?}")),
             };
             let tg = format!("{tag}: {len} failing reads from read {at} (of {reads})");
@@ -1233,7 +1178,7 @@ fn finding_killed_newest_pages_silent_when_log_follows() {
         // What the mount checkpointed stays.
         assert!(matches!(mount_check(&mut s, &[&want]), Outcome::Wrong(_)));
     }
-    assert_eq!(o, Outcome::Refused);
+    assert!(o.refused(), "{o:?}");
 }
 
 /// **Finding 4 (pre-existing; fixed: the last six unreadable pages are remembered).**

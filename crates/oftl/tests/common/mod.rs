@@ -5,6 +5,7 @@
 pub mod contents;
 pub mod hooked;
 pub mod lifecycle;
+pub mod outcome;
 pub mod pages;
 pub mod repair;
 
