@@ -43,11 +43,22 @@ pub const INDEX_WRITE_BACK_WORK: u32 = 12;
 /// `recovery`). A failing block is retired once its data has moved either way.
 pub(crate) const FAILS_PER_BLOCK: u32 = 8;
 
-/// Failed programs in a row in one block, for [`Dev::program_failed`].
-#[derive(Clone, Copy, Debug, Default)]
+/// Failed programs in a row in one block, for [`Dev::program_failed`] (8 bytes: it is
+/// on the write path's stack, which recovery's relocations nest in).
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct FailRun {
-    block: Option<BlockAddr>,
+    /// The block (`u32::MAX`: none yet).
+    block: u32,
     fails: u32,
+}
+
+impl Default for FailRun {
+    fn default() -> Self {
+        FailRun {
+            block: u32::MAX,
+            fails: 0,
+        }
+    }
 }
 
 /// How far the cold head's next number may lead the data head's at a checkpoint and
@@ -679,9 +690,9 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// program and its retries) the head leaves it, the rest of it unprogrammed.
     pub fn program_failed(&mut self, head: usize, block: BlockAddr, run: &mut FailRun) {
         self.table.program_failed(block);
-        if run.block != Some(block) {
+        if run.block != block.0 {
             *run = FailRun {
-                block: Some(block),
+                block: block.0,
                 fails: 0,
             };
         }

@@ -316,55 +316,69 @@ impl Unread {
 /// copy, or it is the cold head's carried block) are left out: a lost copy is never a
 /// loss, its original is intact until the next checkpoint (independent reviews,
 /// `tests/review_s32b.rs`, `tests/review_s32c.rs`).
-#[derive(Clone, Copy, Debug, Default)]
+/// (Packed: it lives on recovery's stack, the store's deepest path, and the default
+/// store's RAM bound counts it.)
+#[derive(Clone, Copy, Debug)]
 struct TailRun {
+    /// Unreadable pages since this block showed a page of the replay (or since the
+    /// checkpoint's position in a head's block).
+    unread: u16,
     /// Whether this block showed a page of the replay (or continues a head's block).
     counting: bool,
-    /// Unreadable pages since then, and the first of them.
-    unread: u32,
-    first: Option<PageAddr>,
-    /// The current run of unreadable pages in a row in this block: its length, first
-    /// page and last page.
-    run: u32,
-    run_first: Option<PageAddr>,
-    run_last: Option<PageAddr>,
-    /// The first run longer than a cut leaves outside blocks of cold copies, and its
-    /// walk entry.
-    suspect: Option<(usize, PageAddr)>,
+    /// The current run of unreadable pages in a row in this block (since the last page
+    /// of the replay): its first page ([`NO_PAGE`]: none) and its length.
+    run_first: u32,
+    run: u16,
+    /// The first run longer than a cut leaves outside blocks of cold copies: its first
+    /// page ([`NO_PAGE`]: none) and walk entry.
+    suspect: u32,
+    suspect_wi: u8,
 }
 
+/// No page, in [`TailRun`].
+const NO_PAGE: u32 = u32::MAX;
+
 impl TailRun {
+    const NONE: TailRun = TailRun {
+        unread: 0,
+        counting: false,
+        run_first: NO_PAGE,
+        run: 0,
+        suspect: NO_PAGE,
+        suspect_wi: 0,
+    };
+
     /// The walk enters a block; `continues` when a data or log head's block is walked
     /// from the page the checkpoint recorded.
     fn block_begins(&mut self, continues: bool) {
         *self = TailRun {
             counting: continues,
             suspect: self.suspect,
-            ..TailRun::default()
+            suspect_wi: self.suspect_wi,
+            ..TailRun::NONE
         };
     }
     /// Page `page` (of walk entry `wi`) does not read.
     fn unreadable(&mut self, wi: usize, page: PageAddr) {
         if self.counting {
-            self.unread += 1;
-            self.first.get_or_insert(page);
+            self.unread = self.unread.saturating_add(1);
         }
-        if self.run_last.is_some_and(|l| l.0 + 1 == page.0) {
-            self.run += 1;
+        if self.run > 0 && self.run_first.wrapping_add(self.run as u32) == page.0 {
+            self.run = self.run.saturating_add(1);
         } else {
             self.run = 1;
-            self.run_first = Some(page);
+            self.run_first = page.0;
         }
-        self.run_last = Some(page);
-        if self.run > FAILS_PER_BLOCK && self.suspect.is_none() {
-            self.suspect = self.run_first.map(|p| (wi, p));
+        if self.run as u32 > FAILS_PER_BLOCK && self.suspect == NO_PAGE {
+            self.suspect = self.run_first;
+            self.suspect_wi = wi as u8;
         }
     }
     /// The walk leaves entry `wi`, a block of cold copies if `cold`: a run there is no
     /// suspect.
     fn block_ends(&mut self, wi: usize, cold: bool) {
-        if cold && self.suspect.is_some_and(|(s, _)| s == wi) {
-            self.suspect = None;
+        if cold && self.suspect != NO_PAGE && self.suspect_wi as usize == wi {
+            self.suspect = NO_PAGE;
         }
     }
     /// A page of the replay: the run before it longer than a cut leaves, if any.
@@ -372,18 +386,22 @@ impl TailRun {
         *self = TailRun {
             counting: true,
             suspect: self.suspect,
-            ..TailRun::default()
+            suspect_wi: self.suspect_wi,
+            ..TailRun::NONE
         };
-        self.suspect.map(|(_, p)| p)
+        (self.suspect != NO_PAGE).then_some(PageAddr(self.suspect))
     }
     /// A cold copy made since the checkpoint, in walk entry `wi`: the run before it in
     /// an earlier entry longer than a cut leaves, if any.
     fn copy_after(&self, wi: usize) -> Option<PageAddr> {
-        self.suspect.filter(|&(s, _)| s < wi).map(|(_, p)| p)
+        (self.suspect != NO_PAGE && (self.suspect_wi as usize) < wi)
+            .then_some(PageAddr(self.suspect))
     }
-    /// The block ended with more unreadable pages than a cut leaves: the first of them.
+    /// The block ended with more unreadable pages than a cut leaves: one of them (the
+    /// first of the last run).
     fn too_long(&self) -> Option<PageAddr> {
-        self.first.filter(|_| self.unread > FAILS_PER_BLOCK)
+        (self.run_first != NO_PAGE && self.unread as u32 > FAILS_PER_BLOCK)
+            .then_some(PageAddr(self.run_first))
     }
 }
 
@@ -695,12 +713,7 @@ impl<
             Some(h) => seq_cmp(bp.seq, fresh[h].start).is_lt(),
         };
         let mut walk_end = walk.len();
-        let head_blocks = [
-            self.dev.heads().get(DATA_HEAD).block,
-            self.dev.heads().get(LOG_HEAD).block,
-        ];
-        let cold_carried = self.dev.heads().get(COLD_HEAD).block;
-        let mut tail = TailRun::default();
+        let mut tail = TailRun::NONE;
         'walk: for (wi, &(b, start)) in walk.iter().enumerate() {
             if !salvage {
                 if let Some(p) = tail.too_long() {
@@ -711,7 +724,13 @@ impl<
                 tail.block_begins(false);
                 continue;
             }
-            tail.block_begins(wi < carried && start > 0 && head_blocks.contains(&Some(b)));
+            tail.block_begins(
+                wi < carried
+                    && start > 0
+                    && [DATA_HEAD, LOG_HEAD]
+                        .iter()
+                        .any(|&h| self.dev.heads().get(h).block == Some(b)),
+            );
             let mut started = false;
             for i in start..ppb {
                 let page = self.dev.geo().page(b, i);
@@ -903,7 +922,10 @@ impl<
                     }
                 }
             }
-            tail.block_ends(wi, cold_blocks & (1 << wi) != 0 || Some(b) == cold_carried);
+            tail.block_ends(
+                wi,
+                cold_blocks & (1 << wi) != 0 || self.dev.heads().get(COLD_HEAD).block == Some(b),
+            );
             if wi >= carried && !started {
                 // Nothing programmed since its erase (or since the checkpoint).
                 walk_end = wi;
