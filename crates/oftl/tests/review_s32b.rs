@@ -23,7 +23,7 @@ use std::rc::Rc;
 
 use common::hooked::{arm_cut, program_failed, Hooked, Hooks, SimErr};
 use common::outcome::mount_check;
-use common::pages::{all_pages, data_head, kill, tag_of, Pg};
+use common::pages::{all_pages, data_head, fresh_newest_data_block, kill, tag_of, Pg};
 use common::*;
 use nand_hal::sim::{profile, CutKind, FaultPlan};
 use nand_hal::{BlockAddr, NandFlash, PageAddr};
@@ -238,21 +238,10 @@ fn finding_newest_block_damaged_whole_is_silent() {
     let mut bad = Vec::new();
     for after in 4..24u32 {
         let (sim, want, old) = data_store(after, 3);
-        let head: Vec<Pg> = data_head(&sim)
-            .into_iter()
-            .filter(|p| !old.contains(&p.page))
-            .collect();
-        let Some(last) = head.last() else { continue };
-        let b = last.page / ppb;
-        // The block must have been started after the checkpoint.
-        if old.iter().any(|&p| p / ppb == b) {
+        // The data head's newest block, started after the checkpoint.
+        let Some((b, _, in_b)) = fresh_newest_data_block(&sim, &old) else {
             continue;
-        }
-        let in_b: Vec<u32> = head
-            .iter()
-            .filter(|p| p.page / ppb == b)
-            .map(|p| p.page)
-            .collect();
+        };
         if in_b.len() < 9 || in_b.len() >= ppb as usize {
             continue;
         }

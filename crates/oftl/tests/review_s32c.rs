@@ -438,7 +438,7 @@ fn probe_bursts_erase_failures_recovery_cuts() {
 // ---------------------------------------------------------------------------------------
 // Cold copies and the new rule.
 
-use common::pages::{all_pages, data_head, Pg};
+use common::pages::{all_pages, fresh_newest_data_block, Pg};
 use oftl::format::backpointer::PageKind;
 
 /// A store whose cold head carries a partly written block into the checkpoint (GC before
@@ -587,20 +587,10 @@ fn finding_cold_run_hides_lost_data_block() {
         let Some((cb, cpages)) = blocks.iter().find(|(_, v)| v.len() >= 10).cloned() else {
             continue;
         };
-        let head: Vec<Pg> = data_head(&sim)
-            .into_iter()
-            .filter(|p| !old.contains(&p.page))
-            .collect();
-        let Some(last) = head.last() else { continue };
-        let b = last.page / ppb;
-        if old.iter().any(|&p| p / ppb == b) {
+        // The data head's newest block, started after the checkpoint.
+        let Some((b, _, in_b)) = fresh_newest_data_block(&sim, &old) else {
             continue;
-        }
-        let in_b: Vec<u32> = head
-            .iter()
-            .filter(|p| p.page / ppb == b)
-            .map(|p| p.page)
-            .collect();
+        };
         if in_b.len() < 9 || in_b.len() >= ppb as usize {
             continue;
         }
@@ -769,20 +759,10 @@ fn finding_lost_data_block_then_cold_copies_silent() {
     let mut bad = Vec::new();
     for after in 4..24u32 {
         let (sim, want, old) = gc_after_store(after);
-        let head: Vec<Pg> = data_head(&sim)
-            .into_iter()
-            .filter(|p| !old.contains(&p.page))
-            .collect();
-        let Some(last) = head.last() else { continue };
-        let b = last.page / ppb;
-        if old.iter().any(|&p| p / ppb == b) {
+        // The data head's newest block, started after the checkpoint.
+        let Some((b, last, in_b)) = fresh_newest_data_block(&sim, &old) else {
             continue;
-        }
-        let in_b: Vec<u32> = head
-            .iter()
-            .filter(|p| p.page / ppb == b)
-            .map(|p| p.page)
-            .collect();
+        };
         if in_b.len() < 9 || in_b.len() >= ppb as usize {
             continue;
         }

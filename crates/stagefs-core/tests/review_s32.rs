@@ -404,23 +404,7 @@ fn exec_inner(fs: &mut Vol<'_>, s: &S, st: &mut St) -> Result<(), Error<E>> {
         S::Rename(a, b) => {
             fs.rename(a, b)?;
             if a != b {
-                let moved: Vec<(String, MNode)> =
-                    st.m.iter()
-                        .filter(|(k, _)| *k == a || k.starts_with(&format!("{a}/")))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                let gone: Vec<String> =
-                    st.m.keys()
-                        .filter(|k| *k == b || k.starts_with(&format!("{b}/")))
-                        .cloned()
-                        .collect();
-                for k in gone {
-                    st.m.remove(&k);
-                }
-                for (k, v) in moved {
-                    st.m.remove(&k);
-                    st.m.insert(format!("{b}{}", &k[a.len()..]), v);
-                }
+                rename_in(&mut st.m, a, b);
             }
         }
         S::Sync => {
@@ -546,23 +530,7 @@ fn model_only(s: &S, st: &mut St) {
             st.m.remove(p);
         }
         S::Rename(a, b) if a != b => {
-            let moved: Vec<(String, MNode)> =
-                st.m.iter()
-                    .filter(|(k, _)| *k == a || k.starts_with(&format!("{a}/")))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-            let gone: Vec<String> =
-                st.m.keys()
-                    .filter(|k| *k == b || k.starts_with(&format!("{b}/")))
-                    .cloned()
-                    .collect();
-            for k in gone {
-                st.m.remove(&k);
-            }
-            for (k, v) in moved {
-                st.m.remove(&k);
-                st.m.insert(format!("{b}{}", &k[a.len()..]), v);
-            }
+            rename_in(&mut st.m, a, b);
         }
         S::Sync => {
             for h in st.hs.clone().into_iter().flatten() {
@@ -1525,5 +1493,27 @@ fn staged_inline_directory_full_wedges_the_volume_without_a_cut() {
     assert_eq!(fs.mount(), Ok(()));
     for (p, d) in &want[1..] {
         assert_eq!(&support::read_all(&mut fs, p), d, "{p}");
+    }
+}
+
+/// The model's side of a rename: `a` and everything under it move to `b`, replacing
+/// what `b` held.
+fn rename_in(m: &mut BTreeMap<String, MNode>, a: &str, b: &str) {
+    let moved: Vec<(String, MNode)> = m
+        .iter()
+        .filter(|(k, _)| *k == a || k.starts_with(&format!("{a}/")))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let gone: Vec<String> = m
+        .keys()
+        .filter(|k| *k == b || k.starts_with(&format!("{b}/")))
+        .cloned()
+        .collect();
+    for k in gone {
+        m.remove(&k);
+    }
+    for (k, v) in moved {
+        m.remove(&k);
+        m.insert(format!("{b}{}", &k[a.len()..]), v);
     }
 }

@@ -94,3 +94,25 @@ pub fn kill(sim: &mut Sim, page: u32) {
         sim.inject_flips(PageAddr(page), st, 40);
     }
 }
+
+/// The data head's newest block, when a block started after the checkpoint (`old`: the
+/// pages programmed before it): the block, the head's newest page, and the head's pages
+/// since the checkpoint in that block.
+pub fn fresh_newest_data_block(sim: &Sim, old: &[u32]) -> Option<(u32, Pg, Vec<u32>)> {
+    let ppb = sim.geometry().pages_per_block();
+    let head: Vec<Pg> = data_head(sim)
+        .into_iter()
+        .filter(|p| !old.contains(&p.page))
+        .collect();
+    let last = *head.last()?;
+    let b = last.page / ppb;
+    if old.iter().any(|&p| p / ppb == b) {
+        return None;
+    }
+    let in_b = head
+        .iter()
+        .filter(|p| p.page / ppb == b)
+        .map(|p| p.page)
+        .collect();
+    Some((b, last, in_b))
+}
