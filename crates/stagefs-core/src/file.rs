@@ -233,6 +233,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !write && (needs_write || !o.read) {
             return Err(Error::Access);
         }
+        if write {
+            self.changes_allowed()?;
+        }
         let (parent, name) = path::parent_and_name(path)?;
         let dir = self.dir_of(parent)?;
         let slot = self
@@ -276,7 +279,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             staged = self.staged_into_b(dir, name.as_bytes())?;
             size = staged.unwrap_or(inline.len()) as u64;
         } else {
-            size = self.store.size(object)?;
+            size = self.object_len(object)?;
         }
         let h = &mut self.handles[slot];
         *h = Handle::CLOSED;
@@ -348,7 +351,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             buf[..n].copy_from_slice(&h.inline[h.pos as usize..h.pos as usize + n]);
             n
         } else {
-            self.store.read(h.obj, h.pos, buf)?
+            self.read_object(h.obj, h.pos, h.size, buf)?
         };
         self.handles[i].pos += n as u64;
         Ok(n)

@@ -23,9 +23,12 @@
 //!   of them is not promised; an inline file: all or none).
 //! - Opening with `truncate` and the writes before the next fsync/close land together:
 //!   a cut in between leaves the old contents.
-//! - A store that mounts read-only (too many grown bad blocks) mounts as a read-only
-//!   volume only when no staged records wait; otherwise [`Fs::mount`] refuses with
-//!   [`Error::ReadOnly`] rather than show files without their last fsynced bytes.
+//! - A store that mounts read-only (too many grown bad blocks, a worn-out part) mounts
+//!   as a read-only volume that still shows every fsynced byte: staged records cannot
+//!   be patched home without writes, so they stay in the log and reads of their files
+//!   lay them over the file's own bytes (each read and open of such a file then reads
+//!   the staging log, at most 16 KiB and one commit). Every
+//!   change is refused with [`Error::ReadOnly`].
 //!
 //! # Misuse
 //!
@@ -288,9 +291,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
 
     /// Mounts the volume (the store recovers from a crash first, then the staging log is
     /// replayed). A store that mounts read-only (too many grown bad blocks) mounts as a
-    /// read-only volume when its staging log is empty, and is refused with
-    /// [`Error::ReadOnly`] when it holds records (replaying them needs writes; showing the
-    /// files without them would serve stale bytes).
+    /// read-only volume: its staged records stay in the log and reads overlay them (see
+    /// the crate docs). It is refused with [`Error::ReadOnly`] only in the one case the
+    /// overlay cannot cover: the log names more inline files than the staging layer's
+    /// table holds, which a writable volume never leaves.
     pub fn mount(&mut self) -> Result<(), Error<S::FlashError>> {
         self.vol = None;
         self.store.mount()?;
@@ -556,6 +560,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
 
     /// Creates a directory. Durable on return.
     pub fn create_dir(&mut self, path: &str) -> Result<(), Error<S::FlashError>> {
+        self.changes_allowed()?;
         let (parent, name) = path::parent_and_name(path)?;
         let dir = self.dir_of(parent)?;
         let new = self.store.next_object_id();
@@ -597,6 +602,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     fn remove_entry(&mut self, path: &str, kind: Kind) -> Result<(), Error<S::FlashError>> {
+        self.changes_allowed()?;
         let (parent, name) = path::parent_and_name(path)?;
         let dir = self.dir_of(parent)?;
         self.settle(dir, name.as_bytes())?;
@@ -666,7 +672,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             m.size = match self.open_handle(dir, name.as_bytes()) {
                 Some(i) => self.handles[i].size,
                 None if e.object == 0 => staged.unwrap_or(e.inline().len() as u64),
-                None => self.store.size(e.object)?,
+                None => self.object_len(e.object)?,
             };
         }
         Ok(m)
@@ -681,6 +687,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// Replaces the user attributes of a file or directory (at most [`ATTR_MAX`]
     /// bytes). Durable on return.
     pub fn set_attributes(&mut self, path: &str, attrs: &[u8]) -> Result<(), Error<S::FlashError>> {
+        self.changes_allowed()?;
         if attrs.len() > ATTR_MAX {
             return Err(Error::TooLarge);
         }
@@ -713,6 +720,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// Renames `from` to `to`, replacing `to` if it exists (a file replaces a file, a
     /// directory an empty directory). Atomic and durable on return.
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), Error<S::FlashError>> {
+        self.changes_allowed()?;
         let (fp, fname) = path::parent_and_name(from)?;
         let (tp, tname) = path::parent_and_name(to)?;
         self.dirs.forget();

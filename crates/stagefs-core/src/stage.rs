@@ -171,6 +171,9 @@ pub(crate) struct Staging {
     /// The latest object commits (object, end offset, last page), oldest first.
     recent: heapless::Vec<(u32, u64, u64), LIVE>,
     bytes: u64,
+    /// The store mounted read-only with records in the log: nothing can be patched, so
+    /// the records stay where they are and reads of file objects overlay them.
+    read_only: bool,
 }
 
 impl Staging {
@@ -186,6 +189,7 @@ impl Staging {
         last_page: (0, u64::MAX),
         recent: heapless::Vec::new(),
         bytes: 0,
+        read_only: false,
     };
 }
 
@@ -393,6 +397,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// still open appended again).
     pub(crate) fn patch(&mut self) -> Result<(), Error<S::FlashError>> {
         let stream = self.staging_stream()?;
+        if self.stage.read_only || self.store.read_only() {
+            // Nothing can be written: the records stay in the log, durable, where a
+            // mount reads them (`replay_read_only`, `overlay`).
+            return Ok(());
+        }
         let end = self.store.log_bounds(stream)?.1;
         if !self.stage.live.is_empty() || !self.stage.inline.is_empty() {
             debug!(
@@ -799,10 +808,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let stream = self.staging_stream()?;
         let (start, end) = self.store.log_bounds(stream)?;
         if start < end && !self.store.writable() {
-            // Replay writes; a read-only store (too many bad blocks, salvage) with staged
-            // records cannot show them: refused rather than served stale.
-            warn!("stagefs: read-only store with staged records: mount refused");
-            return Err(Error::ReadOnly);
+            // Replay writes; a read-only store (too many bad blocks, salvage) keeps its
+            // records in the log and reads them where they apply.
+            return self.replay_read_only(stream, start, end);
         }
         if start < end {
             info!("stagefs: replaying {} bytes of staged records", end - start);
@@ -905,6 +913,143 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         self.stage.bytes = (end > start) as u64;
         self.patch()?;
         self.stage.inline_skip = 0;
+        Ok(())
+    }
+
+    /// The replay on a read-only store (too many grown bad blocks, a salvage): nothing
+    /// can be written, so nothing is applied. Inline contents go to the inline table,
+    /// where opens read them back from the log as after any staged commit; object bytes
+    /// stay in the log and `overlay` lays them over every read and size of their
+    /// file. Refused with [`Error::ReadOnly`] only when the log names more inline files
+    /// than the table holds (a writable volume never leaves that many: a commit of a
+    /// name the full table does not hold patches first).
+    fn replay_read_only(
+        &mut self,
+        stream: u32,
+        start: u64,
+        end: u64,
+    ) -> Result<(), Error<S::FlashError>> {
+        warn!(
+            "stagefs: read-only store with {} bytes of staged records: reads overlay them",
+            end - start
+        );
+        let mut lsn = start;
+        while lsn < end {
+            let Some(r) = self.store.log_read(stream, lsn, &mut self.b)? else {
+                break;
+            };
+            let mut pos = 0;
+            while pos < r.len {
+                let (rec, data_at, rec_end) = Record::parse(&self.b[..r.len], pos)?;
+                pos = rec_end;
+                if let Record::Inline { dir, name_len, len } = rec {
+                    let nl = name_len as usize;
+                    let mut name = [0u8; crate::NAME_MAX];
+                    name[..nl].copy_from_slice(&self.b[data_at..data_at + nl]);
+                    let known = self.stage.inline.iter().any(|e| e.is(dir, &name[..nl]));
+                    if !known && self.stage.inline.is_full() {
+                        warn!("stagefs: more staged inline files than the table holds");
+                        self.stage = Staging::EMPTY;
+                        return Err(Error::ReadOnly);
+                    }
+                    self.note_inline(dir, &name[..nl], len, r.lsn)?;
+                }
+            }
+            lsn = r.next;
+        }
+        self.stage.read_only = true;
+        Ok(())
+    }
+
+    /// Calls `f(offset, bytes)` for every staged data record of file object `obj` that
+    /// a replay would apply (at or above the object's version), in log order. Only on a
+    /// read-only volume with records (see `replay_read_only`); it reads the whole log,
+    /// at most [`STAGE_LIMIT`] bytes and one commit since the last patch.
+    fn overlay(
+        &mut self,
+        obj: u32,
+        mut f: impl FnMut(u64, &[u8]),
+    ) -> Result<(), Error<S::FlashError>> {
+        let stream = self.staging_stream()?;
+        let (start, end) = self.store.log_bounds(stream)?;
+        let version = version_of(&self.store.attrs(obj)?);
+        let mut lsn = start;
+        while lsn < end {
+            let Some(r) = self.store.log_read(stream, lsn, &mut self.b)? else {
+                break;
+            };
+            let mut pos = 0;
+            while r.lsn >= version && pos < r.len {
+                let (rec, data_at, rec_end) = Record::parse(&self.b[..r.len], pos)?;
+                pos = rec_end;
+                if let Record::Data {
+                    object,
+                    offset,
+                    len,
+                } = rec
+                {
+                    if object == obj {
+                        f(offset, &self.b[data_at..data_at + len as usize]);
+                    }
+                }
+            }
+            lsn = r.next;
+        }
+        Ok(())
+    }
+
+    /// The size of file object `obj`, staged records included.
+    pub(crate) fn object_len(&mut self, obj: u32) -> Result<u64, Error<S::FlashError>> {
+        let mut size = self.store.size(obj)?;
+        if self.stage.read_only {
+            self.overlay(obj, |at, data| size = size.max(at + data.len() as u64))?;
+        }
+        Ok(size)
+    }
+
+    /// Reads file object `obj` from `pos` (below `size`, its `object_len`) into
+    /// `buf`, staged records included; returns the bytes read.
+    pub(crate) fn read_object(
+        &mut self,
+        obj: u32,
+        pos: u64,
+        size: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, Error<S::FlashError>> {
+        if !self.stage.read_only {
+            return self.store.read(obj, pos, buf);
+        }
+        let n = (size.saturating_sub(pos)).min(buf.len() as u64) as usize;
+        let buf = &mut buf[..n];
+        let mut got = 0;
+        while got < n {
+            let k = self.store.read(obj, pos + got as u64, &mut buf[got..])?;
+            if k == 0 {
+                break;
+            }
+            got += k;
+        }
+        // Past the object's stored size: what the records leave (zeros between them, as
+        // a replay's writes past the end extend with zeros).
+        buf[got..].fill(0);
+        let upto = pos + n as u64;
+        self.overlay(obj, |at, data| {
+            let (a, b) = (at.max(pos), (at + data.len() as u64).min(upto));
+            if a < b {
+                buf[(a - pos) as usize..(b - pos) as usize]
+                    .copy_from_slice(&data[(a - at) as usize..(b - at) as usize]);
+            }
+        })?;
+        Ok(n)
+    }
+
+    /// Refuses a change on a read-only volume before any work (the store would refuse
+    /// its writes anyway, some only at the close; and with records overlaid, a change in
+    /// RAM could be read under the records' older bytes).
+    pub(crate) fn changes_allowed(&self) -> Result<(), Error<S::FlashError>> {
+        if self.stage.read_only || (self.vol.is_some() && self.store.read_only()) {
+            return Err(Error::ReadOnly);
+        }
         Ok(())
     }
 }

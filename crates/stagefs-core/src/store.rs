@@ -90,6 +90,9 @@ pub trait Store {
     fn is_object(&mut self, obj: ObjectId) -> Result<bool, Error<Self::FlashError>>;
     /// Whether the store takes writes (not read-only).
     fn writable(&self) -> bool;
+    /// Whether the store is mounted read-only (too many bad blocks, a salvage): unlike
+    /// `!writable()`, not when it is unmounted or poisoned.
+    fn read_only(&self) -> bool;
     /// One bounded step of garbage collection (at most `budget` page copies); whether
     /// more would be useful now.
     fn gc_step(&mut self, budget: u32) -> Result<bool, Error<Self::FlashError>>;
@@ -268,6 +271,10 @@ impl<
 
     fn writable(&self) -> bool {
         Oftl::health(self) == oftl::Health::Writable
+    }
+
+    fn read_only(&self) -> bool {
+        matches!(Oftl::health(self), oftl::Health::ReadOnly(_))
     }
 
     fn gc_step(&mut self, budget: u32) -> Result<bool, Error<F::Error>> {

@@ -1,0 +1,332 @@
+//! End of life: a volume driven until its part wears out (every block past its
+//! program/erase endurance: erases fail one time in five, programs one in twenty, and
+//! half the programs land with a bit to correct) by a workload of 64-byte appends with
+//! fsync (staged), rewrites of small and paged files, truncates, removes and renames.
+//!
+//! Retired blocks shrink the store until it turns read-only. Throughout and after:
+//! - every operation that returned `Ok` is in the tree, every failed one left the tree
+//!   as before it or as it may leave when cut (a failure that poisons the volume is
+//!   followed by a remount, as after a cut);
+//! - the only errors are `ReadOnly`, `NoSpace`, `Poisoned` and the flash's own;
+//! - the worn-out volume still mounts (read-only) and shows every fsynced byte,
+//!   records still in the staging log included (reads overlay them), after a cut and
+//!   after a clean unmount, and refuses every change with `ReadOnly`.
+
+use nand_hal::sim::{profile, FaultConfig, FaultPlan, HeapStorage, SimNand};
+use oftl::{Config, Greedy, Health, Oftl};
+use stagefs_core::oracle::{apply, effects, observe, valid, Op, Tree};
+use stagefs_core::{Error, Fs, OpenOptions};
+
+type Sim = SimNand<HeapStorage>;
+type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
+type Vol<'a> = Fs<Store<'a>, 2048, 4>;
+
+fn cfg() -> Config {
+    Config {
+        window_blocks: 6,
+        format_id: 11,
+        ..Default::default()
+    }
+}
+
+fn vol(sim: &mut Sim) -> Vol<'_> {
+    Fs::new(Oftl::new(sim, cfg(), Greedy::DEFAULT))
+}
+
+/// The part: `TINY` (64 blocks of 16 pages) whose blocks wear out after about
+/// `endurance` cycles.
+fn worn_part(seed: u64, endurance: u32) -> Sim {
+    SimNand::heap(
+        profile::TINY,
+        FaultPlan::seeded(seed).with_faults(FaultConfig {
+            endurance,
+            factory_bad: 2,
+            ..FaultConfig::default()
+        }),
+    )
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+const FILES: [&str; 6] = ["/a", "/b", "/c", "/d/x", "/d/y", "/d/z"];
+const LOGS: [&str; 2] = ["/log", "/d/log"];
+
+/// The next operation: mostly staged appends, then rewrites, truncates (keeping the
+/// logs short), removes and renames.
+fn next_op(r: &mut Rng, t: &Tree) -> Op {
+    loop {
+        let op = match r.below(40) {
+            0..=29 => {
+                let p = LOGS[r.below(2) as usize];
+                if t.contains_key(p) {
+                    Op::Append(p, 64, r.below(250) as u8)
+                } else {
+                    Op::Put(p, 0, 0)
+                }
+            }
+            30..=34 => {
+                let len = [40, 200, 700, 2100, 5000][r.below(5) as usize];
+                Op::Put(FILES[r.below(6) as usize], len, r.below(250) as u8)
+            }
+            35 => Op::Truncate(LOGS[r.below(2) as usize], r.below(600) as usize),
+            36 => Op::Remove(FILES[r.below(6) as usize]),
+            37 => Op::Rename(FILES[r.below(6) as usize], FILES[r.below(6) as usize]),
+            38 if r.below(4) == 0 => Op::Sync,
+            _ => Op::Truncate(FILES[r.below(6) as usize], r.below(3000) as usize),
+        };
+        if valid(t, &op) {
+            return op;
+        }
+    }
+}
+
+fn allowed(seen: &Tree, now: &Tree, in_flight: &[Tree]) -> bool {
+    seen == now || in_flight.iter().any(|t| t == seen)
+}
+
+/// Mounts and reads the tree back; it must be `now` or one of `in_flight`.
+fn remount_check(sim: &mut Sim, now: &Tree, in_flight: &[Tree], what: &str) -> Tree {
+    let mut v = vol(sim);
+    v.mount()
+        .unwrap_or_else(|e| panic!("{what}: the worn volume does not mount: {e:?}"));
+    let seen = observe(&mut v).unwrap_or_else(|e| panic!("{what}: read back: {e:?}"));
+    assert!(
+        allowed(&seen, now, in_flight),
+        "{what}: tree {seen:?}\n  acknowledged {now:?}"
+    );
+    seen
+}
+
+/// What one run to the end of life saw.
+#[derive(Debug, Default)]
+struct Life {
+    ops: u64,
+    acknowledged: u64,
+    remounts: u64,
+}
+
+fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64) -> Life {
+    let mut sim = worn_part(seed, endurance);
+    {
+        let mut v = vol(&mut sim);
+        v.format().unwrap();
+        v.create_dir("/d").unwrap();
+        v.unmount().unwrap();
+    }
+    let mut now: Tree = observe(&mut {
+        let mut v = vol(&mut sim);
+        v.mount().unwrap();
+        v
+    })
+    .unwrap();
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut life = Life::default();
+    let mut read_only = false;
+    while life.ops < max_ops && !read_only {
+        let mut v = vol(&mut sim);
+        v.mount()
+            .unwrap_or_else(|e| panic!("seed {seed}: mount: {e:?}"));
+        loop {
+            if life.ops >= max_ops {
+                break;
+            }
+            let op = next_op(&mut r, &now);
+            life.ops += 1;
+            let in_flight = effects(&now, &op);
+            match apply(&mut v, &op) {
+                Ok(()) => {
+                    now = in_flight.last().cloned().unwrap_or_default();
+                    life.acknowledged += 1;
+                }
+                Err(Error::NoSpace) => {
+                    // Less room as blocks retire: make some (on a fresh mount: the
+                    // failed operation's handle is still open).
+                    drop(v);
+                    life.remounts += 1;
+                    now = remount_check(&mut sim, &now, &in_flight, "after NoSpace");
+                    let mut v = vol(&mut sim);
+                    v.mount().unwrap();
+                    for p in FILES {
+                        if now.contains_key(p) && apply(&mut v, &Op::Remove(p)).is_ok() {
+                            now.remove(p);
+                        }
+                    }
+                    break;
+                }
+                Err(Error::ReadOnly) => {
+                    assert!(
+                        matches!(v.store().health(), Health::ReadOnly(_)),
+                        "seed {seed}: ReadOnly from a writable store"
+                    );
+                    if seed % 2 == 0 {
+                        // Its handle is closed by the unmount (the close fails: its
+                        // commit cannot be written).
+                        assert!(
+                            matches!(v.unmount(), Ok(()) | Err(Error::ReadOnly)),
+                            "seed {seed}: unmount of a volume turned read-only"
+                        );
+                    }
+                    drop(v);
+                    now = remount_check(&mut sim, &now, &in_flight, "turned read-only");
+                    read_only = true;
+                    break;
+                }
+                Err(Error::Poisoned | Error::Flash(_)) => {
+                    // As after a cut: mount again (below) and take what it shows.
+                    drop(v);
+                    life.remounts += 1;
+                    now = remount_check(&mut sim, &now, &in_flight, "after a failure");
+                    break;
+                }
+                Err(e) => panic!("seed {seed}, op {} {op:?}: {e:?}", life.ops),
+            }
+        }
+    }
+    assert!(
+        read_only,
+        "seed {seed}: not worn out after {max_ops} operations"
+    );
+    // Worn out: the volume mounts read-only after a cut (no unmount) and after a clean
+    // unmount, shows the acknowledged tree, and refuses changes.
+    let seen = remount_check(&mut sim, &now, &[], "worn, after a cut");
+    assert_eq!(seen, now);
+    let mut v = vol(&mut sim);
+    v.mount().unwrap();
+    assert_eq!(
+        v.create_dir("/new"),
+        Err(Error::ReadOnly),
+        "seed {seed}: mkdir on a worn volume"
+    );
+    assert_eq!(
+        v.open("/log", OpenOptions::new().append(true)).err(),
+        Some(Error::ReadOnly),
+        "seed {seed}: open for append on a worn volume"
+    );
+    if now.contains_key("/a") {
+        assert_eq!(v.remove("/a"), Err(Error::ReadOnly));
+        assert_eq!(v.rename("/a", "/b"), Err(Error::ReadOnly));
+    }
+    for _ in 0..4 {
+        assert!(!v.step(8).unwrap(), "seed {seed}: step on a worn volume");
+    }
+    assert_eq!(observe(&mut v).unwrap(), now, "seed {seed}: after steps");
+    v.unmount().unwrap();
+    let seen = remount_check(&mut sim, &now, &[], "worn, after unmount");
+    assert_eq!(seen, now);
+    life
+}
+
+#[test]
+fn a_worn_out_volume_keeps_every_fsynced_byte_readable() {
+    for seed in 1..=6 {
+        let life = run_to_end_of_life(seed, 14, 60_000);
+        println!("seed {seed}: {life:?}");
+        assert!(life.acknowledged > 1000, "seed {seed}: {life:?}");
+    }
+}
+
+/// A volume with staged records in its log (64-byte appends with fsync to paged files,
+/// rewrites of inline files), cut, then mounted on a part whose every program and erase
+/// now fails: the store retires what it tries, mounts read-only, and the volume must
+/// show every fsynced byte through the overlay, in reads of any size from any offset.
+#[test]
+fn a_read_only_store_shows_the_records_in_its_staging_log() {
+    let mut overlaid = 0;
+    for seed in 1..=8u64 {
+        let mut sim = worn_part(seed, 0);
+        let mut r = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
+        let mut now = Tree::new();
+        let staged;
+        {
+            let mut v = vol(&mut sim);
+            v.format().unwrap();
+            let mut ops = vec![
+                Op::Mkdir("/d"),
+                Op::Put("/log", 300 + 97 * seed as usize, 1),
+                Op::Put("/d/log", 2048 * (seed as usize % 3) + 11, 2),
+                Op::Sync,
+            ];
+            for k in 0..40 + 7 * seed {
+                ops.push(match r.below(6) {
+                    0..=2 => Op::Append(LOGS[r.below(2) as usize], 64, k as u8),
+                    3 => Op::Put("/a", r.below(250) as usize, k as u8),
+                    4 => Op::Put("/d/x", r.below(250) as usize, k as u8),
+                    _ => Op::Append("/log", 1 + r.below(300) as usize, k as u8),
+                });
+            }
+            for op in &ops {
+                apply(&mut v, op).unwrap_or_else(|e| panic!("seed {seed}: {op:?}: {e:?}"));
+                now = effects(&now, op).pop().unwrap();
+            }
+            let st = v.staging_status().unwrap();
+            staged = st.staged_objects > 0 && st.staged_inline > 0;
+            // Cut: no unmount.
+        }
+        overlaid += staged as u32;
+        sim.arm(FaultPlan::seeded(seed).with_faults(FaultConfig {
+            program_fail_ppm: 1_000_000,
+            erase_fail_ppm: 1_000_000,
+            ..FaultConfig::default()
+        }));
+        let mut v = vol(&mut sim);
+        v.mount()
+            .unwrap_or_else(|e| panic!("seed {seed}: read-only mount: {e:?}"));
+        assert!(
+            matches!(v.store().health(), Health::ReadOnly(_)),
+            "seed {seed}: {:?}",
+            v.store().health()
+        );
+        assert_eq!(observe(&mut v).unwrap(), now, "seed {seed}");
+        // Reads of every size from every offset, and sizes, through the overlay.
+        for (path, node) in &now {
+            let stagefs_core::oracle::Node::File(want) = node else {
+                continue;
+            };
+            assert_eq!(v.metadata(path).unwrap().size, want.len() as u64);
+            for chunk in [7usize, 64, 500, 2047, 2048, 2049, 5000] {
+                let f = v.open(path, OpenOptions::new().read(true)).unwrap();
+                let from = (chunk * 7 % (want.len() + 1)) as u64;
+                assert_eq!(
+                    v.seek(f, stagefs_core::SeekFrom::Start(from)).unwrap(),
+                    from
+                );
+                let mut got = Vec::new();
+                let mut buf = vec![0u8; chunk];
+                loop {
+                    let n = v.read(f, &mut buf).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                v.close(f).unwrap();
+                assert_eq!(
+                    got,
+                    want[from as usize..],
+                    "seed {seed}: {path} from {from} in reads of {chunk}"
+                );
+            }
+        }
+        assert_eq!(
+            v.open("/a", OpenOptions::new().write(true).create(true))
+                .err(),
+            Some(Error::ReadOnly)
+        );
+        assert_eq!(v.create_dir("/e"), Err(Error::ReadOnly));
+        assert!(!v.step(16).unwrap());
+        v.unmount().unwrap();
+    }
+    assert!(
+        overlaid >= 4,
+        "only {overlaid} of 8 runs ended with both kinds of staged records"
+    );
+}
