@@ -26,6 +26,10 @@ use crate::{push, Fs, INLINE_MAX, NAME_MAX};
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct File {
     pub(crate) slot: u8,
+    /// The mount that opened it (see `Fs::mount_id`): a handle kept past an unmount
+    /// never names an open of a later mount, by this `Fs` or another over the same
+    /// store (an independent review wrote through one into another file).
+    pub(crate) mount: u32,
     /// The volume's open counter when this file was opened: a closed handle never
     /// names a later open of the same slot (64 bits: 2^32 opens are 50 days at 1,000
     /// a second, and a stale handle must not name a later open then).
@@ -307,6 +311,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         h.open_id = self.opens;
         Ok(File {
             slot: slot as u8,
+            mount: self.mount_id,
             session: self.opens,
         })
     }
@@ -332,7 +337,14 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     fn handle(&self, f: File) -> Result<usize, Error<S::FlashError>> {
         let i = f.slot as usize;
         match self.handles.get(i) {
-            Some(h) if h.open && f.session == h.open_id && self.vol.is_some() => Ok(i),
+            Some(h)
+                if h.open
+                    && f.session == h.open_id
+                    && f.mount == self.mount_id
+                    && self.vol.is_some() =>
+            {
+                Ok(i)
+            }
             _ => Err(Error::BadHandle),
         }
     }

@@ -32,9 +32,10 @@
 //!
 //! # Misuse
 //!
-//! Bad paths, names too long, handles that are closed or from an earlier mount, and
-//! operations on the wrong kind of entry get their own [`Error`] variants and change
-//! nothing. A file can be open through one handle at a time: opening it again,
+//! Bad paths, names too long, handles that are closed or from an earlier mount (of
+//! this `Fs` or of another over the same store: handles carry their mount's number,
+//! from a counter every volume of the program shares), and operations on the wrong
+//! kind of entry get their own [`Error`] variants and change nothing. A file can be open through one handle at a time: opening it again,
 //! removing it or renaming it (either name) while it is open fails with
 //! [`Error::Busy`].
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
@@ -58,6 +59,7 @@ mod readdir;
 mod stage;
 mod store;
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use oftl::{ObjKind, TxOp};
 
 pub use error::{Error, PathError};
@@ -186,7 +188,36 @@ pub struct Location {
 /// least the store's payload) and a table of `HANDLES` open files.
 ///
 /// Build it with [`Fs::new`] (a `const fn`, so it can live in a `static`), then
-/// [`Fs::format`] or [`Fs::mount`] in place.
+/// [`Fs::format`] or [`Fs::mount`] in place:
+///
+/// ```
+/// use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+/// use oftl::{Config, Greedy, Oftl};
+/// use stagefs_core::{Fs, OpenOptions};
+///
+/// let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+/// let config = Config::new().window_blocks(6);
+/// let mut fs: Fs<Oftl<&mut SimNand<HeapStorage>, 2048, 64, 4>, 2048, 4> =
+///     Fs::new(Oftl::new(&mut sim, config, Greedy::DEFAULT));
+/// fs.format().unwrap();
+/// let f = fs.open("/hello", OpenOptions::new().write(true).create(true)).unwrap();
+/// fs.write(f, b"hello").unwrap();
+/// fs.close(f).unwrap();
+/// assert_eq!(fs.metadata("/hello").unwrap().size, 5);
+/// ```
+///
+/// `HANDLES` is 1 to 255 (handles number their slot with a byte); more is refused when
+/// the type is built:
+///
+/// ```compile_fail
+/// # use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
+/// # use oftl::{Config, Greedy, Oftl};
+/// # use stagefs_core::Fs;
+/// let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(1));
+/// let config = Config::new().window_blocks(6);
+/// let fs: Fs<Oftl<&mut SimNand<HeapStorage>, 2048, 64, 4>, 2048, 256> =
+///     Fs::new(Oftl::new(&mut sim, config, Greedy::DEFAULT));
+/// ```
 pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     store: S,
     vol: Option<Volume>,
@@ -194,6 +225,8 @@ pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     /// so one that was closed, or is from before a remount, is refused (64 bits: never
     /// wraps).
     opens: u64,
+    /// This mount's number, from [`MOUNTS`]: handles carry it.
+    mount_id: u32,
     handles: [Handle; HANDLES],
     stage: stage::Staging,
     dirs: dircache::DirCache,
@@ -202,13 +235,24 @@ pub struct Fs<S: Store, const PAGE: usize, const HANDLES: usize = 4> {
     b: [u8; PAGE],
 }
 
+/// Mounts and formats of every volume of the program so far: each takes the next
+/// number, so a handle from one is refused by every other (see [`File`]).
+static MOUNTS: AtomicU32 = AtomicU32::new(0);
+
 impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
+    /// Handles are numbered by a byte: a table of more than 255 is refused when the
+    /// volume type is built (an independent review opened a 257th, whose handle named
+    /// slot 0 and could never be closed).
+    const HANDLES_FIT: () = assert!(HANDLES >= 1 && HANDLES <= 255, "HANDLES must be 1 to 255");
+
     /// A volume over `store`, not mounted.
     pub const fn new(store: S) -> Self {
+        let () = Self::HANDLES_FIT;
         Fs {
             store,
             vol: None,
             opens: 0,
+            mount_id: 0,
             handles: [Handle::CLOSED; HANDLES],
             stage: stage::Staging::EMPTY,
             dirs: dircache::DirCache::EMPTY,
@@ -440,6 +484,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             if self.handles[i].open {
                 let f = File {
                     slot: i as u8,
+                    mount: self.mount_id,
                     session: self.handles[i].open_id,
                 };
                 if let Err(e) = self.close(f) {
@@ -457,6 +502,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     fn start(&mut self, v: Volume) {
+        // Load and store, not `fetch_add` (thumbv6m has no atomic read-modify-write):
+        // two volumes mounting at the same instant on two threads may share a number,
+        // which only matters if a handle of one is then used on the other.
+        let n = MOUNTS.load(Ordering::Relaxed).wrapping_add(1);
+        MOUNTS.store(n, Ordering::Relaxed);
+        self.mount_id = n;
         self.vol = Some(v);
         self.stage = stage::Staging::EMPTY;
         self.dirs.forget();
@@ -521,6 +572,36 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
             namespace::split(&mut self.store, &loc, &mut self.a, &mut self.b)?;
         }
+    }
+
+    /// `rename`'s destination bucket (in `a`) with room for an entry of `need` bytes
+    /// named `to` in `tdir`, counting what the rename frees there: the entry it
+    /// replaces, and the source `from` of `fdir` if it is in the same bucket.
+    fn rename_target(
+        &mut self,
+        fdir: u32,
+        from: &[u8],
+        tdir: u32,
+        to: &[u8],
+        need: usize,
+    ) -> Result<Loc, Error<S::FlashError>> {
+        let p = self.store.payload();
+        let loc = namespace::locate(&mut self.store, tdir, to, &mut self.a)?;
+        let freed = |a: &[u8], loc: &Loc, name: &[u8]| -> Result<usize, Error<S::FlashError>> {
+            Ok(bucket::find(&a[..p], &loc.head, name)?.map_or(0, |(_, e)| e.len()))
+        };
+        let replaced = freed(&self.a, &loc, to)?;
+        let source = if fdir == tdir {
+            freed(&self.a, &loc, from)?
+        } else {
+            0
+        };
+        let loc = self.locate_with_room(tdir, to, need.saturating_sub(replaced + source))?;
+        if source > 0 && bucket::find(&self.a[..p], &loc.head, from)?.is_none() {
+            // A split moved the source away: it frees nothing here after all.
+            return self.locate_with_room(tdir, to, need.saturating_sub(replaced));
+        }
+        Ok(loc)
     }
 
     /// The write of a bucket image (in `a` or `b`) and, when the bucket is not page 0,
@@ -761,9 +842,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let mut moved = src;
         moved.set_name(tname.as_bytes())?;
         // The destination bucket, with room for the entry (splits are transactions of
-        // their own that change no name).
+        // their own that change no name), less what the rename frees there: a replaced
+        // entry (same name, so always in the same bucket) and the source entry while it
+        // shares the bucket (an independent review: renames over a name, or within a
+        // full bucket at the trie's last level, were refused with `DirectoryFull`).
         let need = moved.entry().len();
-        let mut tloc = self.locate_with_room(tdir, tname.as_bytes(), need)?;
+        let mut tloc = self.rename_target(fdir, fname.as_bytes(), tdir, tname.as_bytes(), need)?;
         let mut replaced = 0;
         if let Some(at) = tloc.found {
             let old = namespace::entry_at(&self.a, &tloc, at)?;

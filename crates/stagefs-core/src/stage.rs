@@ -911,7 +911,17 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
         }
         self.stage.bytes = (end > start) as u64;
-        self.patch()?;
+        match self.patch() {
+            Ok(()) => {}
+            // A store too full (or too worn) to take the patch or even the trim: what
+            // was applied is in the objects' buffers and still in the log, as between
+            // any two patches, and a later patch tries again. Refusing the mount would
+            // leave no way to read the volume, or to delete from it to make room.
+            Err(Error::NoSpace) => {
+                warn!("stagefs: no room to patch the replayed records home yet");
+            }
+            Err(e) => return Err(e),
+        }
         self.stage.inline_skip = 0;
         Ok(())
     }

@@ -8,13 +8,15 @@
 //!   as before it or as it may leave when cut (a failure that poisons the volume is
 //!   followed by a remount, as after a cut);
 //! - the only errors are `ReadOnly`, `NoSpace`, `Poisoned` and the flash's own;
+//! - with power cuts of every kind along the way (every mount session has one), every
+//!   cut leaves the acknowledged tree or one the operation in flight may leave;
 //! - the worn-out volume still mounts (read-only) and shows every fsynced byte,
 //!   records still in the staging log included (reads overlay them), after a cut and
 //!   after a clean unmount, and refuses every change with `ReadOnly`.
 
-use nand_hal::sim::{profile, FaultConfig, FaultPlan, HeapStorage, SimNand};
+use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, Greedy, Health, Oftl};
-use stagefs_core::oracle::{apply, effects, observe, valid, Op, Tree};
+use stagefs_core::oracle::{apply, effects, observe, power_loss, valid, Op, Tree};
 use stagefs_core::{Error, Fs, OpenOptions};
 
 type Sim = SimNand<HeapStorage>;
@@ -96,8 +98,17 @@ fn allowed(seen: &Tree, now: &Tree, in_flight: &[Tree]) -> bool {
 /// Mounts and reads the tree back; it must be `now` or one of `in_flight`.
 fn remount_check(sim: &mut Sim, now: &Tree, in_flight: &[Tree], what: &str) -> Tree {
     let mut v = vol(sim);
-    v.mount()
-        .unwrap_or_else(|e| panic!("{what}: the worn volume does not mount: {e:?}"));
+    if let Err(e) = v.mount() {
+        let st = v.store().stats();
+        let bad = v
+            .store()
+            .blocks()
+            .iter()
+            .filter(|b| b.state() == oftl::BlockState::Bad)
+            .count();
+        let used = v.store().used_pages();
+        panic!("{what}: the worn volume does not mount: {e:?}; health {:?}, {st:?}, bad blocks {bad}, used pages {used}", v.store().health());
+    }
     let seen = observe(&mut v).unwrap_or_else(|e| panic!("{what}: read back: {e:?}"));
     assert!(
         allowed(&seen, now, in_flight),
@@ -112,9 +123,33 @@ struct Life {
     ops: u64,
     acknowledged: u64,
     remounts: u64,
+    cuts: u64,
 }
 
-fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64) -> Life {
+/// Arms the next mount session's power cut (with `cuts`): at one of its next 400
+/// programs and erases, of any kind, torn pages unstable. Wear stays (it is the
+/// blocks' own).
+fn arm_cut(sim: &mut Sim, r: &mut Rng, cuts: bool) {
+    if cuts {
+        let kind = CutKind::ALL[r.below(CutKind::ALL.len() as u64) as usize];
+        sim.arm(
+            FaultPlan::seeded(r.below(u64::MAX))
+                .with_faults(FaultConfig {
+                    unstable_after_cut: true,
+                    ..FaultConfig::default()
+                })
+                .with_cut(1 + r.below(400), kind),
+        );
+    }
+}
+
+/// After a cut: power back, no cut armed.
+fn power_back(sim: &mut Sim) {
+    sim.power_on();
+    sim.arm(FaultPlan::seeded(sim.plan().seed));
+}
+
+fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64, cuts: bool) -> Life {
     let mut sim = worn_part(seed, endurance);
     {
         let mut v = vol(&mut sim);
@@ -132,9 +167,17 @@ fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64) -> Life {
     let mut life = Life::default();
     let mut read_only = false;
     while life.ops < max_ops && !read_only {
+        arm_cut(&mut sim, &mut r, cuts);
         let mut v = vol(&mut sim);
-        v.mount()
-            .unwrap_or_else(|e| panic!("seed {seed}: mount: {e:?}"));
+        match v.mount() {
+            Err(e) if power_loss(&e) => {
+                drop(v);
+                life.cuts += 1;
+                power_back(&mut sim);
+                continue;
+            }
+            r => r.unwrap_or_else(|e| panic!("seed {seed}: mount: {e:?}")),
+        }
         loop {
             if life.ops >= max_ops {
                 break;
@@ -147,11 +190,19 @@ fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64) -> Life {
                     now = in_flight.last().cloned().unwrap_or_default();
                     life.acknowledged += 1;
                 }
+                Err(e) if power_loss(&e) => {
+                    drop(v);
+                    life.cuts += 1;
+                    power_back(&mut sim);
+                    now = remount_check(&mut sim, &now, &in_flight, "after a cut");
+                    break;
+                }
                 Err(Error::NoSpace) => {
                     // Less room as blocks retire: make some (on a fresh mount: the
                     // failed operation's handle is still open).
                     drop(v);
                     life.remounts += 1;
+                    power_back(&mut sim);
                     now = remount_check(&mut sim, &now, &in_flight, "after NoSpace");
                     let mut v = vol(&mut sim);
                     v.mount().unwrap();
@@ -176,6 +227,7 @@ fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64) -> Life {
                         );
                     }
                     drop(v);
+                    power_back(&mut sim);
                     now = remount_check(&mut sim, &now, &in_flight, "turned read-only");
                     read_only = true;
                     break;
@@ -184,6 +236,7 @@ fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64) -> Life {
                     // As after a cut: mount again (below) and take what it shows.
                     drop(v);
                     life.remounts += 1;
+                    power_back(&mut sim);
                     now = remount_check(&mut sim, &now, &in_flight, "after a failure");
                     break;
                 }
@@ -228,10 +281,24 @@ fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64) -> Life {
 #[test]
 fn a_worn_out_volume_keeps_every_fsynced_byte_readable() {
     for seed in 1..=6 {
-        let life = run_to_end_of_life(seed, 14, 60_000);
+        let life = run_to_end_of_life(seed, 14, 60_000, false);
         println!("seed {seed}: {life:?}");
         assert!(life.acknowledged > 1000, "seed {seed}: {life:?}");
     }
+}
+
+/// The same with a power cut in every mount session (any kind, torn pages unstable),
+/// the mounts after them included: the part wears out through crash recoveries too.
+#[test]
+fn a_volume_wearing_out_under_power_cuts_loses_nothing_acknowledged() {
+    let mut cuts = 0;
+    for seed in 11..=22 {
+        let life = run_to_end_of_life(seed, 14, 60_000, true);
+        println!("seed {seed}: {life:?}");
+        assert!(life.acknowledged > 500, "seed {seed}: {life:?}");
+        cuts += life.cuts;
+    }
+    assert!(cuts > 200, "{cuts} cuts");
 }
 
 /// A volume with staged records in its log (64-byte appends with fsync to paged files,
@@ -329,4 +396,27 @@ fn a_read_only_store_shows_the_records_in_its_staging_log() {
         overlaid >= 4,
         "only {overlaid} of 8 runs ended with both kinds of staged records"
     );
+}
+
+/// Many more parts to the end of their life, half of them under cuts:
+/// `WEAR_SEEDS=400 cargo test --release -p stagefs-core --test wear_out soak -- --ignored`.
+#[test]
+#[ignore]
+fn soak() {
+    let n: u64 = std::env::var("WEAR_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
+    let first: u64 = std::env::var("WEAR_FIRST")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let (mut ops, mut cuts) = (0, 0);
+    for seed in first..first + n {
+        eprintln!("seed {seed}");
+        let life = run_to_end_of_life(seed, 10 + (seed % 3) as u32 * 6, 100_000, seed % 2 == 0);
+        ops += life.ops;
+        cuts += life.cuts;
+    }
+    println!("{n} parts worn out: {ops} operations, {cuts} cuts");
 }
