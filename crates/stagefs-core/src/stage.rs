@@ -815,10 +815,59 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if start < end {
             info!("stagefs: replaying {} bytes of staged records", end - start);
         }
-        let mut lsn = start;
         // Objects with data records: their version, and whether a record applied (only
         // those go home: the others may be another object of a reused id, or gone).
         let mut versions: heapless::Vec<(u32, u64, bool), LIVE> = heapless::Vec::new();
+        match self.replay_records(stream, start, end, &mut versions) {
+            Ok(()) => {}
+            Err(Error::NoSpace | Error::ReadOnly) => {
+                // A store too full (or too worn) to take the records back into their
+                // objects, or turned read-only on the way: the volume mounts as on a
+                // read-only store, the records read where they apply, until a mount
+                // finds room (`Fs::step` collects). Before, the mount failed, and
+                // nothing on the volume could be read.
+                warn!("stagefs: no room to replay the staged records: read-only");
+                for &(o, _, applied) in versions.iter() {
+                    if applied {
+                        self.store.discard(o);
+                    }
+                }
+                self.stage = Staging::EMPTY;
+                return self.replay_read_only(stream, start, end);
+            }
+            Err(e) => return Err(e),
+        }
+        for &(o, _, applied) in versions.iter() {
+            if applied && !self.stage.live.contains(&o) {
+                let _ = self.stage.live.push(o);
+            }
+        }
+        self.stage.bytes = (end > start) as u64;
+        match self.patch() {
+            Ok(()) => {}
+            // A store too full (or too worn) to take the patch or even the trim: what
+            // was applied is in the objects' buffers and still in the log, as between
+            // any two patches, and a later patch tries again. Refusing the mount would
+            // leave no way to read the volume, or to delete from it to make room.
+            Err(Error::NoSpace | Error::ReadOnly) => {
+                warn!("stagefs: no room to patch the replayed records home yet");
+            }
+            Err(e) => return Err(e),
+        }
+        self.stage.inline_skip = 0;
+        Ok(())
+    }
+
+    /// The records of the log from `start` to `end` applied (see `replay`), noting in
+    /// `versions` the objects with data records.
+    fn replay_records(
+        &mut self,
+        stream: u32,
+        start: u64,
+        end: u64,
+        versions: &mut heapless::Vec<(u32, u64, bool), LIVE>,
+    ) -> Result<(), Error<S::FlashError>> {
+        let mut lsn = start;
         while lsn < end {
             let Some(r) = self.store.log_read(stream, lsn, &mut self.b)? else {
                 break;
@@ -905,24 +954,6 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
             lsn = next;
         }
-        for &(o, _, applied) in versions.iter() {
-            if applied && !self.stage.live.contains(&o) {
-                let _ = self.stage.live.push(o);
-            }
-        }
-        self.stage.bytes = (end > start) as u64;
-        match self.patch() {
-            Ok(()) => {}
-            // A store too full (or too worn) to take the patch or even the trim: what
-            // was applied is in the objects' buffers and still in the log, as between
-            // any two patches, and a later patch tries again. Refusing the mount would
-            // leave no way to read the volume, or to delete from it to make room.
-            Err(Error::NoSpace) => {
-                warn!("stagefs: no room to patch the replayed records home yet");
-            }
-            Err(e) => return Err(e),
-        }
-        self.stage.inline_skip = 0;
         Ok(())
     }
 
@@ -1051,6 +1082,14 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
         })?;
         Ok(n)
+    }
+
+    /// Whether the volume refuses every change with [`Error::ReadOnly`]: its store is
+    /// read-only (too many grown bad blocks, a worn-out part), or the mount found no
+    /// room to replay the staging log into the files (their records are read from the
+    /// log; a later mount replays them once [`Fs::step`] has collected room).
+    pub fn read_only(&self) -> bool {
+        self.vol.is_some() && (self.stage.read_only || self.store.read_only())
     }
 
     /// Refuses a change on a read-only volume before any work (the store would refuse
