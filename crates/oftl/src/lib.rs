@@ -468,10 +468,7 @@ pub enum ReadOnlyReason {
     CheckpointBlocks,
     /// Grown bad blocks left fewer good blocks than the live data plus what collection
     /// and crash recovery need (the shrink floor, see [`Oftl::min_good_blocks`]), or a
-    /// crash recovery found no room to finish, or an operation found no room while the
-    /// grown bad blocks had taken the capacity ([`Oftl::capacity_pages`]) below the live
-    /// data (until the next mount: deletes that fit the shrink floor may still run
-    /// then).
+    /// crash recovery found no room to finish.
     GoodBlocks,
 }
 

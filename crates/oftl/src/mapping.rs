@@ -45,6 +45,35 @@ impl<
         Ok(index::entry(self.cache.data(s), (lpn % epp) as usize))
     }
 
+    /// How many of `lpns` lie below `have` (the object's size in pages) with no page
+    /// mapped: holes a write past the end or a lengthening truncate left. Programming
+    /// them adds to the live data as pages past the end do, so an operation's growth
+    /// counts them (an independent review filled a sparse object on a healthy part past
+    /// its capacity, after which even deletes failed with `NoSpace`).
+    /// Only counted near the capacity (the index lookups cost cache slots): when even
+    /// all of them being holes would leave the operation, whose other growth is
+    /// `growth`, well within it, they count as none.
+    pub(crate) fn holes_among(
+        &mut self,
+        obj: u32,
+        have: u64,
+        growth: u64,
+        lpns: impl Iterator<Item = u64> + Clone,
+    ) -> Result<u64, FaultOf<F>> {
+        let below = lpns.clone().filter(|&l| l < have).count() as u64;
+        let margin = 2 * (below + growth) + 2 * self.dev.ppb() as u64;
+        if below == 0 || self.dev.table().valid_total() + margin <= self.capacity_pages() {
+            return Ok(0);
+        }
+        let mut n = 0;
+        for l in lpns.filter(|&l| l < have) {
+            if self.index_get(obj, l as u32)? == UNMAPPED {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     /// Maps `lpn` to `page` (or unmaps it with [`UNMAPPED`]); keeps valid counts.
     pub(crate) fn index_set(
         &mut self,

@@ -134,16 +134,6 @@ impl<
         self.window_target = (blocks as u16).max(self.dev.sb().window_blocks);
         let r = self.make_room(need, room, head);
         self.window_target = self.dev.sb().window_blocks;
-        if matches!(r, Err(Fault::NoSpace))
-            && self.dev.table().valid_total() > self.capacity_pages()
-        {
-            // Grown bad blocks took the capacity below the live data, and collection
-            // cannot make room: every later write would fail the same way (a worn-out
-            // part drove a volume into a state where every change, deletes included,
-            // failed with `NoSpace` while the store called itself writable).
-            self.go_read_only(crate::ReadOnlyReason::GoodBlocks);
-            return Err(Fault::ReadOnly);
-        }
         r
     }
 
@@ -243,7 +233,7 @@ impl<
 
     /// Pool size above which no foreground collection is needed: the configured
     /// window, its recovery reserve, the index head's room and the delete reserve.
-    fn pool_comfortable(&self) -> u32 {
+    pub(crate) fn pool_comfortable(&self) -> u32 {
         2 * self.dev.sb().window_blocks as u32
             + self.recovery_extra_blocks()
             + self.index_reserve_blocks()

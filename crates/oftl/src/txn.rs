@@ -345,7 +345,13 @@ impl<
                 let first = offset / p;
                 let last = (end - 1) / p;
                 let have = size.div_ceil(p);
-                let growth = (last + 1).saturating_sub(have.max(first));
+                let mut growth = (last + 1).saturating_sub(have.max(first));
+                // Holes below the end count too, for an object no earlier op of this
+                // transaction touched or may have created (the index says what is
+                // mapped only for those).
+                if !earlier.iter().any(|e| e.target().is_none_or(|t| t == obj)) {
+                    growth += self.holes_among(obj, have, growth, first..=last)?;
+                }
                 Ok(((last - first + 1) as u32, growth as u32, false))
             }
             TxOp::Truncate { obj, size } => {

@@ -311,13 +311,21 @@ impl<
             // the object) as it was rather than holding a write reported as failed.
             let have = self.obj(obj)?.size.div_ceil(p);
             let (mut n, mut growth) = (1u32, (lpn as u64 >= have) as u64);
-            for (l, _) in self.wbuf.dirty_of(obj) {
+            let dirty = self.wbuf.dirty_of(obj);
+            for &(l, _) in dirty.iter() {
                 if l != lpn {
                     n += 1;
                     growth += (l as u64 >= have) as u64;
                 }
             }
-            if let Err(e) = self.prepare(n, 1, growth, Room::Grow) {
+            let others = dirty
+                .iter()
+                .map(|&(l, _)| l as u64)
+                .filter(|&l| l != lpn as u64);
+            let all = others.chain(core::iter::once(lpn as u64));
+            let holes = self.holes_among(obj, have, growth, all);
+            let r = holes.and_then(|h| self.prepare(n, 1, growth + h, Room::Grow));
+            if let Err(e) = r {
                 if fresh {
                     // Loaded for this write only (for a whole-page write, not even
                     // filled): it must not stand for the page.
@@ -457,10 +465,12 @@ impl<
         let p = self.dev.payload() as u64;
         let size = self.pending_size(&o);
         let have = o.size.div_ceil(p);
-        let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count();
+        let growth = dirty.iter().filter(|(l, _)| *l as u64 >= have).count() as u64;
         let total = dirty.len() as u32 + meta.is_some() as u32;
         if !prepared {
-            self.prepare(total, 1, growth as u64, Room::Grow)?;
+            let lpns = dirty.iter().map(|&(l, _)| l as u64);
+            let holes = self.holes_among(obj, have, growth, lpns)?;
+            self.prepare(total, 1, growth + holes, Room::Grow)?;
         }
         let first = self.dev.heads().next_seq(DATA_HEAD);
         for (k, &(lpn, s)) in dirty.iter().enumerate() {
