@@ -437,6 +437,15 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             self.store.log_trim(stream, end)?;
             self.stage.bytes -= before;
         }
+        // Only now: a name leaves the table when its records have left the log. Replay
+        // applies inline records unconditionally, relying on every change of a staged
+        // name patching first; a patch that failed after writing the buckets (an object
+        // flush or the trim finding no room) used to leave records in the log for names
+        // no longer in the table, which a remove and a re-create could then put under
+        // stale contents, or a remove make the next mount fail (an independent review's
+        // lead).
+        self.stage.inline.clear();
+        self.stage.inline_records = 0;
         Ok(())
     }
 
@@ -462,10 +471,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Ok(attrs_for(end))
     }
 
-    /// Writes home what the log holds (objects stamped with version `end`), without
-    /// trimming.
+    /// Writes home what the log holds (objects stamped with version `end`, then the
+    /// inline contents), without trimming. The inline table keeps its names until the
+    /// trim (see `patch`).
     fn patch_homes(&mut self, end: u64) -> Result<(), Error<S::FlashError>> {
-        self.patch_inline()?;
         while let Some(&obj) = self.stage.live.last() {
             if self.store.is_object(obj)? {
                 let before = self.store.pages_programmed();
@@ -474,7 +483,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
             self.stage.live.pop();
         }
-        Ok(())
+        self.patch_inline()
     }
 
     /// Writes the staged inline contents into their buckets, one bucket write for all
@@ -558,8 +567,6 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             self.write_bucket(&loc.ok_or(Error::Corrupted)?)?;
             writes += 1;
         }
-        self.stage.inline.clear();
-        self.stage.inline_records = 0;
         // Staging cost a sector per record and a bucket per write; writing home directly
         // a bucket per record.
         if writes * 4 >= records * 3 && self.tuning.bypass {
@@ -933,6 +940,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                             // Applied so far goes home (no trim: the log is still being
                             // read). It needs `b`: read this record again after.
                             self.patch_inline()?;
+                            self.stage.inline.clear();
+                            self.stage.inline_records = 0;
                             self.stage.inline_skip = 0;
                             self.store.log_read(stream, lsn, &mut self.b)?;
                         }
