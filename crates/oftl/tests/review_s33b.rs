@@ -155,24 +155,31 @@ fn probe_dense_fill_of_a_healthy_part_stays_writable() {
     assert_eq!(store.health(), Health::Writable);
 }
 
-/// After the fixes: filling the holes ends in `NoSpace` within the capacity, the delete
-/// runs in the same session, and again after a remount.
-#[test]
-fn probe_after_filling_holes_the_delete_runs_now_and_after_a_remount() {
-    let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let id;
-    {
-        let mut store = Store::new(&mut sim, cfg(), Greedy::DEFAULT);
-        store.format().unwrap();
-        let cap = store.capacity_pages();
-        id = store.create(ObjKind::Object).unwrap();
-        store.truncate(id, 2 * cap * PAGE).unwrap();
-        let (err, used, cap) = fill_holes(&mut store, id, 2 * cap);
-        assert_eq!(err, WriteError::NoSpace, "used {used} of {cap}");
-        assert!(used <= cap, "used {used} of {cap}");
+/// Formats a healthy TINY part, makes an object sparse over twice the capacity and fills
+/// its holes until `NoSpace`, which must come within the capacity; then unmounts (or,
+/// without `unmount`, drops the store as a crash). Returns the object.
+fn fill_sparse_object(sim: &mut Sim, unmount: bool) -> u32 {
+    let mut store = Store::new(sim, cfg(), Greedy::DEFAULT);
+    store.format().unwrap();
+    let cap = store.capacity_pages();
+    let id = store.create(ObjKind::Object).unwrap();
+    store.truncate(id, 2 * cap * PAGE).unwrap();
+    let (err, used, cap) = fill_holes(&mut store, id, 2 * cap);
+    assert_eq!(err, WriteError::NoSpace, "used {used} of {cap}");
+    assert!(used <= cap, "used {used} of {cap}");
+    if unmount {
         assert_eq!(store.health(), Health::Writable);
         store.unmount().unwrap();
     }
+    id
+}
+
+/// After the fixes: filling the holes ends in `NoSpace` within the capacity, and after a
+/// remount the store is writable and the delete runs.
+#[test]
+fn probe_after_filling_holes_the_delete_runs_now_and_after_a_remount() {
+    let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
+    let id = fill_sparse_object(&mut sim, true);
     let mut store = Store::new(&mut sim, Config::new(), Greedy::DEFAULT);
     store.mount().unwrap();
     assert_eq!(store.health(), Health::Writable);
@@ -187,18 +194,7 @@ fn probe_after_filling_holes_the_delete_runs_now_and_after_a_remount() {
 #[test]
 fn probe_after_filling_holes_and_a_crash_the_store_mounts_writable() {
     let mut sim = Sim::heap(profile::TINY, FaultPlan::seeded(1));
-    let id;
-    {
-        let mut store = Store::new(&mut sim, cfg(), Greedy::DEFAULT);
-        store.format().unwrap();
-        let cap = store.capacity_pages();
-        id = store.create(ObjKind::Object).unwrap();
-        store.truncate(id, 2 * cap * PAGE).unwrap();
-        let (err, used, cap) = fill_holes(&mut store, id, 2 * cap);
-        assert_eq!(err, WriteError::NoSpace, "used {used} of {cap}");
-        assert!(used <= cap, "used {used} of {cap}");
-        // Crash: dropped without an unmount.
-    }
+    let id = fill_sparse_object(&mut sim, false);
     {
         let mount = 0;
         let mut store = Store::new(&mut sim, Config::new(), Greedy::DEFAULT);
