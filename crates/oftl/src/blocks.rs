@@ -210,6 +210,9 @@ pub(crate) struct BlockTable<const BLOCKS: usize> {
     window: WindowList,
     /// Window blocks the heads have taken (a prefix of `window`).
     window_next: usize,
+    /// Unused window blocks already erased, a prefix of them: an operation erases the
+    /// blocks it may take before it starts (see `Dev::erase_ahead`).
+    window_ready: usize,
 }
 
 impl<const BLOCKS: usize> BlockTable<BLOCKS> {
@@ -220,6 +223,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
             valid_total: 0,
             window: heapless::Vec::new(),
             window_next: 0,
+            window_ready: 0,
         }
     }
 
@@ -230,6 +234,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
         self.valid_total = 0;
         self.window.clear();
         self.window_next = 0;
+        self.window_ready = 0;
     }
 
     // ---- the window list ----
@@ -249,11 +254,43 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
         self.window.is_full()
     }
 
-    /// A head takes the next window block (`None`: all taken).
-    pub fn take_window_block(&mut self) -> Option<BlockAddr> {
+    /// A head takes the next window block (`None`: all taken), and whether it was
+    /// erased ahead (else the head erases it).
+    pub fn take_window_block(&mut self) -> Option<(BlockAddr, bool)> {
         let b = *self.window.get(self.window_next)?;
         self.window_next += 1;
-        Some(b)
+        let erased = self.window_ready > 0;
+        self.window_ready = self.window_ready.saturating_sub(1);
+        Some((b, erased))
+    }
+
+    /// Unused window blocks erased ahead.
+    pub fn window_ready(&self) -> usize {
+        self.window_ready
+    }
+
+    /// The first unused window block not erased yet.
+    pub fn next_unready(&self) -> Option<BlockAddr> {
+        self.window
+            .get(self.window_next + self.window_ready)
+            .copied()
+    }
+
+    /// [`BlockTable::next_unready`] was erased.
+    pub fn erased_ahead(&mut self) {
+        if self.window_next + self.window_ready < self.window.len() {
+            self.window_ready += 1;
+        }
+    }
+
+    /// [`BlockTable::next_unready`] is gone (found bad, or its erase failed): it leaves
+    /// the list, so no head takes it. (A recovery meets it in the window the
+    /// checkpoint recorded and skips it as bad.)
+    pub fn drop_unready(&mut self) {
+        let i = self.window_next + self.window_ready;
+        if i < self.window.len() {
+            self.window.remove(i);
+        }
     }
 
     /// Free block `b` joins the window at its end. Refused (nothing changes) unless it
@@ -269,16 +306,20 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
 
     /// Starts a new window list: the blocks no head took from the old one are returned
     /// (still in the window state: the caller keeps each with
-    /// [`BlockTable::keep_in_window`] or frees it with [`BlockTable::leave_window`]).
-    pub fn restart_window(&mut self) -> WindowList {
+    /// [`BlockTable::keep_in_window`] or frees it with [`BlockTable::leave_window`]),
+    /// with how many of them (a prefix) were erased ahead. Those kept first in the new
+    /// list stay erased ahead.
+    pub fn restart_window(&mut self) -> (WindowList, usize) {
         let mut unused = WindowList::new();
         for &b in &self.window[self.window_next..] {
             // Same capacity: cannot overflow.
             let _ = unused.push(b);
         }
+        let ready = self.window_ready;
         self.window.clear();
         self.window_next = 0;
-        unused
+        self.window_ready = 0;
+        (unused, ready)
     }
 
     /// Window block `b` (from [`BlockTable::restart_window`], or recorded by the
@@ -290,12 +331,25 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
             && self.window.push(b).is_ok()
     }
 
+    /// A window block kept from the old list with [`BlockTable::keep_in_window`] was
+    /// erased ahead there: counted as erased ahead here too while every block before
+    /// it in the new list is.
+    pub fn kept_erased(&mut self, b: BlockAddr) {
+        if self.window_next == 0
+            && self.window_ready + 1 == self.window.len()
+            && self.window.last() == Some(&b)
+        {
+            self.window_ready += 1;
+        }
+    }
+
     /// The last block of the list goes back to the free pool (`None`: the list is
     /// empty).
     pub fn release_last(&mut self) -> Option<BlockAddr> {
         let b = self.window.pop()?;
         self.leave_window(b);
         self.window_next = self.window_next.min(self.window.len());
+        self.window_ready = self.window_ready.min(self.window.len() - self.window_next);
         Some(b)
     }
 
@@ -304,6 +358,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
     pub fn clear_window(&mut self) {
         self.window.clear();
         self.window_next = 0;
+        self.window_ready = 0;
     }
 
     /// Block `b` as the checkpoint being loaded lists it in its window (its state comes
@@ -320,6 +375,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
                 .is_none_or(|e| e.state() != BlockState::Bad)
         });
         self.window_next = self.window_next.min(self.window.len());
+        self.window_ready = 0;
     }
 
     /// The device's blocks.
@@ -669,11 +725,11 @@ mod tests {
         assert!(!t.admit(BlockAddr(9)), "past the device");
         assert_eq!(t.window(), &[0, 1, 2].map(BlockAddr));
         assert_eq!(t.get(BlockAddr(1)).state(), BlockState::Window);
-        assert_eq!(t.take_window_block(), Some(BlockAddr(0)));
+        assert_eq!(t.take_window_block(), Some((BlockAddr(0), false)));
         assert_eq!(t.window_unused(), &[1, 2].map(BlockAddr));
         // A checkpoint starts a new list from the blocks no head took.
-        let unused = t.restart_window();
-        assert_eq!(&unused[..], &[1, 2].map(BlockAddr));
+        let (unused, ready) = t.restart_window();
+        assert_eq!((&unused[..], ready), (&[1, 2].map(BlockAddr)[..], 0));
         assert!(t.window().is_empty());
         assert!(t.keep_in_window(BlockAddr(2)));
         assert!(!t.keep_in_window(BlockAddr(4)), "not a window block");
@@ -688,7 +744,54 @@ mod tests {
         t.found_bad(BlockAddr(4));
         t.drop_bad_from_window();
         assert_eq!(t.window(), &[5].map(BlockAddr));
-        assert_eq!(t.take_window_block(), Some(BlockAddr(5)));
+        assert_eq!(t.take_window_block(), Some((BlockAddr(5), false)));
+        assert_eq!(t.take_window_block(), None);
+    }
+
+    #[test]
+    fn blocks_erased_ahead_are_a_prefix_of_the_unused_ones() {
+        let mut t = table();
+        for b in 0..5 {
+            assert!(t.admit(BlockAddr(b)));
+        }
+        assert_eq!(t.take_window_block(), Some((BlockAddr(0), false)));
+        assert_eq!(t.next_unready(), Some(BlockAddr(1)));
+        t.erased_ahead();
+        // Block 2 fails its erase: it leaves the list; 3 is erased instead.
+        assert_eq!(t.next_unready(), Some(BlockAddr(2)));
+        t.drop_unready();
+        assert_eq!(t.next_unready(), Some(BlockAddr(3)));
+        t.erased_ahead();
+        assert_eq!(t.window_ready(), 2);
+        assert_eq!(t.window_unused(), &[1, 3, 4].map(BlockAddr));
+        assert_eq!(t.take_window_block(), Some((BlockAddr(1), true)));
+        // A checkpoint keeps the erased block first; the next one was not erased.
+        let (unused, ready) = t.restart_window();
+        assert_eq!((&unused[..], ready), (&[3, 4].map(BlockAddr)[..], 1));
+        for (i, &b) in unused.iter().enumerate() {
+            assert!(t.keep_in_window(b));
+            if i < ready {
+                t.kept_erased(b);
+            }
+        }
+        assert_eq!(t.window_ready(), 1);
+        assert_eq!(t.release_last(), Some(BlockAddr(4)));
+        assert_eq!(t.release_last(), Some(BlockAddr(3)));
+        assert_eq!(t.window_ready(), 0, "released with its list entry");
+        // Only a prefix counts: a block kept after one that was not erased is not.
+        let mut t = table();
+        for b in 0..3 {
+            assert!(t.admit(BlockAddr(b)));
+        }
+        t.erased_ahead();
+        t.erased_ahead();
+        let (unused, ready) = t.restart_window();
+        assert_eq!(ready, 2);
+        assert!(t.leave_window(unused[0]));
+        assert!(t.keep_in_window(unused[1]));
+        t.kept_erased(unused[1]);
+        assert_eq!(t.window_ready(), 1);
+        assert_eq!(t.take_window_block(), Some((BlockAddr(1), true)));
         assert_eq!(t.take_window_block(), None);
     }
 

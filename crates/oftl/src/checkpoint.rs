@@ -40,6 +40,13 @@ struct Sink {
 /// More attempts a checkpoint gets after one fails to program or to read back.
 const CKPT_ATTEMPTS: u32 = 3;
 
+/// Whether `e` is a read that failed for good (the retries used up): a checkpoint
+/// page that does not read back is written again elsewhere, like one that reads back
+/// wrong.
+fn unreadable<E: Error>(e: &Fault<E>) -> bool {
+    matches!(e, Fault::Flash(e) if e.kind() == ErrorKind::Uncorrectable)
+}
+
 /// Where checkpoints go next. Its fields are this module's; mount, recovery and the
 /// rebuild set it through the events below.
 #[derive(Clone, Copy, Debug)]
@@ -265,7 +272,10 @@ impl<
                 // now turns read-only instead. Not retired for good: a second review
                 // found a run of transient read errors during the read-back then
                 // retiring good blocks until the volume never mounted again.
-                Err(Fault::Corrupted) => {
+                // (A read error is reported as one when the attempts run out: a long
+                // run of transient read errors during the read-backs made `gc_step`
+                // report `Corrupted` flash, stop 34.)
+                Err(e) if matches!(e, Fault::Corrupted) || unreadable(e) => {
                     let cur = self.ckpt.cur;
                     if self.ckpt.durable != Some(cur) && self.ckpt.spare != Some(cur) {
                         self.ckpt.avoid |= 1 << cur;
@@ -354,7 +364,7 @@ impl<
     fn settle_window(&mut self) {
         let ppb = self.dev.ppb();
         let carried = self.dev.heads_mut().leave_full_blocks(ppb);
-        let unused = self.dev.table_mut().restart_window();
+        let (unused, erased) = self.dev.table_mut().restart_window();
         for b in (0..self.dev.geo().blocks()).map(BlockAddr) {
             if carried.contains(&Some(b)) || unused.contains(&b) {
                 continue;
@@ -389,12 +399,14 @@ impl<
                     .count(),
             )
             .max(fresh_floor.min(self.window_target as usize));
-        for b in unused {
+        for (i, b) in unused.into_iter().enumerate() {
             if self.dev.table().window().len() >= want
                 || self.dev.table().get(b).retire()
                 || !self.dev.table_mut().keep_in_window(b)
             {
                 self.dev.table_mut().leave_window(b);
+            } else if i < erased {
+                self.dev.table_mut().kept_erased(b);
             }
         }
         // Leave as many free blocks as the window is long, plus the extra, for a
@@ -424,25 +436,18 @@ impl<
     }
 
     /// Reads back the `total` pages of checkpoint `seq` written from page `first` of the
-    /// current checkpoint block; `Corrupted` if one does not read back as written.
+    /// current checkpoint block; `Corrupted` if one reads back as something else, the
+    /// uncorrectable read error if one does not read (see [`unreadable`]).
     fn verify_checkpoint(&mut self, first: u32, total: u32, seq: u32) -> Result<(), FaultOf<F>> {
         let payload = self.dev.payload() as usize;
         for i in 0..total {
             let page = self.ckpt_page(first + i);
-            match self.dev.read_payload(
+            self.dev.read_payload(
                 page,
                 0,
                 &mut self.scratch.page_mut()[..payload],
                 Some((PageKind::Checkpoint, seq & MAX_U24, i)),
-            ) {
-                Ok(_) => {}
-                Err(Fault::Flash(e))
-                    if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::Uncorrectable =>
-                {
-                    return Err(Fault::Corrupted)
-                }
-                Err(e) => return Err(e),
-            }
+            )?;
         }
         self.scratch.page_mut().fill(0xFF);
         Ok(())

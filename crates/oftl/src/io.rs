@@ -540,11 +540,15 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 // may take more free blocks when replay needs them.
                 self.grow_window(1);
             }
-            let Some(b) = self.table.take_window_block() else {
+            let Some((b, erased)) = self.table.take_window_block() else {
                 // The callers reserve window space before they start; running out is a
                 // sizing bug, reported as no space (and poisoning) rather than a panic.
                 return Err(Fault::Exhausted);
             };
+            if erased {
+                self.heads.took_block(head, b);
+                continue;
+            }
             self.start_block(head, b)?;
         }
     }
@@ -579,6 +583,38 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             }
             Err(e) => Err(Fault::Flash(e)),
         }
+    }
+
+    /// Erases, before an operation of `head` needing `need` window pages starts, the
+    /// unused window blocks it may take, so that no erase happens in the middle of it:
+    /// an erase that fails there would take a whole block of the room the operation
+    /// reserved (two failed erases and two failed programs in one 18-page transaction
+    /// ran a window out, `Exhausted`, in a noisy power-cut sweep). Blocks found bad or
+    /// failing their erase leave the window here, before anything has changed;
+    /// `Ok(false)` when the window no longer holds `need` pages.
+    pub fn erase_ahead(&mut self, head: usize, need: u64) -> Result<bool, FaultOf<F>> {
+        let ppb = self.ppb() as u64;
+        while self.head_room(head) + self.table.window_ready() as u64 * ppb < need {
+            let Some(b) = self.table.next_unready() else {
+                return Ok(false);
+            };
+            if self.check_marker(b).map_err(Fault::Flash)? {
+                self.table.drop_unready();
+                continue;
+            }
+            match self.flash.erase(b) {
+                Ok(()) => {
+                    self.table.erased(b);
+                    self.table.erased_ahead();
+                }
+                Err(e) if e.kind() == ErrorKind::EraseFailed => {
+                    self.table.drop_unready();
+                    self.retire_now(b)?;
+                }
+                Err(e) => return Err(Fault::Flash(e)),
+            }
+        }
+        Ok(true)
     }
 
     /// Takes the policy's free block out of the free pool (into the window state, so

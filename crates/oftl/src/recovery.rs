@@ -750,6 +750,15 @@ impl<
                         }
                     }
                 }
+                // A window block whose first pages read erased, more of them than the
+                // failed programs a head makes in a row before it leaves a block, was
+                // never started (a block erased ahead of an operation, `Dev::erase_ahead`,
+                // or one with no older life): what `started` below would conclude after
+                // reading the whole block (64 pages on the W25N01GV).
+                if wi >= carried && !started && scan == Scan::Erased && i >= FAILS_PER_BLOCK {
+                    walk_end = wi;
+                    break 'walk;
+                }
                 started |= scan != Scan::Erased;
                 let bp = match scan {
                     Scan::Bp(bp) => bp,

@@ -41,7 +41,9 @@ use nand_hal::NandFlash;
 
 use crate::errors::Fault;
 use crate::format::checkpoint::BlockState;
+use crate::gc::COLD_HEAD;
 use crate::io::FaultOf;
+use crate::log::LOG_HEAD;
 use crate::policy::SpacePolicy;
 use crate::{Oftl, DATA_HEAD, INDEX_HEAD, MAX_CKPT_BLOCKS};
 
@@ -57,6 +59,11 @@ const MAX_COLLECTIONS: u32 = 16;
 /// Page copies one operation makes while the pool is in the upper half of the band
 /// below comfortable, besides twice the pages it programs (see `make_room`).
 pub(crate) const FOREGROUND_SLICE: u32 = 16;
+
+/// Times an operation makes room again when blocks it was erasing ahead failed (each
+/// time the window lost blocks; past this the part is failing faster than collection
+/// can make up for, and the operation fails with `NoSpace`, changing nothing).
+const ERASE_AHEAD_TRIES: u32 = 4;
 
 /// What an operation does to the amount of live data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +139,21 @@ impl<
         // A transaction larger than the configured window gets a larger one at the
         // checkpoint before it (never a checkpoint inside it).
         self.window_target = (blocks as u16).max(self.dev.sb().window_blocks);
-        let r = self.make_room(need, room, head);
+        let mut r = self.make_room(need, room, head);
+        // The blocks the operation may take are erased before it starts (see
+        // `Dev::erase_ahead`); blocks lost there are made up for like any shortage.
+        let mut tries = 0;
+        while r.is_ok() {
+            match self.dev.erase_ahead(head, need) {
+                Ok(true) => break,
+                Ok(false) if tries < ERASE_AHEAD_TRIES => {
+                    tries += 1;
+                    r = self.make_room(need, room, head);
+                }
+                Ok(false) => r = Err(Fault::NoSpace),
+                Err(e) => r = Err(e),
+            }
+        }
         self.window_target = self.dev.sb().window_blocks;
         r
     }
@@ -393,9 +414,18 @@ impl<
     }
 
     /// Pages free now or at the next checkpoint: reclaimable blocks plus what is left
-    /// of the window (a checkpoint moves blocks from the one to the other).
+    /// of the window (a checkpoint moves blocks from the one to the other), including
+    /// the rest of the blocks the cold and log heads have open. A collection that opens
+    /// one of those blocks moves room, it does not use it up: counting only the data
+    /// head's budget took the first copies through the cold and the log head after a
+    /// recovery for two collections that gained nothing, and with a cache write-back
+    /// after them `make_room` refused a write at 42% of capacity (found once operations
+    /// erased their blocks ahead, which moved where the sweep's cuts land).
     fn free_room(&self) -> u64 {
-        self.reclaimable_blocks() as u64 * self.dev.ppb() as u64 + self.dev.window_budget()
+        self.reclaimable_blocks() as u64 * self.dev.ppb() as u64
+            + self.dev.window_budget()
+            + self.dev.head_room(COLD_HEAD)
+            + self.dev.head_room(LOG_HEAD)
     }
 }
 

@@ -33,7 +33,7 @@ use common::lifecycle::Lifecycle;
 use common::*;
 use common::{matches, observe, Model, Rng};
 use nand_hal::sim::profile;
-use oftl::{Greedy, ObjKind, Oftl, TxOp, WriteError, ATTR_LEN, ID_RUN};
+use oftl::{Greedy, Health, ObjKind, Oftl, ReadOnlyReason, TxOp, WriteError, ATTR_LEN, ID_RUN};
 
 type Store<'a, const M: usize> = Oftl<&'a mut Sim, 2048, 64, 4, 2, Greedy, M>;
 
@@ -1157,10 +1157,18 @@ impl<const M: usize> CutWrap<M> {
                 return Err(Chk::Bad(format!("cursor {c}: {id} live")));
             }
         }
-        // A create now takes a free id.
-        let id = fs
-            .create(ObjKind::Object)
-            .map_err(|e| classify(format!("create: {e:?}"), Some(c)))?;
+        // A create now takes a free id. Out of checkpoint blocks (failed programs or
+        // erases, injected, took the two a checkpoint may go to), the store mounts
+        // read-only instead, every byte still readable (checked above), as in
+        // `powerloss.rs`.
+        let id = match fs.create(ObjKind::Object) {
+            Err(WriteError::ReadOnly)
+                if fs.health() == Health::ReadOnly(ReadOnlyReason::CheckpointBlocks) =>
+            {
+                return Ok(());
+            }
+            r => r.map_err(|e| classify(format!("create: {e:?}"), Some(c)))?,
+        };
         if seen.objs.contains_key(&id) || seen.logs.contains_key(&id) {
             return Err(Chk::Bad(format!("create over live {id}")));
         }
