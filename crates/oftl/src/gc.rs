@@ -35,7 +35,7 @@ use crate::format::table::TABLE_OBJ;
 use crate::io::{FaultOf, Scan};
 use crate::log::Reloc;
 use crate::policy::{Relocation, SpacePolicy, Urgency};
-use crate::{Oftl, DATA_HEAD};
+use crate::{Oftl, DATA_HEAD, INDEX_HEAD};
 
 /// Write head of pages relocated by GC, scrubbing and retirement when the policy says
 /// [`Relocation::Cold`].
@@ -217,6 +217,9 @@ impl<
             if self.ckpt.needs_marker() {
                 self.write_marker()?;
             }
+            if let Some(b) = self.dev.take_disturbed() {
+                self.scrub_disturbed(b)?;
+            }
             let copied = self.collect_for(budget, Urgency::Background, false)?;
             let more = self.gc.victim().is_some() || self.gc.cut_pending() || {
                 let ppb = self.dev.ppb();
@@ -229,6 +232,31 @@ impl<
             Ok(GcProgress { copied, more })
         })();
         r.map_err(|e| self.fail(e))
+    }
+
+    /// Scrubs `b`, where the read-disturb probe or a read found corrections (see
+    /// `Dev::take_disturbed`): flagged, it is an urgent victim once full. A block of the
+    /// window becomes full only at a checkpoint, and a store that is only read never
+    /// checkpoints, so with room to spare the heads leave it and a checkpoint settles
+    /// it (files read over and over in the data head's block became unreadable, steps
+    /// or not). Near the floor it waits until its head has filled it: leaving a head's
+    /// block gives up the rest of it, and the checkpoint takes a window from the pool.
+    fn scrub_disturbed(&mut self, b: BlockAddr) -> Result<(), FaultOf<F>> {
+        let info = self.dev.table().get(b);
+        if info.valid() == 0 {
+            return Ok(());
+        }
+        self.dev.table_mut().needs_scrub(b);
+        if info.state() != BlockState::Window || self.reclaimable_blocks() < self.pool_comfortable()
+        {
+            return Ok(());
+        }
+        for h in (0..crate::format::checkpoint::HEADS).filter(|&h| h != INDEX_HEAD) {
+            if self.dev.heads().get(h).block == Some(b) {
+                self.dev.heads_mut().left_block(h);
+            }
+        }
+        self.checkpoint(false)
     }
 
     /// Collects for at most `budget` page copies, continuing the current victim and

@@ -5,18 +5,19 @@
 //! step every 64 file reads; every read must return the bytes written, and the volume
 //! must mount and read back after.
 //!
-//! FINDING (stop 33, open): oftl scrubs a block only when a read of a page *in it*
-//! needs corrections at the part's threshold, and read disturb puts its errors in the
-//! pages that are *not* being read, so they are found only past what ECC corrects. At
-//! the simulator's `noisy` rates (disturb from 10,000 reads of a block, one read in
-//! 1,000 flipping a bit elsewhere in it) these files become unreadable after about
-//! 20,000 to 25,000 file reads. A prototype (one payload read in 16 also reads one
-//! spare byte of another page of its block, the part reporting ECC for the whole page;
-//! `step` scrubs what the probe finds, leaving a head's block and checkpointing when the
-//! block is in the window) held 30,000 reads on three seeds and 300,000 on two of three
-//! (one lost a page at 47,800), but its extra reads shifted the fault trajectories of
-//! the noisy power-cut sweeps and one of them then hit an `Exhausted` create: not landed
-//! before that is understood (DESIGN 5, "Read disturb").
+//! Found in stop 33: oftl scrubbed a block only when a read of a page *in it* needed
+//! corrections at the part's threshold, and read disturb puts its errors in the pages
+//! that are *not* being read, so they were found only past what ECC corrects. At the
+//! simulator's `noisy` rates (disturb from 10,000 reads of a block, one read in 1,000
+//! flipping a bit elsewhere in it; a real part's threshold is ten times that) these
+//! files became unreadable after about 20,000 to 25,000 file reads. Now one payload read
+//! in 8 also reads one spare byte of another page of its block (the part reports ECC
+//! for the whole page), and `step` scrubs what the probe finds, leaving a head's block
+//! and checkpointing when the block is in the window; a window block flagged by reads
+//! of its own pages goes the same way (the soak below found such a block staying put,
+//! never checkpointed, until its pages failed). Residual risk, measured by the soak:
+//! 1 of 30 runs of 300,000 file reads at these rates lost a page (two flips in one ECC
+//! step of a page before its block was scrubbed).
 
 mod support;
 
@@ -92,7 +93,6 @@ fn run(seed: u64, every: u32, reads: u32) -> u64 {
 }
 
 #[test]
-#[ignore = "open finding: read disturb in pages that are not read (see the module docs)"]
 fn read_mostly_files_survive_read_disturb() {
     for seed in 1..=3 {
         let moved = run(seed, 64, 30_000);
@@ -101,15 +101,25 @@ fn read_mostly_files_survive_read_disturb() {
     }
 }
 
-/// Longer runs and other rates:
-/// `RD_READS=300000 RD_SEEDS=3 [RD_TH= RD_PPM= RD_EVERY=] cargo test --release -p
-/// stagefs-core --test read_disturb soak -- --ignored --nocapture`.
+/// Longer runs and other rates, counting the runs that lost data (the residual risk in
+/// the module docs): `RD_READS=300000 RD_SEEDS=30 [RD_TH= RD_PPM= RD_EVERY=
+/// RD_MAX_LOSSES=] cargo test --release -p stagefs-core --test read_disturb soak --
+/// --ignored --nocapture`. Fails when more runs lose data than `RD_MAX_LOSSES` (0).
 #[test]
 #[ignore]
 fn soak() {
     let (reads, every) = (env("RD_READS", 300_000), env("RD_EVERY", 64));
-    for seed in 100..100 + env("RD_SEEDS", 3) as u64 {
-        let moved = run(seed, every, reads);
-        println!("seed {seed}: {reads} file reads, {moved} pages moved");
+    let seeds = env("RD_SEEDS", 3) as u64;
+    let mut lost = Vec::new();
+    for seed in 100..100 + seeds {
+        match std::panic::catch_unwind(|| run(seed, every, reads)) {
+            Ok(moved) => println!("seed {seed}: {reads} file reads, {moved} pages moved"),
+            Err(_) => lost.push(seed),
+        }
     }
+    println!(
+        "{} of {seeds} runs of {reads} file reads lost data: seeds {lost:?}",
+        lost.len()
+    );
+    assert!(lost.len() as u32 <= env("RD_MAX_LOSSES", 0), "{lost:?}");
 }
