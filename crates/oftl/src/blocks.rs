@@ -213,6 +213,9 @@ pub(crate) struct BlockTable<const BLOCKS: usize> {
     /// Unused window blocks already erased, a prefix of them: an operation erases the
     /// blocks it may take before it starts (see `Dev::erase_ahead`).
     window_ready: usize,
+    /// Where the search for the next urgent victim starts (see
+    /// [`BlockTable::pick_victim`]).
+    urgent_next: u32,
 }
 
 impl<const BLOCKS: usize> BlockTable<BLOCKS> {
@@ -224,6 +227,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
             window: heapless::Vec::new(),
             window_next: 0,
             window_ready: 0,
+            urgent_next: 0,
         }
     }
 
@@ -235,6 +239,7 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
         self.window.clear();
         self.window_next = 0;
         self.window_ready = 0;
+        self.urgent_next = 0;
     }
 
     // ---- the window list ----
@@ -595,13 +600,19 @@ impl<const BLOCKS: usize> BlockTable<BLOCKS> {
         urgency: Urgency,
         hidden: &[BlockAddr],
     ) -> Option<BlockAddr> {
-        let urgent = self
-            .all()
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (BlockAddr(i as u32), b))
+        // In turn from the block after the last urgent pick: by address, blocks flagged
+        // early waited behind low-numbered ones flagged again and again (an independent
+        // review's hot objects lost pages in blocks flagged long before).
+        let n = self.n;
+        let from = self.urgent_next as usize;
+        let urgent = (0..n)
+            .map(|k| (from + k) % n.max(1))
+            .map(|i| (BlockAddr(i as u32), self.info[i]))
             .find(|&(i, b)| b.urgent() && !hidden.contains(&i))
             .map(|(i, _)| i);
+        if let Some(u) = urgent {
+            self.urgent_next = u.0.wrapping_add(1);
+        }
         let pick = urgent.or_else(|| {
             // Hidden blocks show as full of valid pages while the policy looks.
             let mut saved = [(0usize, BlockInfo::FREE); MAX_HIDDEN];

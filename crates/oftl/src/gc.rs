@@ -35,7 +35,7 @@ use crate::format::table::TABLE_OBJ;
 use crate::io::{FaultOf, Scan};
 use crate::log::Reloc;
 use crate::policy::{Relocation, SpacePolicy, Urgency};
-use crate::{Oftl, DATA_HEAD, INDEX_HEAD};
+use crate::{Oftl, DATA_HEAD};
 
 /// Write head of pages relocated by GC, scrubbing and retirement when the policy says
 /// [`Relocation::Cold`].
@@ -251,7 +251,11 @@ impl<
         {
             return Ok(());
         }
-        for h in (0..crate::format::checkpoint::HEADS).filter(|&h| h != INDEX_HEAD) {
+        // Every head leaves it, the index head's included (which takes free blocks
+        // outside the window list): a head's block stays in the window state through a
+        // checkpoint, and an independent review's read-only workload, with the index
+        // head's block flagged, checkpointed at every step without ever moving it.
+        for h in 0..crate::format::checkpoint::HEADS {
             if self.dev.heads().get(h).block == Some(b) {
                 self.dev.heads_mut().left_block(h);
             }

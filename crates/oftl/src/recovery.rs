@@ -732,6 +732,7 @@ impl<
                         .any(|&h| self.dev.heads().get(h).block == Some(b)),
             );
             let mut started = false;
+            let mut goes_on = false;
             for i in start..ppb {
                 let page = self.dev.geo().page(b, i);
                 scanned += 1;
@@ -750,12 +751,18 @@ impl<
                         }
                     }
                 }
-                // A window block whose first pages read erased, more of them than the
-                // failed programs a head makes in a row before it leaves a block, was
-                // never started (a block erased ahead of an operation, `Dev::erase_ahead`,
-                // or one with no older life): what `started` below would conclude after
-                // reading the whole block (64 pages on the W25N01GV).
+                // A window block whose first pages read erased, as many as the failed
+                // programs a head makes in a row before it leaves a block and one more,
+                // was never started (a block erased ahead of an operation,
+                // `Dev::erase_ahead`, or one with no older life), or a head left it after
+                // failed programs that read erased: what `started` below concludes after
+                // reading the whole block (64 pages on the W25N01GV), and the next
+                // window block tells which.
                 if wi >= carried && !started && scan == Scan::Erased && i >= FAILS_PER_BLOCK {
+                    goes_on = self.next_window_block_started(walk, wi, &stale)?;
+                    if goes_on {
+                        break;
+                    }
                     walk_end = wi;
                     break 'walk;
                 }
@@ -936,7 +943,15 @@ impl<
                 cold_blocks & (1 << wi) != 0 || self.dev.heads().get(COLD_HEAD).block == Some(b),
             );
             if wi >= carried && !started {
-                // Nothing programmed since its erase (or since the checkpoint).
+                // Nothing programmed since its erase (or since the checkpoint), unless a
+                // head left it after failed programs that read erased (the simulator's
+                // failed program may land nothing on a part without ECC): then the next
+                // window block holds the head's next pages (an independent review: with
+                // eight such failures the walk ended here and acknowledged writes were
+                // gone, with no error).
+                if goes_on || self.next_window_block_started(walk, wi, &stale)? {
+                    continue;
+                }
                 walk_end = wi;
                 break;
             }
@@ -1020,6 +1035,26 @@ impl<
         out.suspect = suspect;
         out.loss = loss;
         Ok(())
+    }
+
+    /// Whether the first good window block after walk entry `wi` was started after the
+    /// checkpoint (its first page holds a page that `stale` does not call older).
+    fn next_window_block_started(
+        &mut self,
+        walk: &Walk,
+        wi: usize,
+        stale: &impl Fn(&Backpointer) -> bool,
+    ) -> Result<bool, FaultOf<F>> {
+        for &(b, _) in walk.iter().skip(wi + 1) {
+            if self.dev.table().get(b).state() == BlockState::Bad {
+                continue;
+            }
+            return Ok(match self.dev.scan_read(self.dev.geo().page(b, 0))? {
+                Scan::Bp(bp) => !stale(&bp),
+                Scan::Erased | Scan::Garbage => false,
+            });
+        }
+        Ok(false)
     }
 
     /// Whether a page the scan took for a torn tail reads now (see `Oftl::recover`).

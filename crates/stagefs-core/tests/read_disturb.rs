@@ -16,7 +16,7 @@
 //! and checkpointing when the block is in the window; a window block flagged by reads
 //! of its own pages goes the same way (the soak below found such a block staying put,
 //! never checkpointed, until its pages failed). Residual risk, measured by the soak:
-//! 1 of 30 runs of 300,000 file reads at these rates lost a page (two flips in one ECC
+//! 9 of 100 runs of 300,000 file reads at these rates lost a page (two flips in one ECC
 //! step of a page before its block was scrubbed).
 
 mod support;
