@@ -165,11 +165,11 @@
 //!
 //! | configuration | `static` | stack | RAM |
 //! |---|---|---|---|
-//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 7, `WBUF` 2) | 29,920 B | 2,844 B | 32,764 B |
-//! | [`W25n01gvLarge`] (`CACHE` 12) | 40,360 B | 2,844 B | 43,204 B |
-//! | [`W25n01gvSmall`] (`CACHE` 4, `WBUF` 1, `META` 512, `LOG` 0: objects only) | 13,400 B | 2,840 B | 16,240 B |
+//! | [`W25n01gv`] (`PAGE` 2048, `BLOCKS` 1024, `CACHE` 7, `WBUF` 2) | 29,936 B | 2,932 B | 32,868 B |
+//! | [`W25n01gvLarge`] (`CACHE` 12) | 40,376 B | 2,932 B | 43,308 B |
+//! | [`W25n01gvSmall`] (`CACHE` 4, `WBUF` 1, `META` 512, `LOG` 0: objects only) | 13,416 B | 2,848 B | 16,264 B |
 //!
-//! Of the default's 29,920 B, 14,476 are the 7 cached pages, 6,144 the three page
+//! Of the default's 29,936 B, 14,476 are the 7 cached pages, 6,144 the three page
 //! buffers, 4,144 the write buffers and 4,096 the block table (a test keeps `size_of`
 //! <= 29.5 KiB on the host). The small one keeps 2,128 B of cache (4 slots of 512 B),
 //! one write buffer, the two scratch pages and the same block table. Nothing allocates;
