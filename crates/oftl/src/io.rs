@@ -716,7 +716,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.table.join_window(b).then_some(b)
     }
 
-    /// Adds up to `n` least-worn free blocks to the window list.
+    /// Adds up to `n` least-worn free blocks to the window list (a recovery's or a
+    /// rebuild's). Every block's bad-block marker is read first: a block retired after
+    /// the last checkpoint (by an earlier mount that could not checkpoint, say) still
+    /// looks free there, and would take a place in the window only to be skipped
+    /// (the wear-out soak found recovery windows of worn parts made up of such blocks,
+    /// leaving nothing to relocate into and the parts unmountable).
     pub fn grow_window(&mut self, n: usize) {
         for _ in 0..n {
             if self.table.window_full() {
@@ -725,7 +730,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             let Some(b) = self.table.pick_free(&mut self.policy) else {
                 break;
             };
-            if self.may_join_window(b) {
+            if !matches!(self.check_marker(b), Ok(true)) {
                 self.table.admit(b);
             }
         }

@@ -324,12 +324,24 @@ impl<
         Ok(clean)
     }
 
+    /// Loads the newest checkpoint again for a replay in RAM only. A load that went
+    /// back past one it could not read (an unstable page torn by the cut) is tried
+    /// again, like the first load: the read-only session's cache write-backs go to
+    /// blocks the loaded checkpoint calls free, which may hold the skipped one's index
+    /// pages, and a later mount that reads the skipped one well would take that
+    /// overwritten index for the newest state (the wear-out soak found acknowledged
+    /// writes rolled back so, seed 2878).
     #[inline(never)]
     fn reload_for_replay(&mut self) -> Result<(), MountError<F::Error>> {
         let sb = *self.dev.sb();
-        self.reset_state(sb);
-        self.session.opened();
-        self.load_newest_checkpoint()?;
+        for attempt in 1..=MOUNT_ATTEMPTS {
+            self.reset_state(sb);
+            self.session.opened();
+            self.load_newest_checkpoint()?;
+            if !self.ckpt.fell_back() || attempt == MOUNT_ATTEMPTS {
+                break;
+            }
+        }
         Ok(())
     }
 

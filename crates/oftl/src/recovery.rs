@@ -24,7 +24,10 @@
 //!    were being programmed (the data head's suspect page and the log's last page from
 //!    RAM; the cold head's block back to the cold head), so they are erase-cycled
 //!    before reuse. The log head's block, when the pool has room to spare, is left to
-//!    background collection instead, which takes it first.
+//!    background collection instead, which takes it first. On a worn part (too few good
+//!    blocks, or a window that runs out because erases fail) the blocks are left to
+//!    collection too, their pages valid where they are (programmed whole before the
+//!    cut), and the store mounts read-only after step 5.
 //! 5. **Checkpoint** to another checkpoint block (erased first).
 //!
 //! Nothing the old checkpoint references is erased or programmed before step 5's
@@ -605,11 +608,15 @@ impl<
                 }
                 return Ok(());
             }
-            self.relocate_suspects(&sc, lb)?;
+            let short = self.relocate_suspects(&sc, lb)?;
             self.skip_attempt_numbers(&sc);
             self.ckpt.switch_block();
             // Still recovering: the checkpoint's index flush may need more blocks.
-            self.checkpoint(false)
+            self.checkpoint(false)?;
+            if short {
+                self.go_read_only(crate::ReadOnlyReason::GoodBlocks);
+            }
+            Ok(())
         });
         self.dev.set_recovering(false);
         // A read-only replay never relocates the suspect page; an error may stop
@@ -1339,12 +1346,14 @@ impl<
     /// Step 4: relocates what lives in the blocks that were being programmed: the
     /// suspect pages first, from RAM, then every other valid page of those blocks (the
     /// log head's block goes to background collection instead when the pool has room).
+    /// Returns whether the window ran out before the blocks were moved (the rest is
+    /// left to collection and the store mounts read-only).
     #[inline(never)]
     fn relocate_suspects(
         &mut self,
         sc: &Scanned,
         last_block: [Option<BlockAddr>; HEADS],
-    ) -> Result<(), FaultOf<F>> {
+    ) -> Result<bool, FaultOf<F>> {
         if let Some((sp, sbp)) = sc.suspect {
             if self.is_valid(sp, &sbp)? {
                 self.relocate(sp, &sbp, true, DATA_HEAD)?;
@@ -1371,38 +1380,69 @@ impl<
         // nearly all log: 104 -> 86 ms).
         let defer = self.reclaimable_blocks()
             >= self.pool_floor(Room::Grow) + self.dev.sb().window_blocks as u32;
+        // A store about to turn read-only for its grown bad blocks moves nothing either:
+        // the erases the copies need are what a worn part fails, and the closing
+        // checkpoint needs the blocks more (without it every later mount replays again,
+        // in RAM, with cache write-backs into blocks it must erase).
+        let mut short = self.too_few_good_blocks();
         for (h, lb) in last_block.iter().enumerate() {
             let Some(b) = *lb else { continue };
             if h == INDEX_HEAD {
                 continue;
             }
-            if defer && h == LOG_HEAD {
+            if short || (defer && h == LOG_HEAD) {
                 let erases = self.dev.table().get(b).erases();
                 self.gc.cut_block(b, erases);
                 continue;
             }
-            // A cold block's pages stay cold; the data head's go back to it.
-            let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
-            for i in 0..self.dev.ppb() {
-                let page = self.dev.geo().page(b, i);
-                if sc.suspect.is_some_and(|(sp, _)| sp == page) || sc.log_suspect == Some(page) {
-                    continue;
+            match self.relocate_cut_block(sc, h, b) {
+                Ok(()) => {}
+                // A worn part whose grown bad blocks ate the recovery reserve: the window
+                // has no room for the copies. What was not moved stays valid where it is
+                // (programmed whole before the cut) and goes to collection; the closing
+                // checkpoint still records the replay, and the store mounts read-only
+                // (the wear-out soak found such parts unmountable: the read-only replay
+                // that followed had no blocks left for its cache write-backs either).
+                Err(Fault::Exhausted | Fault::NoSpace) => {
+                    short = true;
+                    let erases = self.dev.table().get(b).erases();
+                    self.gc.cut_block(b, erases);
                 }
-                match self.dev.scan_read(page)? {
-                    Scan::Bp(bp) if bp.kind == PageKind::Log => {
-                        self.relocate_log(page, false)?;
-                    }
-                    Scan::Bp(bp) => {
-                        if self.is_valid(page, &bp)? {
-                            self.relocate(page, &bp, false, to)?;
-                        }
-                    }
-                    // A log page with a failed sector still has good ones.
-                    Scan::Garbage => {
-                        self.relocate_log(page, false)?;
-                    }
-                    Scan::Erased => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(short)
+    }
+
+    /// Moves every valid page of `b`, the block head `h` was programming at the cut,
+    /// except the suspect pages (moved from RAM before): a cold block's pages stay
+    /// cold, the data head's go back to it.
+    fn relocate_cut_block(
+        &mut self,
+        sc: &Scanned,
+        h: usize,
+        b: BlockAddr,
+    ) -> Result<(), FaultOf<F>> {
+        let to = if h == COLD_HEAD { COLD_HEAD } else { DATA_HEAD };
+        for i in 0..self.dev.ppb() {
+            let page = self.dev.geo().page(b, i);
+            if sc.suspect.is_some_and(|(sp, _)| sp == page) || sc.log_suspect == Some(page) {
+                continue;
+            }
+            match self.dev.scan_read(page)? {
+                Scan::Bp(bp) if bp.kind == PageKind::Log => {
+                    self.relocate_log(page, false)?;
                 }
+                Scan::Bp(bp) => {
+                    if self.is_valid(page, &bp)? {
+                        self.relocate(page, &bp, false, to)?;
+                    }
+                }
+                // A log page with a failed sector still has good ones.
+                Scan::Garbage => {
+                    self.relocate_log(page, false)?;
+                }
+                Scan::Erased => {}
             }
         }
         Ok(())

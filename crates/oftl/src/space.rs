@@ -464,13 +464,18 @@ impl<
             self.go_read_only(crate::ReadOnlyReason::CheckpointBlocks);
             return;
         }
+        if self.too_few_good_blocks() {
+            self.go_read_only(crate::ReadOnlyReason::GoodBlocks);
+        }
+    }
+
+    /// Whether grown bad blocks left fewer good blocks than [`Oftl::min_good_blocks`].
+    pub(crate) fn too_few_good_blocks(&self) -> bool {
         let good = self
             .blocks()
             .iter()
             .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
             .count() as u32;
-        if good < self.min_good_blocks() {
-            self.go_read_only(crate::ReadOnlyReason::GoodBlocks);
-        }
+        good < self.min_good_blocks()
     }
 }
