@@ -1097,7 +1097,16 @@ impl<
     fn open_recovery_window(&mut self, sc: &Scanned) -> Result<(), FaultOf<F>> {
         self.dev.table_mut().clear_window();
         self.dev.heads_mut().restart(&sc.next_seq);
-        self.dev.grow_window(self.dev.sb().window_blocks as usize);
+        // A store about to turn read-only for its grown bad blocks moves only the
+        // suspect pages (see `relocate_suspects`): one block (more are taken when it is
+        // not enough) leaves the rest of the pool to the cache write-backs and the
+        // closing checkpoint.
+        let blocks = if self.too_few_good_blocks() {
+            1
+        } else {
+            self.dev.sb().window_blocks as usize
+        };
+        self.dev.grow_window(blocks);
         if self.dev.table().window().is_empty() {
             return Err(Fault::NoSpace);
         }

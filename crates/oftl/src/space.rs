@@ -268,11 +268,7 @@ impl<
     /// little per victim; nothing is lost, and deleting data makes room.
     pub fn capacity_pages(&self) -> u64 {
         let ppb = self.dev.geo().pages_per_block() as u64;
-        let usable = self
-            .blocks()
-            .iter()
-            .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
-            .count() as u64;
+        let usable = self.good_blocks() as u64;
         let reserve = 3 * self.dev.sb().window_blocks as u64
             + self.recovery_extra_blocks() as u64
             + self.index_reserve_blocks() as u64
@@ -471,11 +467,14 @@ impl<
 
     /// Whether grown bad blocks left fewer good blocks than [`Oftl::min_good_blocks`].
     pub(crate) fn too_few_good_blocks(&self) -> bool {
-        let good = self
-            .blocks()
+        self.good_blocks() < self.min_good_blocks()
+    }
+
+    /// Blocks neither bad nor reserved (superblock and checkpoint blocks).
+    pub(crate) fn good_blocks(&self) -> u32 {
+        self.blocks()
             .iter()
             .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
-            .count() as u32;
-        good < self.min_good_blocks()
+            .count() as u32
     }
 }
