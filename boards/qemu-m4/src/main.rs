@@ -174,6 +174,7 @@ fn main() -> ! {
         part,
         page,
         "oftl TINY config (Oftl<_, 2048, 64, 4, 2>)",
+        None,
     );
     ok &= passed;
     whole = whole.max(setup);
@@ -183,6 +184,8 @@ fn main() -> ! {
         part,
         page,
         "oftl default W25N01GV config (W25n01gv<_>, 7 cached pages, over the TINY part)",
+        // `oftl::W25n01gv`'s docs: under 32 KiB all told on a Cortex-M4.
+        Some(32 * 1024),
     );
     ok &= passed;
     whole = whole.max(setup);
@@ -192,6 +195,7 @@ fn main() -> ! {
         part,
         page,
         "oftl large W25N01GV config (W25n01gvLarge<_>, 12 cached pages, over the TINY part)",
+        None,
     );
     ok &= passed;
     whole = whole.max(setup);
@@ -203,6 +207,8 @@ fn main() -> ! {
         page,
         "oftl small W25N01GV config (W25n01gvSmall<_>, 4 cached 512 B pages, 1 write \
          buffer, no log tail page, over the TINY part)",
+        // `oftl::W25n01gvSmall`'s docs: 16 KiB all told on a Cortex-M4.
+        Some(16 * 1024),
     );
     ok &= passed;
     whole = whole.max(setup);
@@ -371,6 +377,7 @@ fn object_config<const B: usize, const C: usize, const W: usize, const M: usize,
     part: shared::Part,
     page: &mut [u8; 2048],
     label: &str,
+    budget: Option<usize>,
 ) -> (bool, usize, usize, usize) {
     let (mut ok, mut peak, mut own, mut setup) = (true, 0, 0, 0);
     for (seed, at_op, kind) in OBJECT_RUNS {
@@ -391,6 +398,15 @@ fn object_config<const B: usize, const C: usize, const W: usize, const M: usize,
         size + own,
         size + peak
     );
+    if let Some(b) = budget.filter(|&b| size + own > b) {
+        hprintln!(
+            "FAIL {}: RAM {} B over the {} B the crate docs promise",
+            label,
+            size + own,
+            b
+        );
+        ok = false;
+    }
     (ok, peak, own, setup)
 }
 

@@ -73,9 +73,22 @@ impl Key {
 /// A page written whose parent does not know its new address yet.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct InFlight {
-    key: Key,
+    /// The page's [`Key`], field by field (packs tighter: 16 bytes instead of 20).
+    table: bool,
+    obj: u32,
+    idx: u32,
     page: PageAddr,
     superseded: bool,
+}
+
+impl InFlight {
+    fn key(&self) -> Key {
+        Key {
+            table: self.table,
+            obj: self.obj,
+            idx: self.idx,
+        }
+    }
 }
 
 /// Where a page's address comes from.
@@ -297,7 +310,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         dev: &Dev<F, P, BLOCKS>,
         k: Key,
     ) -> Result<Addr, FaultOf<F>> {
-        if let Some(f) = self.inflight.iter().rev().find(|f| f.key == k) {
+        if let Some(f) = self.inflight.iter().rev().find(|f| f.key() == k) {
             return Ok(Addr::At(f.page));
         }
         let sh = Shape::of(dev);
@@ -484,12 +497,14 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         dev.mark_valid(page);
         self.slots[v].addr = page;
         self.slots[v].dirty = false;
-        for f in self.inflight.iter_mut().filter(|f| f.key == k) {
+        for f in self.inflight.iter_mut().filter(|f| f.key() == k) {
             f.superseded = true;
         }
         self.inflight
             .push(InFlight {
-                key: k,
+                table: k.table,
+                obj: k.obj,
+                idx: k.idx,
                 page,
                 superseded: false,
             })
@@ -498,7 +513,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         if let Some(i) = self
             .inflight
             .iter()
-            .rposition(|f| f.key == k && f.page == page)
+            .rposition(|f| f.key() == k && f.page == page)
         {
             self.inflight.remove(i);
         }
@@ -522,7 +537,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
             .inflight
             .iter()
             .rev()
-            .find(|f| f.key == k && f.page == page)
+            .find(|f| f.key() == k && f.page == page)
             .is_none_or(|f| f.superseded);
         if superseded {
             return Ok(());
