@@ -476,7 +476,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     /// Closes every open file (making it durable) and unmounts. The volume is not
-    /// mounted afterwards, whatever the result.
+    /// mounted afterwards, whatever the result. Staged records a volume too full to
+    /// patch cannot take home stay in the staging log, durable, and the next mount
+    /// applies them (the unmount succeeds); a failed close is reported, and the next
+    /// mount then recovers as after a power cut.
     pub fn unmount(&mut self) -> Result<(), Error<S::FlashError>> {
         self.mounted()?;
         let mut r = Ok(());
@@ -494,7 +497,15 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 }
             }
         }
-        let r = r.and_then(|()| self.patch());
+        let r = r.and_then(|()| match self.patch() {
+            // Too full (or turned read-only) to take the staged bytes home: they stay
+            // in the log, which the next mount replays.
+            Err(Error::NoSpace | Error::ReadOnly) => {
+                self.leave_staged_in_log();
+                Ok(())
+            }
+            r => r,
+        });
         self.vol = None;
         self.handles = [Handle::CLOSED; HANDLES];
         r?;

@@ -376,6 +376,34 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
     }
 
+    /// Whether `obj` has records in the log not yet patched home: its buffered bytes
+    /// include acknowledged ones that only the log holds durably.
+    pub(crate) fn is_staged(&self, obj: u32) -> bool {
+        self.stage.live.contains(&obj)
+    }
+
+    /// The direct change that [`Fs::supersede`] was for failed: `obj`'s records are
+    /// still the durable copy of bytes in its buffers, and the next patch must take
+    /// them home (forgotten, its trim dropped them while the bytes were only in RAM).
+    pub(crate) fn unsupersede(&mut self, obj: u32) {
+        if !self.stage.live.contains(&obj) && self.stage.live.push(obj).is_err() {
+            // Cannot happen (`supersede` just made room); were it to, the records must
+            // stay: no patch trims until a remount replays them.
+            self.stage.read_only = true;
+        }
+    }
+
+    /// Unmount on a volume too full (or turned read-only) to patch: the staged objects'
+    /// buffered bytes are dropped, their records stay in the log (durable), and the
+    /// next mount's replay applies them. Flushing them would need the room the patch
+    /// could not find, and the store's unmount would fail the same way.
+    pub(crate) fn leave_staged_in_log(&mut self) {
+        for &obj in self.stage.live.iter() {
+            self.store.discard(obj);
+        }
+        self.stage.live.clear();
+    }
+
     /// The version a direct change of `obj` must set in the same transaction (its
     /// attributes), and forgets `obj`'s records: `None` when it has none.
     pub(crate) fn supersede(
