@@ -588,7 +588,8 @@ impl<
         let spp = self.sectors_per_page() as u64;
         let pu = self.dev.pu();
         let mut lsn = lsn.max(start);
-        while lsn < end {
+        let mut rereads = 0;
+        'page: while lsn < end {
             let lpage = lsn / spp;
             let page = self.index_get(stream, self.log_slot(lpage))?;
             if page == UNMAPPED {
@@ -597,7 +598,10 @@ impl<
             }
             let mask = self.read_log_page(page)?;
             if mask == 0 {
-                return Err(self.unreadable_log_page(page));
+                match self.unreadable_log_page(page, &mut rereads) {
+                    Some(f) => return Err(f),
+                    None => continue,
+                }
             }
             let stored = (lpage & MAX_U24 as u64) as u32;
             let mine = |t: &LogSector| t.stream == stream && t.lpage == stored;
@@ -615,8 +619,11 @@ impl<
                     continue;
                 }
                 // Written, inside the live range, and not a sector of a whole group:
-                // lost content.
-                return Err(self.unreadable_log_page(page));
+                // lost content (unless it reads now).
+                match self.unreadable_log_page(page, &mut rereads) {
+                    Some(f) => return Err(f),
+                    None => continue,
+                }
             };
             if t.pos != 0 {
                 // Inside a record: its start is below `lsn`.
@@ -632,7 +639,10 @@ impl<
                     .flatten()
                     .filter(|u| mine(u) && u.pos as u32 == s - slot);
                 let Some(u) = u else {
-                    return Err(self.unreadable_log_page(page));
+                    match self.unreadable_log_page(page, &mut rereads) {
+                        Some(f) => return Err(f),
+                        None => continue 'page,
+                    }
                 };
                 total += u.len as usize;
                 if u.last {
@@ -744,15 +754,23 @@ impl<
     /// when the page does not read now either (a run of read errors longer than the
     /// retries is the caller's to retry, not damage: an independent review found a
     /// staging replay failing the file layer's mount with `Corrupted` on an intact
-    /// volume), else `Corrupted` (it reads, and its content is not a whole record).
-    fn unreadable_log_page(&mut self, page: PageAddr) -> FaultOf<F> {
+    /// volume); `None` when it reads now and has not been read again `REREADS` times
+    /// yet (the run ended just after the retries: the caller reads the page again; a
+    /// later review found a run of exactly four errors answered `Corrupted`); else
+    /// `Corrupted` (it reads, and its content is not a whole record).
+    fn unreadable_log_page(&mut self, page: PageAddr, rereads: &mut u8) -> Option<FaultOf<F>> {
+        const REREADS: u8 = 2;
         match self
             .dev
             .flash_mut()
             .read(page, 0, self.scratch.page_mut(), &mut [])
         {
-            Err(e) if e.kind() == ErrorKind::Uncorrectable => Fault::Flash(e),
-            _ => Fault::Corrupted,
+            Err(e) if e.kind() == ErrorKind::Uncorrectable => Some(Fault::Flash(e)),
+            Ok(_) if *rereads < REREADS => {
+                *rereads += 1;
+                None
+            }
+            _ => Some(Fault::Corrupted),
         }
     }
 
