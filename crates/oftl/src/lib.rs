@@ -125,10 +125,14 @@
 //! last page they still succeed, also after a crash at the worst moment; and at the
 //! floor a collection always has room to run, so while invalid pages exist the store
 //! keeps making progress (at every window size `format` accepts). When grown bad blocks
-//! leave fewer good blocks than the live data plus that floor ([`Oftl::min_good_blocks`])
-//! or fewer than two good checkpoint blocks, the store turns read-only
-//! ([`Oftl::health`]): everything readable still reads, writes and deletes fail with
-//! [`WriteError::ReadOnly`]. See the `space` module and the crate README.
+//! leave fewer good blocks than the live data, a smallest window and that floor
+//! ([`Oftl::min_good_blocks`]) or fewer than two good checkpoint blocks, the store turns
+//! read-only ([`Oftl::health`]): everything readable still reads, writes and deletes
+//! fail with [`WriteError::ReadOnly`]. See the `space` module and the crate README.
+//! Known exception (open): with 512-byte metadata units (`META` 512, as in
+//! [`W25n01gvSmall`]), a store filled to capacity and then rewritten in place can,
+//! after many refused rewrites, sink its pool below the floor, after which deletes fail
+//! with `NoSpace` too (docs/DESIGN.md section 5).
 //!
 //! # Write-back buffering
 //!

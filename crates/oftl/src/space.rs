@@ -437,13 +437,18 @@ impl<
     > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
 {
     /// Good blocks (not bad, not superblock or checkpoint blocks) the store needs to
-    /// keep writing with its live data: the blocks the live pages fill, plus the shrink
-    /// floor (a smallest window, the recovery reserve behind it and the index head's
-    /// room). Below it the store turns read-only ([`crate::ReadOnlyReason::GoodBlocks`]):
-    /// a collection or a crash recovery might find no room.
+    /// keep writing with its live data: the blocks the live pages fill, the window the
+    /// heads program (a smallest one), and the shrink floor the pool must keep beside
+    /// it (the next window, the recovery reserve behind it and the index head's room).
+    /// Below it the store turns read-only ([`crate::ReadOnlyReason::GoodBlocks`]): a
+    /// collection or a crash recovery might find no room. (Without the window the
+    /// wear-out soak found worn parts left writable with a pool that could never reach
+    /// the floor: every operation, deletes included, refused with `NoSpace` for good.)
     pub fn min_good_blocks(&self) -> u32 {
         let ppb = self.dev.ppb().max(1) as u64;
-        self.dev.table().valid_total().div_ceil(ppb) as u32 + self.pool_floor(Room::Shrink)
+        (self.dev.table().valid_total().div_ceil(ppb) as u32)
+            .saturating_add(Self::min_window_blocks(self.dev.ppb()))
+            .saturating_add(self.pool_floor(Room::Shrink))
     }
 
     /// Turns the store read-only if grown bad blocks left too few good blocks (or
