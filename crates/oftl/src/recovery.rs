@@ -1451,8 +1451,7 @@ impl<
                 continue;
             }
             if short || (defer && h == LOG_HEAD) {
-                let erases = self.dev.table().get(b).erases();
-                self.gc.cut_block(b, erases);
+                self.leave_cut_block(b);
                 continue;
             }
             match self.relocate_cut_block(sc, h, b) {
@@ -1465,13 +1464,19 @@ impl<
                 // that followed had no blocks left for its cache write-backs either).
                 Err(Fault::Exhausted | Fault::NoSpace) => {
                     short = true;
-                    let erases = self.dev.table().get(b).erases();
-                    self.gc.cut_block(b, erases);
+                    self.leave_cut_block(b);
                 }
                 Err(e) => return Err(e),
             }
         }
         Ok(short)
+    }
+
+    /// Leaves `b`, a block a head was programming at the cut, to collection with its
+    /// pages valid where they are (programmed whole before the cut).
+    fn leave_cut_block(&mut self, b: BlockAddr) {
+        let erases = self.dev.table().get(b).erases();
+        self.gc.cut_block(b, erases);
     }
 
     /// Moves every valid page of `b`, the block head `h` was programming at the cut,

@@ -386,7 +386,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// still the durable copy of bytes in its buffers, and the next patch must take
     /// them home (forgotten, its trim dropped them while the bytes were only in RAM).
     pub(crate) fn unsupersede(&mut self, obj: u32) {
-        if !self.stage.live.contains(&obj) && self.stage.live.push(obj).is_err() {
+        if !self.is_staged(obj) && self.stage.live.push(obj).is_err() {
             // Cannot happen (`supersede` just made room); were it to, the records must
             // stay: no patch trims until a remount replays them.
             self.stage.read_only = true;

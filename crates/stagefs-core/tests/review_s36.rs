@@ -29,7 +29,7 @@ mod support;
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use stagefs_core::{Error, OpenOptions, SeekFrom};
-use support::{create, pattern, read_all, rw, vol, write_file, Sim, Vol};
+use support::{create, fill_volume, pattern, read_all, rw, vol, write_file, Sim, Vol};
 
 fn fresh(seed: u64) -> Sim {
     SimNand::heap(profile::TINY, FaultPlan::seeded(seed))
@@ -55,37 +55,6 @@ fn read_at(fs: &mut Vol<'_>, path: &str, at: u64, len: usize) -> Vec<u8> {
     out.truncate(got);
     fs.close(f).unwrap();
     out
-}
-
-/// Fills the volume with directories until `create_dir` fails (no write-back buffers
-/// used: each is one transaction).
-fn fill_dirs(fs: &mut Vol<'_>) -> (Vec<String>, Error<nand_hal::sim::SimError>) {
-    let mut made = Vec::new();
-    for i in 0.. {
-        let p = format!("/fill{i:05}");
-        match fs.create_dir(&p) {
-            Ok(()) => made.push(p),
-            Err(e) => return (made, e),
-        }
-    }
-    unreachable!()
-}
-
-/// Fills the volume with directories, then 200-byte inline files in them, until each
-/// fails: a volume with (almost) no room left.
-fn fill_volume(fs: &mut Vol<'_>) -> Vec<String> {
-    let (made, e) = fill_dirs(fs);
-    assert_eq!(e, Error::NoSpace);
-    for d in &made {
-        let Ok(g) = fs.open(&format!("{d}/i"), create()) else {
-            break;
-        };
-        let ok = fs.write(g, &[1u8; 200]).is_ok();
-        if fs.close(g).is_err() || !ok {
-            break;
-        }
-    }
-    made
 }
 
 /// Formats, writes `/x` (3,000 bytes), appends 64-byte records with `fsync` (the first

@@ -16,7 +16,7 @@ mod support;
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand};
 use stagefs_core::{Error, OpenOptions, SeekFrom};
-use support::{create, pattern, read_all, rw, vol, write_file, Sim, Vol};
+use support::{create, fill_dirs, fill_volume, pattern, read_all, rw, vol, write_file, Sim, Vol};
 
 type E = Error<nand_hal::sim::SimError>;
 
@@ -48,34 +48,6 @@ fn try_read_at(fs: &mut Vol<'_>, path: &str, at: u64, len: usize) -> Result<Vec<
 
 fn read_at(fs: &mut Vol<'_>, path: &str, at: u64, len: usize) -> Vec<u8> {
     try_read_at(fs, path, at, len).unwrap()
-}
-
-fn fill_dirs(fs: &mut Vol<'_>) -> (Vec<String>, E) {
-    let mut made = Vec::new();
-    for i in 0.. {
-        let p = format!("/fill{i:05}");
-        match fs.create_dir(&p) {
-            Ok(()) => made.push(p),
-            Err(e) => return (made, e),
-        }
-    }
-    unreachable!()
-}
-
-/// Fills with directories and then 200-byte inline files in them.
-fn fill_volume(fs: &mut Vol<'_>) -> Vec<String> {
-    let (made, e) = fill_dirs(fs);
-    assert_eq!(e, Error::NoSpace);
-    for d in &made {
-        let Ok(g) = fs.open(&format!("{d}/i"), create()) else {
-            break;
-        };
-        let ok = fs.write(g, &[1u8; 200]).is_ok();
-        if fs.close(g).is_err() || !ok {
-            break;
-        }
-    }
-    made
 }
 
 /// Fills with 2 KiB object files (data pages, not only metadata) then directories.

@@ -5,7 +5,7 @@
 
 use nand_hal::sim::{HeapStorage, SimNand};
 use oftl::{Config, Greedy, Oftl};
-use stagefs_core::{Fs, OpenOptions, Store as StoreApi};
+use stagefs_core::{Error, Fs, OpenOptions, Store as StoreApi};
 
 pub type Sim = SimNand<HeapStorage>;
 pub type Store<'a> = Oftl<&'a mut Sim, 2048, 64, 4>;
@@ -62,4 +62,34 @@ where
     let f = fs.open(path, create().truncate(true)).unwrap();
     assert_eq!(fs.write(f, data).unwrap(), data.len());
     fs.close(f).unwrap();
+}
+
+/// Creates directories `/fill00000`, ... until one fails: those made and the error.
+pub fn fill_dirs(fs: &mut Vol<'_>) -> (Vec<String>, Error<nand_hal::sim::SimError>) {
+    let mut made = Vec::new();
+    for i in 0.. {
+        let p = format!("/fill{i:05}");
+        match fs.create_dir(&p) {
+            Ok(()) => made.push(p),
+            Err(e) => return (made, e),
+        }
+    }
+    unreachable!()
+}
+
+/// Fills the volume with directories, then 200-byte inline files in them, until each
+/// fails: a volume with (almost) no room left.
+pub fn fill_volume(fs: &mut Vol<'_>) -> Vec<String> {
+    let (made, e) = fill_dirs(fs);
+    assert_eq!(e, Error::NoSpace);
+    for d in &made {
+        let Ok(g) = fs.open(&format!("{d}/i"), create()) else {
+            break;
+        };
+        let ok = fs.write(g, &[1u8; 200]).is_ok();
+        if fs.close(g).is_err() || !ok {
+            break;
+        }
+    }
+    made
 }
