@@ -129,10 +129,11 @@
 //! ([`Oftl::min_good_blocks`]) or fewer than two good checkpoint blocks, the store turns
 //! read-only ([`Oftl::health`]): everything readable still reads, writes and deletes
 //! fail with [`WriteError::ReadOnly`]. See the `space` module and the crate README.
-//! Known exception (open): with 512-byte metadata units (`META` 512, as in
-//! [`W25n01gvSmall`]), a store filled to capacity and then rewritten in place can,
-//! after many refused rewrites, sink its pool below the floor, after which deletes fail
-//! with `NoSpace` too (docs/DESIGN.md section 5).
+//! A growing operation refused for room is cheap: once collection could not bring the
+//! pool back to the floor, the same refusal is answered at once, with nothing
+//! collected or checkpointed, until the live data or the pool change (a delete, a
+//! truncate, a [`Oftl::gc_step`] that gained), so an application retrying a write on a
+//! full part does not wear it out.
 //!
 //! # Write-back buffering
 //!
@@ -559,6 +560,8 @@ pub struct Oftl<
     pub(crate) gc: gc::Collection,
     /// Window size the next checkpoint allocates.
     pub(crate) window_target: u16,
+    /// The last refusal of a growing operation for want of room (see `space`).
+    pub(crate) refusal: space::Refusal,
 }
 
 /// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks): 7
@@ -655,6 +658,7 @@ impl<
             salvaged: recovery::SalvageReport::new(),
             gc: gc::Collection::IDLE,
             window_target: 0,
+            refusal: space::Refusal::NONE,
         }
     }
 
@@ -672,6 +676,7 @@ impl<
         self.salvaged = recovery::SalvageReport::new();
         self.gc = gc::Collection::IDLE;
         self.window_target = sb.window_blocks;
+        self.refusal = space::Refusal::NONE;
     }
 
     /// The flash device.

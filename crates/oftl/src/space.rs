@@ -52,6 +52,9 @@ pub(crate) const DELETE_RESERVE: u32 = 2;
 
 /// Foreground collections in a row that gain no room before `make_room` gives up.
 const STALLED_COLLECTIONS: u32 = 3;
+/// Fresh windows in a row, below the floor, that leave the pool no larger than it has
+/// been in the call before `make_room` gives up.
+const STALLED_WINDOWS: u32 = 8;
 /// Most whole foreground collections one operation runs while the pool is above the
 /// growth floor (below it, collection runs until the floor is back or collections stop
 /// gaining).
@@ -64,6 +67,34 @@ pub(crate) const FOREGROUND_SLICE: u32 = 16;
 /// time the window lost blocks; past this the part is failing faster than collection
 /// can make up for, and the operation fails with `NoSpace`, changing nothing).
 const ERASE_AHEAD_TRIES: u32 = 4;
+
+/// The last time an operation that grows data was refused because collection could not
+/// bring the pool back to the growth floor: the valid pages and the pool then. Until
+/// either changes (a delete, a truncate, a collection that gained, a checkpoint) the
+/// next such operation is refused at once: trying again would collect and checkpoint
+/// the same way for nothing, and an application retrying a write on a full part would
+/// wear it out (an independent review found each refused rewrite spending about 50
+/// programs, and once 3,170).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    at: Option<(u32, u32)>,
+}
+
+impl Refusal {
+    /// No refusal remembered.
+    pub const NONE: Refusal = Refusal { at: None };
+
+    /// A growing operation was refused with `valid` pages valid and `pool` blocks in
+    /// the pool.
+    fn refused(&mut self, valid: u64, pool: u32) {
+        self.at = Some((valid.min(u32::MAX as u64) as u32, pool));
+    }
+
+    /// Whether nothing changed since the last refusal.
+    fn stands(&self, valid: u64, pool: u32) -> bool {
+        self.at == Some((valid.min(u32::MAX as u64) as u32, pool))
+    }
+}
 
 /// What an operation does to the amount of live data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -301,7 +332,6 @@ impl<
         room: Room,
         head: usize,
     ) -> Result<(), FaultOf<F>> {
-        let ppb = self.dev.ppb() as u64;
         if self.dev.recovery_work() >= self.recovery_work_bound() {
             // Checkpoint before the window is used up: since the last one, the cache
             // wrote back so many pages that a crash recovery, which writes them back
@@ -312,7 +342,38 @@ impl<
         }
         let floor = self.pool_floor(room);
         let comfortable = self.pool_comfortable();
+        let valid = self.dev.table().valid_total();
+        if room == Room::Grow && self.refusal.stands(valid, self.reclaimable_blocks()) {
+            return Err(Fault::NoSpace);
+        }
+        let r = self.make_room_within(need, head, floor, comfortable);
+        if room == Room::Grow && matches!(r, Err(Fault::NoSpace)) {
+            let pool = self.reclaimable_blocks();
+            if pool < floor {
+                self.refusal.refused(self.dev.table().valid_total(), pool);
+            }
+        }
+        r
+    }
+
+    /// [`Oftl::make_room`] past its first checks, with the pool's floor for the
+    /// operation and its comfortable size.
+    fn make_room_within(
+        &mut self,
+        need: u64,
+        head: usize,
+        floor: u32,
+        comfortable: u32,
+    ) -> Result<(), FaultOf<F>> {
+        let ppb = self.dev.ppb() as u64;
         let index = self.index_need(0, 1);
+        // The largest pool this call had when it checkpointed for a fresh window below
+        // the floor, and the fresh windows since that had no more: collections that
+        // gain a little, then a fresh window that takes it back, can cycle for as long
+        // as the loop runs (an independent review saw 67 checkpoints and 3,170
+        // programs in one refused call). The pool moves up and down by a block or two
+        // at each window, so a few are allowed to gain nothing.
+        let mut refreshed: Option<(u32, u32)> = None;
         let mut fresh = false;
         let mut stalled = 0;
         let mut collections = 0;
@@ -374,6 +435,16 @@ impl<
             if budget < need + ppb + self.window_need(0) {
                 // The window cannot hold a whole victim on top of this operation.
                 if !fresh {
+                    if pool < floor {
+                        match refreshed {
+                            Some((best, _)) if pool > best => refreshed = Some((pool, 0)),
+                            Some((_, idle)) if idle + 1 >= STALLED_WINDOWS => {
+                                return Err(Fault::NoSpace)
+                            }
+                            Some((best, idle)) => refreshed = Some((best, idle + 1)),
+                            None => refreshed = Some((pool, 0)),
+                        }
+                    }
                     self.checkpoint(false)?;
                     fresh = true;
                     continue;

@@ -867,3 +867,108 @@ fn full_device_delete_everything() {
     };
     run::<_, 4>(Greedy::DEFAULT, 1, o);
 }
+
+/// Regression (independent review s36c): on a healthy TINY part with 512-byte metadata
+/// units at the smallest window, filled to capacity and then rewritten in place, every
+/// refused rewrite collected and checkpointed again (about 50 programs each, once 67
+/// checkpoints and 3,170 programs in one call), the erases it spent set off static wear
+/// leveling in the foreground (whole cold blocks moved, gaining nothing), and the pool
+/// sank below the floor deletes need: every delete refused for good. Now a refused
+/// growing operation is remembered until something changes, a call stops after a few
+/// fresh windows that gain nothing, and foreground collection never moves a wholly
+/// valid block for wear.
+#[test]
+fn refused_rewrites_at_capacity_spend_nothing_and_deletes_still_work() {
+    type Small<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2, Greedy, 512, 0>;
+    let mut s = SimNand::heap(profile::TINY, FaultPlan::seeded(4));
+    let cfg = Config {
+        window_blocks: 4,
+        format_id: 7,
+        ..Default::default()
+    };
+    let mut fs: Small<'_> = Oftl::new(&mut s, cfg, Greedy::DEFAULT);
+    fs.format().unwrap();
+    let mut model = Model::new();
+    for i in 0..100_000u32 {
+        let Ok(o) = fs.create(ObjKind::Object) else {
+            break;
+        };
+        let d = pat(i, 8 * PAGE as usize);
+        if fs.write(o, 0, &d).and_then(|()| fs.flush(o)).is_err() {
+            fs.delete(o).unwrap();
+            break;
+        }
+        model.insert(o, d);
+    }
+    let objs: Vec<u32> = model.keys().copied().collect();
+    assert!(objs.len() > 40, "{} objects", objs.len());
+    let mut rng = Rng(5);
+    let (mut ok, mut refused, mut worst, mut spent) = (0u32, 0u32, 0u64, 0u64);
+    let cost = |fs: &Small<'_>| fs.stats().pages_programmed + 16 * fs.stats().checkpoints as u64;
+    for k in 0..3000u32 {
+        let o = objs[rng.below(objs.len() as u64) as usize];
+        let pg = rng.below(8) as usize;
+        let d = pat(10_000 + k, PAGE as usize);
+        let before = cost(&fs);
+        match fs.write(o, pg as u64 * PAGE, &d).and_then(|()| fs.flush(o)) {
+            Ok(()) => {
+                let at = pg * PAGE as usize;
+                model.get_mut(&o).unwrap()[at..at + PAGE as usize].copy_from_slice(&d);
+                ok += 1;
+            }
+            Err(WriteError::NoSpace) => {
+                fs.discard(o);
+                refused += 1;
+                let c = cost(&fs) - before;
+                worst = worst.max(c);
+                spent += c;
+            }
+            Err(e) => panic!("rewrite {k}: {e:?}"),
+        }
+    }
+    println!("{ok} ok, {refused} refused, worst {worst}, spent {spent}");
+    assert!(
+        refused > 2900,
+        "{ok} rewrites went through, {refused} refused"
+    );
+    // Before: 50 a call, 3,170 at worst, about 150,000 in all.
+    assert!(worst < 400, "a refused rewrite cost {worst} programs");
+    assert!(
+        spent < 2_000,
+        "the refused rewrites cost {spent} programs in all"
+    );
+    check(&mut fs, &model);
+    // Deletes work, and make room for writes again.
+    for &o in &objs[..4] {
+        fs.delete(o).unwrap();
+        model.remove(&o);
+    }
+    let o = objs[10];
+    let d = pat(99, PAGE as usize);
+    fs.write(o, 0, &d).and_then(|()| fs.flush(o)).unwrap();
+    model.get_mut(&o).unwrap()[..PAGE as usize].copy_from_slice(&d);
+    fs.unmount().unwrap();
+    drop(fs);
+    let mut fs: Small<'_> = Oftl::new(&mut s, Config::new(), Greedy::DEFAULT);
+    fs.mount().unwrap();
+    check(&mut fs, &model);
+}
+
+fn pat(seed: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) as u8)
+        .collect()
+}
+
+fn check<const M: usize, const L: usize>(
+    fs: &mut Oftl<&mut Sim, 2048, 64, 4, 2, Greedy, M, L>,
+    model: &Model,
+) {
+    let listed: Vec<u32> = fs.objects().map(Result::unwrap).collect();
+    assert_eq!(listed, model.keys().copied().collect::<Vec<_>>());
+    for (&o, d) in model {
+        let mut b = vec![0u8; d.len()];
+        assert_eq!(fs.read(o, 0, &mut b).unwrap(), d.len());
+        assert!(b == *d, "object {o} differs");
+    }
+}

@@ -371,7 +371,6 @@ fn block_summary(blocks: &[oftl::BlockInfo]) -> String {
 /// removed). With 2 KiB metadata units, or a 6-block window, the same script deletes
 /// everything.
 #[test]
-#[ignore = "open (stop 36): 512-byte metadata units at capacity, failing rewrites sink the pool below the shrink floor (DESIGN 5.2)"]
 fn healthy_small_meta_store_at_capacity_wedges_with_every_delete_failing_nospace() {
     type Small<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2, Greedy, 512, 0>;
     let mut s = sim(profile::TINY, 4);
@@ -467,7 +466,6 @@ fn healthy_small_meta_store_at_capacity_wedges_with_every_delete_failing_nospace
 /// `capacity_pages`, health `Writable`, 8 free blocks, and every `delete` fails with
 /// `NoSpace`, also after a power cycle and a mount.
 #[test]
-#[ignore = "open (stop 36): 512-byte metadata units at capacity, failing rewrites sink the pool below the shrink floor (DESIGN 5.2)"]
 fn healthy_w25n01gv_small_wedges_after_failed_rewrites_at_capacity() {
     let mut s = sim(profile::W25N01GV, 9);
     let mut objs = Vec::new();
