@@ -40,6 +40,10 @@ struct Sink {
 /// More attempts a checkpoint gets after one fails to program or to read back.
 const CKPT_ATTEMPTS: u32 = 3;
 
+/// Reads of each page of a loaded, unmarked checkpoint's block that must agree, with
+/// nothing corrected, before its spare is given up (see `release_spare`).
+const STABLE_READS: u32 = 8;
+
 /// Whether `e` is a read that failed for good (the retries used up): a checkpoint
 /// page that does not read back is written again elsewhere, like one that reads back
 /// wrong.
@@ -318,7 +322,9 @@ impl<
     /// erasing it. When no other block is usable it appends after what the current
     /// block holds if this session erased that block (so it knows which pages were
     /// programmed: a torn page can read as erased), it has room and the next page reads
-    /// erased (no erase: the newest checkpoint stays); failing that the store turns read-only ([`Fault::ReadOnly`],
+    /// erased (no erase: the newest checkpoint stays); failing that it gives up the
+    /// spare of an unmarked checkpoint that reads stable (`release_spare`), and
+    /// failing that too the store turns read-only ([`Fault::ReadOnly`],
     /// [`crate::ReadOnlyReason::CheckpointBlocks`]), nothing changed on flash.
     fn place_checkpoint(&mut self, pages: u32) -> Result<(), FaultOf<F>> {
         let ppb = self.dev.ppb();
@@ -340,12 +346,53 @@ impl<
                 && self.page_erased(self.ckpt_page(self.ckpt.next_page))?
                 && self.failed_pages_read_used()?;
             if !usable {
+                // The last resort before turning read-only for good.
+                if self.release_spare()? && self.switch_ckpt_block()? {
+                    return Ok(());
+                }
                 self.go_read_only(crate::ReadOnlyReason::CheckpointBlocks);
                 return Err(Fault::ReadOnly);
             }
             self.ckpt.switch = false;
         }
         Ok(())
+    }
+
+    /// With no other checkpoint block left to erase, gives up the spare (the block of
+    /// the checkpoint before an unmarked one the mount loaded) if the loaded one reads
+    /// stable: every page its block holds reads [`STABLE_READS`] times alike, with
+    /// nothing corrected. A torn program that read well once reads otherwise within a
+    /// few reads (its marginal cells draw a new outcome each time). Keeping the spare
+    /// then left no block to write a checkpoint to: on a part with 4 checkpoint blocks,
+    /// two gone bad and the other two an unmarked checkpoint and its spare, the volume
+    /// mounted read-only for good (an independent review, stop 36). What is risked
+    /// instead: a cut between the spare's erase and the next commit, on a loaded
+    /// checkpoint that read stable that many times and fails at the next mount.
+    fn release_spare(&mut self) -> Result<bool, FaultOf<F>> {
+        if self.ckpt.spare.is_none() || self.ckpt.durable != Some(self.ckpt.cur) {
+            return Ok(false);
+        }
+        let payload = self.dev.payload() as usize;
+        let pages = self.ckpt.next_page.min(self.dev.ppb());
+        let mut stable = pages > 0;
+        'pages: for i in 0..pages {
+            let page = self.ckpt_page(i);
+            let mut first = None;
+            for _ in 0..STABLE_READS {
+                let buf = &mut self.scratch.page_mut()[..payload];
+                let clean = matches!(self.dev.flash_mut().read(page, 0, buf, &mut []), Ok(r) if r.is_clean());
+                let sum = CRC32.checksum(buf);
+                if !clean || *first.get_or_insert(sum) != sum {
+                    stable = false;
+                    break 'pages;
+                }
+            }
+        }
+        self.scratch.page_mut().fill(0xFF);
+        if stable {
+            self.ckpt.spare = None;
+        }
+        Ok(stable)
     }
 
     /// Whether every page of the last, failed attempt reads as used to a mount's
