@@ -326,7 +326,18 @@ impl<
     }
 
     /// Starts on the policy's victim, if it names a collectable block.
+    ///
+    /// While the pool is below the growth floor, a wholly valid block the policy names
+    /// (static wear leveling) is passed over for the block with the fewest valid pages,
+    /// unless it must move (scrub, retire): moving it gains no room and costs some (its
+    /// copies' index write-backs, a checkpoint). On a full part such moves, set off by
+    /// the erases of refused writes, sank the pool below the floor deletes need: every
+    /// delete refused with `NoSpace` for good (an independent review, stop 36). Above
+    /// the floor they stay, in the foreground too: a part written only in the
+    /// foreground levels wear there (without them a review measured an erase spread of
+    /// 628 against a wear gap of 50).
     fn pick_gc_victim(&mut self, urgency: Urgency) -> bool {
+        let short = self.reclaimable_blocks() < self.pool_floor(crate::space::Room::Grow);
         let ppb = self.dev.ppb();
         // A block left alone because a referenced page did not read is hidden from the
         // policy (shown as full of valid pages) until the next checkpoint.
@@ -341,9 +352,26 @@ impl<
         };
         let stuck = self.gc.stuck();
         let (table, policy) = self.dev.table_and_policy();
-        let Some(v) = cut.or_else(|| table.pick_victim(policy, ppb, urgency, stuck)) else {
+        let Some(mut v) = cut.or_else(|| table.pick_victim(policy, ppb, urgency, stuck)) else {
             return false;
         };
+        let picked = table.get(v);
+        if short && picked.valid() as u32 >= ppb && !picked.urgent() {
+            let gains = table
+                .all()
+                .iter()
+                .enumerate()
+                .filter(|&(i, b)| {
+                    b.state() == BlockState::Full
+                        && b.valid() > 0
+                        && (b.valid() as u32) < ppb
+                        && !stuck.contains(&BlockAddr(i as u32))
+                })
+                .min_by_key(|(_, b)| (b.valid(), b.erases()));
+            if let Some((i, _)) = gains {
+                v = BlockAddr(i as u32);
+            }
+        }
         let bi = table.get(v);
         debug!(
             "oftl: gc victim block {} ({} valid pages, scrub {}, retire {}, {:?})",

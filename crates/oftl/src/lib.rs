@@ -129,11 +129,9 @@
 //! ([`Oftl::min_good_blocks`]) or fewer than two good checkpoint blocks, the store turns
 //! read-only ([`Oftl::health`]): everything readable still reads, writes and deletes
 //! fail with [`WriteError::ReadOnly`]. See the `space` module and the crate README.
-//! A growing operation refused for room is cheap: once collection could not bring the
-//! pool back to the floor, the same refusal is answered at once, with nothing
-//! collected or checkpointed, until the live data or the pool change (a delete, a
-//! truncate, a [`Oftl::gc_step`] that gained), so an application retrying a write on a
-//! full part does not wear it out.
+//! A refused operation's work is bounded: the collections it runs to make room stop
+//! once they stall or once fresh windows stop adding to the pool, and no collection
+//! moves a wholly valid block for wear while the pool is below the growth floor.
 //!
 //! # Write-back buffering
 //!
@@ -560,8 +558,6 @@ pub struct Oftl<
     pub(crate) gc: gc::Collection,
     /// Window size the next checkpoint allocates.
     pub(crate) window_target: u16,
-    /// The last refusal of a growing operation for want of room (see `space`).
-    pub(crate) refusal: space::Refusal,
 }
 
 /// The default configuration for a W25N01GV (1 Gbit, 2 KiB pages, 1024 blocks): 7
@@ -658,7 +654,6 @@ impl<
             salvaged: recovery::SalvageReport::new(),
             gc: gc::Collection::IDLE,
             window_target: 0,
-            refusal: space::Refusal::NONE,
         }
     }
 
@@ -676,7 +671,6 @@ impl<
         self.salvaged = recovery::SalvageReport::new();
         self.gc = gc::Collection::IDLE;
         self.window_target = sb.window_blocks;
-        self.refusal = space::Refusal::NONE;
     }
 
     /// The flash device.

@@ -84,8 +84,7 @@ pub trait SpacePolicy {
 
 /// Greedy victim choice (fewest valid pages), least-worn
 /// free block first, and static wear leveling: when the erase-count spread exceeds
-/// `wear_gap`, background collection ([`crate::Oftl::gc_step`]) takes the least-worn
-/// full block so its cold data moves. Moved
+/// `wear_gap`, the least-worn full block is collected so its cold data moves. Moved
 /// pages go to the cold head (the trait's default [`SpacePolicy::relocation`]).
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -107,21 +106,6 @@ impl Default for Greedy {
 
 impl SpacePolicy for Greedy {
     fn pick_victim(&mut self, blocks: &[BlockInfo], ppb: u32) -> Option<BlockAddr> {
-        self.pick_victim_for(blocks, ppb, Urgency::Background)
-    }
-
-    /// Static wear leveling only in the background ([`Urgency::Background`]): a write
-    /// waiting for room gets the block with the fewest valid pages. (Moving cold,
-    /// wholly valid blocks in the foreground gained nothing: on a full part, the
-    /// erases of refused writes set it off, and it sank the pool below the floor
-    /// deletes need, every delete refused with `NoSpace` for good; found by an
-    /// independent review.)
-    fn pick_victim_for(
-        &mut self,
-        blocks: &[BlockInfo],
-        ppb: u32,
-        urgency: Urgency,
-    ) -> Option<BlockAddr> {
         let full = || {
             blocks
                 .iter()
@@ -134,7 +118,7 @@ impl SpacePolicy for Greedy {
             .map(|b| b.erases())
             .max()?;
         if let Some((i, b)) = full().min_by_key(|(_, b)| b.erases()) {
-            if urgency == Urgency::Background && max_erase - b.erases() > self.wear_gap {
+            if max_erase - b.erases() > self.wear_gap {
                 return Some(BlockAddr(i as u32));
             }
         }
@@ -186,11 +170,6 @@ mod tests {
             g.pick_victim(&t, 16),
             Some(BlockAddr(5)),
             "static wear leveling"
-        );
-        assert_eq!(
-            g.pick_victim_for(&t, 16, Urgency::Foreground),
-            Some(BlockAddr(1)),
-            "no static wear leveling in the foreground"
         );
         let none = [b(BlockState::Full, 16, 0), b(BlockState::Bad, 0, 0)];
         assert_eq!(g.pick_victim(&none, 16), None);

@@ -68,34 +68,6 @@ pub(crate) const FOREGROUND_SLICE: u32 = 16;
 /// can make up for, and the operation fails with `NoSpace`, changing nothing).
 const ERASE_AHEAD_TRIES: u32 = 4;
 
-/// The last time an operation that grows data was refused because collection could not
-/// bring the pool back to the growth floor: the valid pages and the pool then. Until
-/// either changes (a delete, a truncate, a collection that gained, a checkpoint) the
-/// next such operation is refused at once: trying again would collect and checkpoint
-/// the same way for nothing, and an application retrying a write on a full part would
-/// wear it out (an independent review found each refused rewrite spending about 50
-/// programs, and once 3,170).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    at: Option<(u32, u32)>,
-}
-
-impl Refusal {
-    /// No refusal remembered.
-    pub const NONE: Refusal = Refusal { at: None };
-
-    /// A growing operation was refused with `valid` pages valid and `pool` blocks in
-    /// the pool.
-    fn refused(&mut self, valid: u64, pool: u32) {
-        self.at = Some((valid.min(u32::MAX as u64) as u32, pool));
-    }
-
-    /// Whether nothing changed since the last refusal.
-    fn stands(&self, valid: u64, pool: u32) -> bool {
-        self.at == Some((valid.min(u32::MAX as u64) as u32, pool))
-    }
-}
-
 /// What an operation does to the amount of live data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Room {
@@ -342,18 +314,7 @@ impl<
         }
         let floor = self.pool_floor(room);
         let comfortable = self.pool_comfortable();
-        let valid = self.dev.table().valid_total();
-        if room == Room::Grow && self.refusal.stands(valid, self.reclaimable_blocks()) {
-            return Err(Fault::NoSpace);
-        }
-        let r = self.make_room_within(need, head, floor, comfortable);
-        if room == Room::Grow && matches!(r, Err(Fault::NoSpace)) {
-            let pool = self.reclaimable_blocks();
-            if pool < floor {
-                self.refusal.refused(self.dev.table().valid_total(), pool);
-            }
-        }
-        r
+        self.make_room_within(need, head, floor, comfortable)
     }
 
     /// [`Oftl::make_room`] past its first checks, with the pool's floor for the
