@@ -87,6 +87,13 @@ impl Heads {
         self.h[h].next_page = 0;
     }
 
+    /// Head `h` continues block `b` at page `next_page` (the pages before are another
+    /// session's, programmed in order; the rest are erased).
+    pub fn resumed_block(&mut self, h: usize, b: BlockAddr, next_page: u32) {
+        self.h[h].block = Some(b);
+        self.h[h].next_page = next_page;
+    }
+
     /// Head `h` leaves its block (the rest of it is not programmed).
     pub fn left_block(&mut self, h: usize) {
         self.h[h].block = None;

@@ -21,7 +21,7 @@ use nand_hal::{BlockAddr, Capabilities, Error, ErrorKind, Geometry, NandFlash, P
 use crate::blocks::BlockTable;
 use crate::errors::Fault;
 use crate::format::backpointer::{
-    payload_crc, Backpointer, Placement, BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN,
+    payload_crc, Backpointer, PageKind, Placement, BP_LEN, PAYLOAD_CRC_LEN, TRAILER_LEN,
 };
 use crate::format::checkpoint::BlockState;
 use crate::format::checkpoint::NONE;
@@ -83,6 +83,12 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     policy: P,
     stats: Stats,
     recovering: bool,
+    /// The store writes nothing but cache pages from now on (a read-only session, or a
+    /// recovery replaying in RAM only): see [`Dev::resumable_index_block`].
+    cache_only: bool,
+    /// A block not to continue in that mode (`u16::MAX`: none): see
+    /// [`Dev::take_whole_again`].
+    retake: u16,
     /// Pages the index head programmed since the last checkpoint. They count against
     /// the window budget although they sit outside it: a crash recovery replaying the
     /// window writes about as many cache pages back, into the recovery reserve, which
@@ -112,6 +118,8 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             policy,
             stats: Stats::ZERO,
             recovering: false,
+            cache_only: false,
+            retake: u16::MAX,
             index_pages: 0,
             recovery_work: 0,
             probes: 0,
@@ -188,6 +196,27 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.recovering = on;
     }
 
+    /// From now until the next mount or format the store writes nothing but cache
+    /// pages (it went read-only, or a recovery replays in RAM only).
+    pub fn writes_cache_only(&mut self) {
+        self.cache_only = true;
+    }
+
+    /// The block the index head was filling, if any (a mount's attempt that failed).
+    pub fn index_block(&self) -> Option<BlockAddr> {
+        self.heads.get(INDEX_HEAD).block
+    }
+
+    /// Block `b` is not continued when writing only cache pages but erased and taken
+    /// whole, as any free block: the index head of this mount's failed attempt filled
+    /// it in part, so it erases well, and its pages are that attempt's cache, nothing
+    /// now. (An independent review's part, `tests/review_probe.rs`, had that block as
+    /// the only one of 21 free blocks that erased; continued, it lacked 9 pages for the
+    /// read-only replay's write-backs, and the mount failed.)
+    pub fn take_whole_again(&mut self, b: Option<BlockAddr>) {
+        self.retake = b.map_or(u16::MAX, |b| b.0 as u16);
+    }
+
     pub fn index_pages(&self) -> u32 {
         self.index_pages
     }
@@ -244,6 +273,8 @@ impl<F: NandFlash, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.heads.reset();
         self.stats = Stats::default();
         self.recovering = false;
+        self.cache_only = false;
+        self.retake = u16::MAX;
         self.index_pages = 0;
         self.recovery_work = 0;
         self.probes = 0;
@@ -364,7 +395,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         page: PageAddr,
         column: u32,
         data: &mut [u8],
-        expect: Option<(crate::format::backpointer::PageKind, u32, u32)>,
+        expect: Option<(PageKind, u32, u32)>,
     ) -> Result<nand_hal::ReadReport, FaultOf<F>> {
         let mut r = self.read_payload_once(page, column, data, expect);
         for _ in 0..READ_RETRIES {
@@ -450,7 +481,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         page: PageAddr,
         column: u32,
         data: &mut [u8],
-        expect: Option<(crate::format::backpointer::PageKind, u32, u32)>,
+        expect: Option<(PageKind, u32, u32)>,
     ) -> Result<nand_hal::ReadReport, FaultOf<F>> {
         let mut oob = [0xFFu8; 64];
         let span = match (self.placement, expect) {
@@ -485,11 +516,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 Ok(Some(bp)) if bp.kind == kind && bp.owner == owner && bp.lpn == lpn => {
                     // Object-table and index pages say how long they are: a page of
                     // another metadata unit than the superblock's is not this one's.
-                    let meta = matches!(
-                        kind,
-                        crate::format::backpointer::PageKind::Index
-                            | crate::format::backpointer::PageKind::Table
-                    );
+                    let meta = matches!(kind, PageKind::Index | PageKind::Table);
                     if meta && bp.len as u32 != self.meta_payload() {
                         return Err(Fault::Corrupted);
                     }
@@ -621,6 +648,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 // Index and object-table pages need no window: recovery never reads
                 // one written after the last checkpoint, so they may go to any block
                 // that checkpoint calls free.
+                if self.cache_only {
+                    if let Some((b, page)) = self.resumable_index_block()? {
+                        self.heads.resumed_block(head, b, page);
+                        continue;
+                    }
+                }
                 let Some(b) = self.take_free() else {
                     return Err(Fault::Exhausted);
                 };
@@ -643,6 +676,94 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             }
             self.start_block(head, b)?;
         }
+    }
+
+    /// For a store that writes only cache pages: a free block an index head programmed
+    /// last whose remaining pages read erased, and the first of them, for the index
+    /// head to continue without an erase (`None`: no such block).
+    ///
+    /// A read-only session, or a recovery that replays in RAM only, cannot checkpoint,
+    /// so each of its mounts replays the same window into the cache and writes back
+    /// what does not fit (only a cache: recovery never reads it), into free blocks it
+    /// erased. On a worn part those erases fail one time in five and retire the block,
+    /// and a failed program there makes its next erase fail: the wear-out soak found
+    /// parts whose read-only mounts, each writing back two or three pages, retired a
+    /// block or more each time until a mount found no good free block for its first
+    /// write-back and failed with `NoSpace` (the data no longer readable). Continuing
+    /// the block an earlier such mount began takes no erase until it is full.
+    ///
+    /// The block must be free (nothing the checkpoint references), not marked bad, start
+    /// with an index or object-table page (an index head's block since its last erase,
+    /// so its pages went in order) and end in erased pages; the first erased page is
+    /// found by halving (pages are programmed in order, so every page after an erased
+    /// one is erased), each page read whole, clean and all `0xFF` (a torn program with a
+    /// few bits landed is not erased, see `nand_hal::blocking`, "Erased").
+    #[inline(never)]
+    fn resumable_index_block(&mut self) -> Result<Option<(BlockAddr, u32)>, FaultOf<F>> {
+        let ppb = self.ppb();
+        for i in 0..self.geo().blocks() {
+            let b = BlockAddr(i);
+            if !self.table.get(b).takeable() || i == self.retake as u32 {
+                continue;
+            }
+            // (A block retired after the last checkpoint still looks free there; any
+            // other access to a marked block is misuse.)
+            if self.check_marker(b).map_err(Fault::Flash)? {
+                continue;
+            }
+            let geo = self.geo();
+            if !self.page_reads_erased(geo.page(b, ppb - 1))? {
+                continue;
+            }
+            match self.scan_read(geo.page(b, 0))? {
+                Scan::Bp(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {}
+                _ => continue,
+            }
+            // Page `lo` is not erased, page `hi` is.
+            let (mut lo, mut hi) = (0, ppb - 1);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if self.page_reads_erased(geo.page(b, mid))? {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            if self.table.join_window(b) {
+                return Ok(Some((b, hi)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `page` reads erased, data and spare: every byte `0xFF` and nothing
+    /// corrected (read in slices, so no page buffer is needed).
+    #[inline(never)]
+    fn page_reads_erased(&mut self, page: PageAddr) -> Result<bool, FaultOf<F>> {
+        let mut buf = [0u8; 128];
+        let mut oob = [0u8; 64];
+        let ps = self.geo().page_size();
+        let span = (self.geo().oob_size() as usize).min(oob.len());
+        let mut col = 0;
+        while col < ps {
+            let n = (ps - col).min(buf.len() as u32) as usize;
+            let spare = if col == 0 {
+                &mut oob[..span]
+            } else {
+                &mut oob[..0]
+            };
+            match self.flash.read(page, col, &mut buf[..n], spare) {
+                Ok(rep) if rep.is_clean() => {}
+                Ok(_) => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Uncorrectable => return Ok(false),
+                Err(e) => return Err(Fault::Flash(e)),
+            }
+            if buf[..n].iter().chain(spare.iter()).any(|&x| x != 0xFF) {
+                return Ok(false);
+            }
+            col += n as u32;
+        }
+        Ok(true)
     }
 
     /// Reads `b`'s bad-block marker; a marked block is recorded bad in the block

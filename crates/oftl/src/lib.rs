@@ -393,7 +393,8 @@ pub enum Damaged {
     /// store references is written, so a later normal mount (once the media reads
     /// again, or after a copy) starts from the same state; the only programs are
     /// index-cache write-backs (the replay's and reads' evictions), which go to blocks
-    /// the checkpoint calls free (a block whose erase fails there is marked bad).
+    /// the checkpoint calls free: first the erased pages of one an earlier such mount
+    /// began, then erased ones (a block whose erase fails there is marked bad).
     Salvage,
     /// Replays as [`Damaged::Salvage`] does, then finishes as a normal recovery does
     /// (relocations and a closing checkpoint), so that state becomes the store's: the
@@ -733,6 +734,7 @@ impl<
 
     /// Turns the store read-only for `reason` (nothing changes on flash).
     pub(crate) fn go_read_only(&mut self, reason: ReadOnlyReason) {
+        self.dev.writes_cache_only();
         if self.session.go_read_only(reason) {
             warn!("oftl: the store goes read-only ({:?})", reason);
         }

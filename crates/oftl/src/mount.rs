@@ -391,7 +391,9 @@ impl<
                             .session
                             .read_only()
                             .unwrap_or(ReadOnlyReason::GoodBlocks);
+                        let tried = self.dev.index_block();
                         self.reload_for_replay()?;
+                        self.dev.take_whole_again(tried);
                         self.session.replay_in_ram_only();
                         self.recover(false).map_err(mount_fault)?;
                         self.go_read_only(reason);

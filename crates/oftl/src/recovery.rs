@@ -599,6 +599,9 @@ impl<
     /// checkpoint references: `Ok(false)`, mount again.
     pub(crate) fn recover(&mut self, recheck: bool) -> Result<bool, FaultOf<F>> {
         let no_write = self.session.replay_only();
+        if no_write {
+            self.dev.writes_cache_only();
+        }
         self.scratch.release();
         if self.ckpt.fell_back() && !no_write {
             self.restate_checkpoint()?;

@@ -15,6 +15,7 @@
 //!   after a clean unmount, and refuses every change with `ReadOnly`.
 
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand};
+use nand_hal::ErrorKind;
 use oftl::{Config, Greedy, Health, Oftl};
 use stagefs_core::oracle::{apply, effects, observe, power_loss, valid, Op, Tree};
 use stagefs_core::{Error, Fs, OpenOptions};
@@ -283,10 +284,13 @@ fn run_to_end_of_life(seed: u64, endurance: u32, max_ops: u64, cuts: bool) -> Li
                     );
                     if seed % 2 == 0 {
                         // Its handle is closed by the unmount (the close fails: its
-                        // commit cannot be written).
+                        // commit cannot be written). Reads may still write index-cache
+                        // pages back, where the session's cut may fire.
+                        let u = v.unmount();
                         assert!(
-                            matches!(v.unmount(), Ok(()) | Err(Error::ReadOnly)),
-                            "seed {seed}: unmount of a volume turned read-only"
+                            matches!(u, Ok(()) | Err(Error::ReadOnly))
+                                || matches!(&u, Err(Error::Flash(e)) if e.kind() == ErrorKind::PowerLoss),
+                            "seed {seed}: unmount of a volume turned read-only: {u:?}"
                         );
                     }
                     drop(v);
@@ -411,10 +415,16 @@ fn a_volume_wearing_out_under_power_cuts_loses_nothing_acknowledged() {
 /// move the blocks the cut left (unmountable: 1277, 1309, 1601; a read-only volume
 /// that could not read everything, `Poisoned`: 1843). Stop 36: parts left writable with
 /// too few good blocks for the window beside the pool's floor, every operation then
-/// refused with `NoSpace` for good (1339, 2259, 4173: "not worn out").
+/// refused with `NoSpace` for good (1339, 2259, 4173: "not worn out"). Stop 38: parts
+/// whose read-only mounts each erased a free block for their few cache write-backs,
+/// retiring the blocks whose erases failed, until a mount found none and failed with
+/// `NoSpace` (1467, 8299; the index head now continues the block an earlier such mount
+/// began, and 2792 is the cut that now falls in a read-only unmount's write-back).
 #[test]
 fn worn_parts_the_soak_found() {
-    for seed in [1150, 1277, 1309, 1339, 1601, 1843, 2259, 2878, 2952, 4173] {
+    for seed in [
+        1150, 1277, 1309, 1339, 1467, 1601, 1843, 2259, 2792, 2878, 2952, 4173, 8299,
+    ] {
         let life = run_to_end_of_life(seed, 10 + (seed % 3) as u32 * 6, 100_000, seed % 2 == 0);
         println!("seed {seed}: {life:?}");
         assert!(!life.cache_full, "seed {seed}: {life:?}");

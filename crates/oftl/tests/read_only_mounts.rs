@@ -1,0 +1,108 @@
+//! Read-only mounts take no block from the part for good.
+//!
+//! A store that cannot checkpoint (a salvage mount, a recovery replaying in RAM only on
+//! a part with too few good blocks) replays the same window into its cache at every
+//! mount and writes back what does not fit, into blocks the checkpoint calls free. Each
+//! mount used to erase a fresh block for that; on a worn part the erases fail and retire
+//! blocks, and the wear-out soak (`stagefs-core/tests/wear_out.rs`, seeds 1467 and
+//! 8299) found parts whose read-only mounts ate the free blocks one by one until a mount
+//! failed with `NoSpace`. Now a store that writes only cache pages continues the index
+//! block an earlier mount began, in its erased pages, and erases only when that is full.
+
+mod common;
+
+use common::lifecycle::Lifecycle;
+use common::*;
+use nand_hal::sim::{profile, FaultConfig, FaultPlan, SimNand};
+use oftl::{Damaged, Greedy, Health, ObjKind, ReadOnlyReason};
+
+const OBJECTS: u32 = 24;
+
+/// A crashed store whose window replay dirties more object-table and index pages than
+/// the 4-page cache holds: 24 objects of 8 pages written (past the three pages a record
+/// maps, so each has index pages), unmounted, then a page of every eighth rewritten and
+/// the store dropped (a replay then writes 6 cache pages back).
+fn crashed_store(sim: &mut Sim) -> Vec<(u32, Vec<u8>)> {
+    let mut want = Vec::new();
+    {
+        let mut fs = Fs::formatted(sim, cfg()).unwrap();
+        for i in 0..OBJECTS {
+            let o = fs.create(ObjKind::Object).unwrap();
+            fs.write(o, 0, &bytes(i, 8 * 2048)).unwrap();
+            want.push((o, bytes(i, 8 * 2048)));
+        }
+        fs.unmount().unwrap();
+    }
+    let mut fs = Fs::new(sim, cfg(), Greedy::DEFAULT);
+    fs.mount().unwrap();
+    for (i, (o, d)) in want.iter_mut().enumerate().step_by(8) {
+        let new = bytes(1000 + i as u32, 700);
+        fs.write(*o, 5 * 2048, &new).unwrap();
+        d[5 * 2048..5 * 2048 + 700].copy_from_slice(&new);
+        fs.flush(*o).unwrap();
+    }
+    // Dropped without unmount: the next mount replays the window.
+    want
+}
+
+fn salvage_and_read(sim: &mut Sim, want: &[(u32, Vec<u8>)]) -> Result<(), String> {
+    let mut fs = Fs::new(sim, cfg(), Greedy::DEFAULT);
+    fs.mount_damaged(Damaged::Salvage)
+        .map_err(|e| format!("salvage mount: {e:?}"))?;
+    assert_eq!(fs.health(), Health::ReadOnly(ReadOnlyReason::Salvage));
+    for (o, d) in want {
+        let mut buf = vec![0u8; d.len()];
+        fs.read(*o, 0, &mut buf)
+            .map_err(|e| format!("read of {o}: {e:?}"))?;
+        if &buf != d {
+            return Err(format!("object {o} reads other bytes"));
+        }
+    }
+    Ok(())
+}
+
+/// 40 salvage mounts of one crashed store: every one reads every object; after the
+/// first, they erase a block only when the one they continue is full.
+#[test]
+fn repeated_read_only_mounts_continue_one_index_block() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
+    let want = crashed_store(&mut sim);
+    let mut programs = 0;
+    let mut erases = 0;
+    for m in 0..40 {
+        let before = sim.counters();
+        salvage_and_read(&mut sim, &want).unwrap_or_else(|e| panic!("mount {m}: {e}"));
+        let c = sim.counters();
+        if m > 0 {
+            programs += c.programs - before.programs;
+            erases += c.erases - before.erases;
+        }
+    }
+    let ppb = 16;
+    assert!(
+        programs > 0,
+        "the replay wrote nothing back: the test proves nothing"
+    );
+    assert!(
+        erases <= programs.div_ceil(ppb) + 1,
+        "39 read-only mounts: {erases} erases for {programs} cache pages written back"
+    );
+}
+
+/// The same on a part whose erases fail one time in five (as the wear-out soak's worn
+/// blocks do): 200 salvage mounts, every one reads every object. Each mount used to
+/// erase a block for its 6 pages, and the failed erases retired one block every few
+/// mounts: mount 73 failed with `NoSpace`. Continuing a block takes an erase every
+/// third mount or so: this part fails its first mount at 242.
+#[test]
+fn read_only_mounts_of_a_part_whose_erases_fail_keep_mounting() {
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
+    let want = crashed_store(&mut sim);
+    sim.arm(FaultPlan::seeded(6).with_faults(FaultConfig {
+        erase_fail_ppm: 200_000,
+        ..FaultConfig::default()
+    }));
+    for m in 0..200 {
+        salvage_and_read(&mut sim, &want).unwrap_or_else(|e| panic!("mount {m}: {e}"));
+    }
+}
