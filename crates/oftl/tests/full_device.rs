@@ -17,6 +17,7 @@ use nand_hal::BlockAddr;
 use oftl::{Config, Greedy, ObjKind, Oftl, SpacePolicy, WriteError};
 
 mod common;
+use common::fill::{check, pat};
 use common::lifecycle::Lifecycle;
 use common::Rng;
 
@@ -953,23 +954,4 @@ fn refused_rewrites_at_capacity_are_bounded_and_deletes_still_work() {
     let mut fs: Small<'_> = Oftl::new(&mut s, Config::new(), Greedy::DEFAULT);
     fs.mount().unwrap();
     check(&mut fs, &model);
-}
-
-fn pat(seed: u32, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) as u8)
-        .collect()
-}
-
-fn check<const M: usize, const L: usize>(
-    fs: &mut Oftl<&mut Sim, 2048, 64, 4, 2, Greedy, M, L>,
-    model: &Model,
-) {
-    let listed: Vec<u32> = fs.objects().map(Result::unwrap).collect();
-    assert_eq!(listed, model.keys().copied().collect::<Vec<_>>());
-    for (&o, d) in model {
-        let mut b = vec![0u8; d.len()];
-        assert_eq!(fs.read(o, 0, &mut b).unwrap(), d.len());
-        assert!(b == *d, "object {o} differs");
-    }
 }

@@ -20,37 +20,19 @@
 //! on 0473d1b~1; "without the memo" on 0473d1b with only the `refusal.stands` short-cut
 //! in `make_room` disabled (a local patch, not part of this file).
 
-use std::collections::BTreeMap;
-
 use nand_hal::sim::{
     profile, CutKind, FaultPlan, HeapStorage, PowerCut, Profile, SimNand, TornMode,
 };
 use oftl::{BlockState, Config, Greedy, ObjKind, Oftl, WriteError};
 
+mod common;
+use common::fill::{check, fill_to, pat, rewrite, Model};
+use common::Rng;
+
 type Sim = SimNand<HeapStorage>;
 type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
 type Small<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2, Greedy, 512, 0>;
-type Model = BTreeMap<u32, Vec<u8>>;
 const PAGE: usize = 2048;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn pat(seed: u32, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) as u8)
-        .collect()
-}
 
 fn cfg(window: u16) -> Config {
     Config {
@@ -62,60 +44,6 @@ fn cfg(window: u16) -> Config {
 
 type G<'a, const BL: usize, const C: usize, const W: usize, const M: usize, const L: usize> =
     Oftl<&'a mut Sim, 2048, BL, C, W, Greedy, M, L>;
-
-/// Fills with `opages`-page objects until the valid pages reach `fill` of capacity.
-fn fill_to<const BL: usize, const C: usize, const W: usize, const M: usize, const L: usize>(
-    fs: &mut G<'_, BL, C, W, M, L>,
-    fill: f64,
-    opages: usize,
-) -> Model {
-    let cap = fs.capacity_pages();
-    let mut model = Model::new();
-    let mut i = 0u32;
-    while (fs.used_pages() as f64) < fill * cap as f64 {
-        let o = fs.create(ObjKind::Object).unwrap();
-        let d = pat(i, opages * PAGE);
-        fs.write(o, 0, &d).and_then(|()| fs.flush(o)).unwrap();
-        model.insert(o, d);
-        i += 1;
-    }
-    model
-}
-
-fn check<const BL: usize, const C: usize, const W: usize, const M: usize, const L: usize>(
-    fs: &mut G<'_, BL, C, W, M, L>,
-    model: &Model,
-) {
-    let listed: Vec<u32> = fs.objects().map(Result::unwrap).collect();
-    assert_eq!(listed, model.keys().copied().collect::<Vec<_>>());
-    for (&o, d) in model {
-        let mut b = vec![0u8; d.len()];
-        assert_eq!(fs.read(o, 0, &mut b).unwrap(), d.len());
-        assert!(b == *d, "object {o} differs");
-    }
-}
-
-/// Rewrites one page in place; `Ok(true)` acknowledged (model updated), `Ok(false)`
-/// refused with `NoSpace` (buffer discarded).
-fn rewrite<const BL: usize, const C: usize, const W: usize, const M: usize, const L: usize>(
-    fs: &mut G<'_, BL, C, W, M, L>,
-    model: &mut Model,
-    o: u32,
-    off: usize,
-    d: &[u8],
-) -> bool {
-    match fs.write(o, off as u64, d).and_then(|()| fs.flush(o)) {
-        Ok(()) => {
-            model.get_mut(&o).unwrap()[off..off + d.len()].copy_from_slice(d);
-            true
-        }
-        Err(WriteError::NoSpace) => {
-            fs.discard(o);
-            false
-        }
-        Err(e) => panic!("rewrite of {o} at {off}: {e:?}"),
-    }
-}
 
 /// What happened around the first refused whole-object rewrite.
 #[derive(Debug)]

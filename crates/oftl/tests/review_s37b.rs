@@ -16,34 +16,16 @@
 //! torn pages stable and unstable) around the giving-up of the spare: 42,000 runs,
 //! every one mounting with every acknowledged byte.
 #![allow(dead_code)]
-use std::collections::BTreeMap;
-
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, Profile, SimNand};
 use oftl::{BlockState, Config, Greedy, ObjKind, Oftl, WriteError};
 
+mod common;
+use common::fill::{check, fill_to, pat, rewrite, Model};
+use common::Rng;
+
 type Sim = SimNand<HeapStorage>;
 type Fs<'a> = Oftl<&'a mut Sim, 2048, 64, 4, 2>;
-type Model = BTreeMap<u32, Vec<u8>>;
 const PAGE: usize = 2048;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn pat(seed: u32, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) as u8)
-        .collect()
-}
 
 fn cfg(window: u16) -> Config {
     Config {
@@ -55,57 +37,6 @@ fn cfg(window: u16) -> Config {
 
 type G<'a, P, const BL: usize, const M: usize, const L: usize> =
     Oftl<&'a mut Sim, 2048, BL, 4, 2, P, M, L>;
-
-fn fill_to<P: oftl::SpacePolicy, const BL: usize, const M: usize, const L: usize>(
-    fs: &mut G<'_, P, BL, M, L>,
-    fill: f64,
-    opages: usize,
-) -> Model {
-    let cap = fs.capacity_pages();
-    let mut model = Model::new();
-    let mut i = 0u32;
-    while (fs.used_pages() as f64) < fill * cap as f64 {
-        let o = fs.create(ObjKind::Object).unwrap();
-        let d = pat(i, opages * PAGE);
-        fs.write(o, 0, &d).and_then(|()| fs.flush(o)).unwrap();
-        model.insert(o, d);
-        i += 1;
-    }
-    model
-}
-
-fn check<P: oftl::SpacePolicy, const BL: usize, const M: usize, const L: usize>(
-    fs: &mut G<'_, P, BL, M, L>,
-    model: &Model,
-) {
-    let listed: Vec<u32> = fs.objects().map(Result::unwrap).collect();
-    assert_eq!(listed, model.keys().copied().collect::<Vec<_>>());
-    for (&o, d) in model {
-        let mut b = vec![0u8; d.len()];
-        assert_eq!(fs.read(o, 0, &mut b).unwrap(), d.len());
-        assert!(b == *d, "object {o} differs");
-    }
-}
-
-fn rewrite<P: oftl::SpacePolicy, const BL: usize, const M: usize, const L: usize>(
-    fs: &mut G<'_, P, BL, M, L>,
-    model: &mut Model,
-    o: u32,
-    off: usize,
-    d: &[u8],
-) -> bool {
-    match fs.write(o, off as u64, d).and_then(|()| fs.flush(o)) {
-        Ok(()) => {
-            model.get_mut(&o).unwrap()[off..off + d.len()].copy_from_slice(d);
-            true
-        }
-        Err(WriteError::NoSpace) => {
-            fs.discard(o);
-            false
-        }
-        Err(e) => panic!("rewrite of {o} at {off}: {e:?}"),
-    }
-}
 
 fn spread(blocks: &[oftl::BlockInfo]) -> (u32, u32) {
     let e: Vec<u32> = blocks

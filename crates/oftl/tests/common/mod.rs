@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod contents;
+pub mod fill;
 pub mod hooked;
 pub mod lifecycle;
 pub mod outcome;
