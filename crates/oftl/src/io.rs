@@ -84,11 +84,14 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     stats: Stats,
     recovering: bool,
     /// The store writes nothing but cache pages from now on (a read-only session, or a
-    /// recovery replaying in RAM only): see [`Dev::resumable_index_block`].
+    /// recovery replaying in RAM only): see [`Dev::resume_point`].
     cache_only: bool,
     /// A block not to continue in that mode (`u16::MAX`: none): see
     /// [`Dev::take_whole_again`].
     retake: u16,
+    /// The index head continues a block a clean checkpoint recorded, not yet checked
+    /// (see [`Dev::index_block_unchecked`]).
+    index_unchecked: bool,
     /// Pages the index head programmed since the last checkpoint. They count against
     /// the window budget although they sit outside it: a crash recovery replaying the
     /// window writes about as many cache pages back, into the recovery reserve, which
@@ -120,6 +123,7 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             recovering: false,
             cache_only: false,
             retake: u16::MAX,
+            index_unchecked: false,
             index_pages: 0,
             recovery_work: 0,
             probes: 0,
@@ -217,6 +221,17 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.retake = b.map_or(u16::MAX, |b| b.0 as u16);
     }
 
+    /// A clean mount: the index head continues the block the checkpoint recorded at
+    /// the page it recorded, which its first program checks first, whole, for erased.
+    /// A read-only session that loaded an older checkpoint (the newest did not read at
+    /// that mount) may have continued that block from the same page, which it took for
+    /// free: programming those pages again fails, or corrupts them on a part that does
+    /// not report it (an independent review, `tests/review_s38.rs`). The head then
+    /// leaves the block, as a recovery's does.
+    pub fn index_block_unchecked(&mut self) {
+        self.index_unchecked = true;
+    }
+
     pub fn index_pages(&self) -> u32 {
         self.index_pages
     }
@@ -275,6 +290,7 @@ impl<F: NandFlash, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.recovering = false;
         self.cache_only = false;
         self.retake = u16::MAX;
+        self.index_unchecked = false;
         self.index_pages = 0;
         self.recovery_work = 0;
         self.probes = 0;
@@ -639,6 +655,15 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Makes sure `head` has a page to program, taking and erasing the next window
     /// block when needed; returns the head's block.
     pub fn head_ready(&mut self, head: usize) -> Result<BlockAddr, FaultOf<F>> {
+        if head == INDEX_HEAD && self.index_unchecked {
+            self.index_unchecked = false;
+            let h = self.heads.get(head);
+            if let Some(b) = h.block.filter(|_| h.next_page < self.ppb()) {
+                if !self.page_reads_erased(self.geo().page(b, h.next_page))? {
+                    self.heads.left_block(head);
+                }
+            }
+        }
         loop {
             let h = self.heads.get(head);
             if let Some(b) = h.block.filter(|_| h.next_page < self.ppb()) {
@@ -648,15 +673,15 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 // Index and object-table pages need no window: recovery never reads
                 // one written after the last checkpoint, so they may go to any block
                 // that checkpoint calls free.
+                let Some(b) = self.take_free() else {
+                    return Err(Fault::Exhausted);
+                };
                 if self.cache_only {
-                    if let Some((b, page)) = self.resumable_index_block()? {
+                    if let Some(page) = self.resume_point(b)? {
                         self.heads.resumed_block(head, b, page);
                         continue;
                     }
                 }
-                let Some(b) = self.take_free() else {
-                    return Err(Fault::Exhausted);
-                };
                 self.start_block(head, b)?;
                 continue;
             }
@@ -678,9 +703,8 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         }
     }
 
-    /// For a store that writes only cache pages: a free block an index head programmed
-    /// last whose remaining pages read erased, and the first of them, for the index
-    /// head to continue without an erase (`None`: no such block).
+    /// For a store that writes only cache pages: where the index head may continue free
+    /// block `b` without erasing it (`None`: erase it as usual).
     ///
     /// A read-only session, or a recovery that replays in RAM only, cannot checkpoint,
     /// so each of its mounts replays the same window into the cache and writes back
@@ -689,51 +713,50 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// and a failed program there makes its next erase fail: the wear-out soak found
     /// parts whose read-only mounts, each writing back two or three pages, retired a
     /// block or more each time until a mount found no good free block for its first
-    /// write-back and failed with `NoSpace` (the data no longer readable). Continuing
-    /// the block an earlier such mount began takes no erase until it is full.
+    /// write-back and failed with `NoSpace` (the data no longer readable). Every such
+    /// mount starts from the same checkpoint's block table, so the policy hands its
+    /// index head the same free blocks in the same order: continuing the one an earlier
+    /// mount began takes no erase until it is full.
     ///
-    /// The block must be free (nothing the checkpoint references), not marked bad, start
-    /// with an index or object-table page (an index head's block since its last erase,
-    /// so its pages went in order) and end in erased pages; the first erased page is
-    /// found by halving (pages are programmed in order, so every page after an erased
-    /// one is erased), each page read whole, clean and all `0xFF` (a torn program with a
-    /// few bits landed is not erased, see `nand_hal::blocking`, "Erased").
+    /// `b` is continued when it is not marked bad, starts with an index or object-table
+    /// page (an index head's block since its last erase, so its pages went in order)
+    /// and has pages left above the topmost page whose tag does not read erased: the
+    /// head starts at the first of them that reads erased whole (clean and all `0xFF`:
+    /// a torn or failed program can leave its tag erased and its data not, see
+    /// `nand_hal::blocking`, "Erased"). Every misread an erased page can suffer (a
+    /// transient error, a corrected bit in a step never written) only moves that point
+    /// up, skipping pages; nothing is programmed below a programmed page. (A first
+    /// version searched every free block and halved each for its first erased page: an
+    /// independent review, `tests/review_s38.rs`, had one read error make a mount skip
+    /// a stretch of erased pages, into which the next mount's halving then landed,
+    /// below programmed ones: out of order, and every read-only mount after failed; and
+    /// the search read 18,368 pages on a 1,024-block part.) Not the block this mount's
+    /// failed writing attempt filled in part ([`Dev::take_whole_again`]).
     #[inline(never)]
-    fn resumable_index_block(&mut self) -> Result<Option<(BlockAddr, u32)>, FaultOf<F>> {
-        let ppb = self.ppb();
-        for i in 0..self.geo().blocks() {
-            let b = BlockAddr(i);
-            if !self.table.get(b).takeable() || i == self.retake as u32 {
-                continue;
-            }
-            // (A block retired after the last checkpoint still looks free there; any
-            // other access to a marked block is misuse.)
-            if self.check_marker(b).map_err(Fault::Flash)? {
-                continue;
-            }
-            let geo = self.geo();
-            if !self.page_reads_erased(geo.page(b, ppb - 1))? {
-                continue;
-            }
-            match self.scan_read(geo.page(b, 0))? {
-                Scan::Bp(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {}
-                _ => continue,
-            }
-            // Page `lo` is not erased, page `hi` is.
-            let (mut lo, mut hi) = (0, ppb - 1);
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                if self.page_reads_erased(geo.page(b, mid))? {
-                    hi = mid;
-                } else {
-                    lo = mid;
-                }
-            }
-            if self.table.join_window(b) {
-                return Ok(Some((b, hi)));
-            }
+    fn resume_point(&mut self, b: BlockAddr) -> Result<Option<u32>, FaultOf<F>> {
+        if b.0 == self.retake as u32 {
+            return Ok(None);
         }
-        Ok(None)
+        // (A block retired after the last checkpoint still looks free there; any other
+        // access to a marked block is misuse. `start_block` reads the marker again.)
+        if self.check_marker(b).map_err(Fault::Flash)? {
+            return Ok(None);
+        }
+        let ppb = self.ppb();
+        let geo = self.geo();
+        match self.scan_read(geo.page(b, 0))? {
+            Scan::Bp(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {}
+            _ => return Ok(None),
+        }
+        let mut top = ppb - 1;
+        while top > 0 && self.scan_read(geo.page(b, top))? == Scan::Erased {
+            top -= 1;
+        }
+        let mut next = top + 1;
+        while next < ppb && !self.page_reads_erased(geo.page(b, next))? {
+            next += 1;
+        }
+        Ok((next < ppb).then_some(next))
     }
 
     /// Whether `page` reads erased, data and spare: every byte `0xFF` and nothing

@@ -371,6 +371,7 @@ impl<
             }
             if clean {
                 self.ckpt.clean_on_flash();
+                self.dev.index_block_unchecked();
                 self.check_recorded_window()?;
             } else {
                 match self.recover(more) {

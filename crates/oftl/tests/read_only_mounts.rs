@@ -92,8 +92,9 @@ fn repeated_read_only_mounts_continue_one_index_block() {
 /// The same on a part whose erases fail one time in five (as the wear-out soak's worn
 /// blocks do): 200 salvage mounts, every one reads every object. Each mount used to
 /// erase a block for its 6 pages, and the failed erases retired one block every few
-/// mounts: mount 73 failed with `NoSpace`. Continuing a block takes an erase every
-/// third mount or so: this part fails its first mount at 242.
+/// mounts: mount 73 (from 0) failed with `NoSpace`. Continuing a block takes an erase
+/// every third mount or so: on this part mount 330 is the first to fail (a read
+/// `Exhausted`).
 #[test]
 fn read_only_mounts_of_a_part_whose_erases_fail_keep_mounting() {
     let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(5));
