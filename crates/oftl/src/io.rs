@@ -222,16 +222,12 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     }
 
     /// A clean mount: the index head continues the block the checkpoint recorded at
-    /// the page it recorded, which its first program checks first: it must be the
-    /// first free page (`Dev::first_free_page`: no tag above it reads other than
-    /// erased, and it reads erased whole). A read-only session that loaded an older
-    /// checkpoint (the newest did not read at that mount) may have continued that
-    /// block, which it took for free: programming those pages again fails, or corrupts
-    /// them on a part that does not report it (an independent review,
-    /// `tests/review_s38.rs`), and a page it skipped for a misread would be programmed
-    /// below its pages (a second review, `tests/review_s38b.rs`). The head then leaves
-    /// the block, as a recovery's does. Costs the tag reads of the block's unused pages
-    /// once a mount.
+    /// the page it recorded, which its first program checks first, whole, for erased.
+    /// A read-only session that loaded an older checkpoint (the newest did not read at
+    /// that mount) may have continued that block from the same page, which it took for
+    /// free: programming those pages again fails, or corrupts them on a part that does
+    /// not report it (an independent review, `tests/review_s38.rs`). The head then
+    /// leaves the block, as a recovery's does.
     pub fn index_block_unchecked(&mut self) {
         self.index_unchecked = true;
     }
@@ -663,7 +659,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             self.index_unchecked = false;
             let h = self.heads.get(head);
             if let Some(b) = h.block.filter(|_| h.next_page < self.ppb()) {
-                if self.first_free_page(b)? != Some(h.next_page) {
+                if !self.page_reads_erased(self.geo().page(b, h.next_page))? {
                     self.heads.left_block(head);
                 }
             }
@@ -746,18 +742,12 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         if self.check_marker(b).map_err(Fault::Flash)? {
             return Ok(None);
         }
-        match self.scan_read(self.geo().page(b, 0))? {
+        let ppb = self.ppb();
+        let geo = self.geo();
+        match self.scan_read(geo.page(b, 0))? {
             Scan::Bp(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {}
             _ => return Ok(None),
         }
-        self.first_free_page(b)
-    }
-
-    /// The first page of `b` above the topmost page whose tag does not read erased that
-    /// reads erased whole (`None`: none). A misread of an erased page only moves it up.
-    fn first_free_page(&mut self, b: BlockAddr) -> Result<Option<u32>, FaultOf<F>> {
-        let ppb = self.ppb();
-        let geo = self.geo();
         let mut top = ppb - 1;
         while top > 0 && self.scan_read(geo.page(b, top))? == Scan::Erased {
             top -= 1;
