@@ -290,8 +290,8 @@ impl<
             }
             started = true;
             let at = self.gc.victim();
-            let room = self.gc_room(idle > 0)?;
-            let n = self.gc_advance((budget - copied).min(room))?;
+            let room = self.gc_room(idle > 0, budget - copied)?;
+            let n = self.gc_advance(room)?;
             copied += n;
             idle = if self.gc.victim() == at { idle + 1 } else { 0 };
             if idle > 2 {
@@ -314,7 +314,7 @@ impl<
         let mut idle = 0;
         while self.gc.victim().is_some() {
             let at = self.gc.victim();
-            let room = self.gc_room(idle > 0)?;
+            let room = self.gc_room(idle > 0, u32::MAX)?;
             self.gc_advance(room)?;
             idle = if self.gc.victim() == at { idle + 1 } else { 0 };
             if idle > 2 {
@@ -394,18 +394,39 @@ impl<
         true
     }
 
-    /// Pages GC may copy now through the victim's head while the data head keeps its
-    /// reserve, checkpointing first if there are none or the index head is short of
-    /// room for the copies' write-backs (or when `stuck`: the last step made none).
-    fn gc_room(&mut self, stuck: bool) -> Result<u32, FaultOf<F>> {
-        if stuck || self.copy_room() == 0 || self.index_room() < self.index_need(1, 1) {
-            self.checkpoint(false)?;
+    /// Pages GC may copy now (at most `budget`) through the victim's head while the
+    /// data head keeps its reserve, checkpointing first if there are none or the index
+    /// head is short of room for the copies' write-backs (or when `stuck`: the last
+    /// step made none).
+    ///
+    /// The window blocks those copies may take are erased first, as a transaction's
+    /// are (`Dev::erase_ahead`): the room keeps one block against failures, and an
+    /// erase failing in the middle of the copies takes a whole block of it. Two
+    /// failed erases in a row after a failed program ran the cold head out of window
+    /// (`Exhausted`, power on) in a noisy power-cut sweep of `review_id_reuse.rs`.
+    /// Blocks whose erase fails here leave the window before anything is copied, and
+    /// the room is counted again (a checkpoint only when none is left: one forced
+    /// there took a fresh window from a nearly full part's pool, and its next write
+    /// was refused with `NoSpace` in `review_s34.rs`'s noisy sweep).
+    fn gc_room(&mut self, mut stuck: bool, budget: u32) -> Result<u32, FaultOf<F>> {
+        for _ in 0..=crate::space::ERASE_AHEAD_TRIES {
+            if stuck || self.copy_room() == 0 || self.index_room() < self.index_need(1, 1) {
+                self.checkpoint(false)?;
+            }
+            let room = self.copy_room().min(budget as u64);
+            if room == 0 {
+                return Err(Fault::NoSpace);
+            }
+            // Log pages copy through the log head, the rest through the victim's.
+            if self.dev.erase_ahead(self.gc.head(), room)?
+                && self.dev.erase_ahead(crate::log::LOG_HEAD, room)?
+                && self.copy_room() >= room
+            {
+                return Ok(room as u32);
+            }
+            stuck = false;
         }
-        let room = self.copy_room();
-        if room == 0 {
-            return Err(Fault::NoSpace);
-        }
-        Ok(room.min(u32::MAX as u64) as u32)
+        Err(Fault::NoSpace)
     }
 
     /// Pages the current victim's copies may take: through the victim's head, or the

@@ -89,6 +89,12 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     /// A block not to continue in that mode (`u16::MAX`: none): see
     /// [`Dev::take_whole_again`].
     retake: u16,
+    /// The session loaded an older checkpoint than the newest on flash (see
+    /// [`Dev::loaded_older_checkpoint`]).
+    older: bool,
+    /// In that case, the first free block left alone because an index head filled it
+    /// (`u16::MAX`: none): see [`Dev::resume_point`].
+    spared: u16,
     /// The index head continues a block a clean checkpoint recorded, not yet checked
     /// (see [`Dev::index_block_unchecked`]).
     index_unchecked: bool,
@@ -107,6 +113,17 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     disturbed: u16,
 }
 
+/// What a store writing only cache pages does with a free block (see
+/// [`Dev::resume_point`]).
+enum Resume {
+    /// Continue it at this page, without an erase.
+    At(u32),
+    /// An index head filled it: leave it alone while another free block remains.
+    Full,
+    /// Erase it and take it whole.
+    Erase,
+}
+
 impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// Over `flash`, before any mount.
     pub const fn new(flash: F, policy: P) -> Self {
@@ -123,6 +140,8 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             recovering: false,
             cache_only: false,
             retake: u16::MAX,
+            older: false,
+            spared: u16::MAX,
             index_unchecked: false,
             index_pages: 0,
             recovery_work: 0,
@@ -206,6 +225,13 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.cache_only = true;
     }
 
+    /// The mount loaded an older checkpoint than the newest on flash, which it could
+    /// not read: free blocks an index head filled are left alone while others remain
+    /// (see [`Dev::resume_point`]).
+    pub fn loaded_older_checkpoint(&mut self) {
+        self.older = true;
+    }
+
     /// The block the index head was filling, if any (a mount's attempt that failed).
     pub fn index_block(&self) -> Option<BlockAddr> {
         self.heads.get(INDEX_HEAD).block
@@ -222,12 +248,16 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     }
 
     /// A clean mount: the index head continues the block the checkpoint recorded at
-    /// the page it recorded, which its first program checks first, whole, for erased.
-    /// A read-only session that loaded an older checkpoint (the newest did not read at
-    /// that mount) may have continued that block from the same page, which it took for
-    /// free: programming those pages again fails, or corrupts them on a part that does
-    /// not report it (an independent review, `tests/review_s38.rs`). The head then
-    /// leaves the block, as a recovery's does.
+    /// the page it recorded, which its first program checks first: it must be the
+    /// first free page (`Dev::first_free_page`: no tag above it reads other than
+    /// erased, and it reads erased whole). A read-only session that loaded an older
+    /// checkpoint (the newest did not read at that mount) may have continued that
+    /// block, which it took for free: programming those pages again fails, or corrupts
+    /// them on a part that does not report it (an independent review,
+    /// `tests/review_s38.rs`), and a page it skipped for a misread would be programmed
+    /// below its pages (a second review, `tests/review_s38b.rs`). The head then leaves
+    /// the block, as a recovery's does. Costs the tag reads of the block's unused pages
+    /// once a mount.
     pub fn index_block_unchecked(&mut self) {
         self.index_unchecked = true;
     }
@@ -290,6 +320,8 @@ impl<F: NandFlash, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.recovering = false;
         self.cache_only = false;
         self.retake = u16::MAX;
+        self.older = false;
+        self.spared = u16::MAX;
         self.index_unchecked = false;
         self.index_pages = 0;
         self.recovery_work = 0;
@@ -659,7 +691,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             self.index_unchecked = false;
             let h = self.heads.get(head);
             if let Some(b) = h.block.filter(|_| h.next_page < self.ppb()) {
-                if !self.page_reads_erased(self.geo().page(b, h.next_page))? {
+                if self.first_free_page(b)? != Some(h.next_page) {
                     self.heads.left_block(head);
                 }
             }
@@ -674,12 +706,29 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
                 // one written after the last checkpoint, so they may go to any block
                 // that checkpoint calls free.
                 let Some(b) = self.take_free() else {
+                    // Only a block left alone below remains: erasing it is the last
+                    // resort.
+                    if self.spared != u16::MAX {
+                        let b = BlockAddr(self.spared as u32);
+                        self.spared = u16::MAX;
+                        self.start_block(head, b)?;
+                        continue;
+                    }
                     return Err(Fault::Exhausted);
                 };
                 if self.cache_only {
-                    if let Some(page) = self.resume_point(b)? {
-                        self.heads.resumed_block(head, b, page);
-                        continue;
+                    match self.resume_point(b)? {
+                        Resume::At(page) => {
+                            self.heads.resumed_block(head, b, page);
+                            continue;
+                        }
+                        Resume::Full if self.older => {
+                            if self.spared == u16::MAX {
+                                self.spared = b.0 as u16;
+                            }
+                            continue;
+                        }
+                        Resume::Full | Resume::Erase => {}
                     }
                 }
                 self.start_block(head, b)?;
@@ -704,7 +753,7 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     }
 
     /// For a store that writes only cache pages: where the index head may continue free
-    /// block `b` without erasing it (`None`: erase it as usual).
+    /// block `b` without erasing it, or whether to leave it alone.
     ///
     /// A read-only session, or a recovery that replays in RAM only, cannot checkpoint,
     /// so each of its mounts replays the same window into the cache and writes back
@@ -732,22 +781,40 @@ impl<F: NandFlash, P: SpacePolicy, const BLOCKS: usize> Dev<F, P, BLOCKS> {
     /// below programmed ones: out of order, and every read-only mount after failed; and
     /// the search read 18,368 pages on a 1,024-block part.) Not the block this mount's
     /// failed writing attempt filled in part ([`Dev::take_whole_again`]).
+    ///
+    /// Such a block with no page left ([`Resume::Full`]) is left alone, not erased,
+    /// while another free block remains, when the session loaded an older checkpoint
+    /// than the newest (a salvage past one that did not read,
+    /// [`Dev::loaded_older_checkpoint`]): the newest one's index pages sit in a block
+    /// the older one calls free. An independent review (`tests/review_s38b.rs`) had
+    /// the salvage erase that block when it was full, or when one misread hid its last
+    /// erased page, and the newest checkpoint read `Corrupted` once it read again.
+    /// (Other sessions erase it: what the checkpoint they loaded calls free is.)
     #[inline(never)]
-    fn resume_point(&mut self, b: BlockAddr) -> Result<Option<u32>, FaultOf<F>> {
+    fn resume_point(&mut self, b: BlockAddr) -> Result<Resume, FaultOf<F>> {
         if b.0 == self.retake as u32 {
-            return Ok(None);
+            return Ok(Resume::Erase);
         }
         // (A block retired after the last checkpoint still looks free there; any other
         // access to a marked block is misuse. `start_block` reads the marker again.)
         if self.check_marker(b).map_err(Fault::Flash)? {
-            return Ok(None);
+            return Ok(Resume::Erase);
         }
+        match self.scan_read(self.geo().page(b, 0))? {
+            Scan::Bp(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {}
+            _ => return Ok(Resume::Erase),
+        }
+        Ok(match self.first_free_page(b)? {
+            Some(page) => Resume::At(page),
+            None => Resume::Full,
+        })
+    }
+
+    /// The first page of `b` above the topmost page whose tag does not read erased that
+    /// reads erased whole (`None`: none). A misread of an erased page only moves it up.
+    fn first_free_page(&mut self, b: BlockAddr) -> Result<Option<u32>, FaultOf<F>> {
         let ppb = self.ppb();
         let geo = self.geo();
-        match self.scan_read(geo.page(b, 0))? {
-            Scan::Bp(bp) if matches!(bp.kind, PageKind::Index | PageKind::Table) => {}
-            _ => return Ok(None),
-        }
         let mut top = ppb - 1;
         while top > 0 && self.scan_read(geo.page(b, top))? == Scan::Erased {
             top -= 1;

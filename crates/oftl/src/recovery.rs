@@ -602,6 +602,9 @@ impl<
         if no_write {
             self.dev.writes_cache_only();
         }
+        if self.ckpt.fell_back() {
+            self.dev.loaded_older_checkpoint();
+        }
         self.scratch.release();
         if self.ckpt.fell_back() && !no_write {
             self.restate_checkpoint()?;

@@ -66,7 +66,7 @@ pub(crate) const FOREGROUND_SLICE: u32 = 16;
 /// Times an operation makes room again when blocks it was erasing ahead failed (each
 /// time the window lost blocks; past this the part is failing faster than collection
 /// can make up for, and the operation fails with `NoSpace`, changing nothing).
-const ERASE_AHEAD_TRIES: u32 = 4;
+pub(crate) const ERASE_AHEAD_TRIES: u32 = 4;
 
 /// What an operation does to the amount of live data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
