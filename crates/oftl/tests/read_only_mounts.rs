@@ -11,55 +11,8 @@
 
 mod common;
 
-use common::lifecycle::Lifecycle;
-use common::*;
+use common::read_only::*;
 use nand_hal::sim::{profile, FaultConfig, FaultPlan, SimNand};
-use oftl::{Damaged, Greedy, Health, ObjKind, ReadOnlyReason};
-
-const OBJECTS: u32 = 24;
-
-/// A crashed store whose window replay dirties more object-table and index pages than
-/// the 4-page cache holds: 24 objects of 8 pages written (past the three pages a record
-/// maps, so each has index pages), unmounted, then a page of every eighth rewritten and
-/// the store dropped (a replay then writes 6 cache pages back).
-fn crashed_store(sim: &mut Sim) -> Vec<(u32, Vec<u8>)> {
-    let mut want = Vec::new();
-    {
-        let mut fs = Fs::formatted(sim, cfg()).unwrap();
-        for i in 0..OBJECTS {
-            let o = fs.create(ObjKind::Object).unwrap();
-            fs.write(o, 0, &bytes(i, 8 * 2048)).unwrap();
-            want.push((o, bytes(i, 8 * 2048)));
-        }
-        fs.unmount().unwrap();
-    }
-    let mut fs = Fs::new(sim, cfg(), Greedy::DEFAULT);
-    fs.mount().unwrap();
-    for (i, (o, d)) in want.iter_mut().enumerate().step_by(8) {
-        let new = bytes(1000 + i as u32, 700);
-        fs.write(*o, 5 * 2048, &new).unwrap();
-        d[5 * 2048..5 * 2048 + 700].copy_from_slice(&new);
-        fs.flush(*o).unwrap();
-    }
-    // Dropped without unmount: the next mount replays the window.
-    want
-}
-
-fn salvage_and_read(sim: &mut Sim, want: &[(u32, Vec<u8>)]) -> Result<(), String> {
-    let mut fs = Fs::new(sim, cfg(), Greedy::DEFAULT);
-    fs.mount_damaged(Damaged::Salvage)
-        .map_err(|e| format!("salvage mount: {e:?}"))?;
-    assert_eq!(fs.health(), Health::ReadOnly(ReadOnlyReason::Salvage));
-    for (o, d) in want {
-        let mut buf = vec![0u8; d.len()];
-        fs.read(*o, 0, &mut buf)
-            .map_err(|e| format!("read of {o}: {e:?}"))?;
-        if &buf != d {
-            return Err(format!("object {o} reads other bytes"));
-        }
-    }
-    Ok(())
-}
 
 /// 40 salvage mounts of one crashed store: every one reads every object; after the
 /// first, they erase a block only when the one they continue is full.

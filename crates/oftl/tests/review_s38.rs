@@ -31,52 +31,10 @@
 
 mod common;
 
-use common::lifecycle::Lifecycle;
+use common::read_only::*;
 use common::*;
 use nand_hal::sim::{profile, FaultConfig, FaultPlan, SimNand};
 use oftl::{Damaged, Greedy, ObjKind};
-
-const OBJECTS: u32 = 24;
-
-/// As `read_only_mounts.rs`: a crashed store whose window replay writes 6 cache pages
-/// back at every read-only mount.
-fn crashed_store(sim: &mut Sim) -> Vec<(u32, Vec<u8>)> {
-    let mut want = Vec::new();
-    {
-        let mut fs = Fs::formatted(sim, cfg()).unwrap();
-        for i in 0..OBJECTS {
-            let o = fs.create(ObjKind::Object).unwrap();
-            fs.write(o, 0, &bytes(i, 8 * 2048)).unwrap();
-            want.push((o, bytes(i, 8 * 2048)));
-        }
-        fs.unmount().unwrap();
-    }
-    let mut fs = Fs::new(sim, cfg(), Greedy::DEFAULT);
-    fs.mount().unwrap();
-    for (i, (o, d)) in want.iter_mut().enumerate().step_by(8) {
-        let new = bytes(1000 + i as u32, 700);
-        fs.write(*o, 5 * 2048, &new).unwrap();
-        d[5 * 2048..5 * 2048 + 700].copy_from_slice(&new);
-        fs.flush(*o).unwrap();
-    }
-    want
-}
-
-/// A salvage mount that reads every object back.
-fn salvage_and_read(sim: &mut Sim, want: &[(u32, Vec<u8>)]) -> Result<(), String> {
-    let mut fs = Fs::new(sim, cfg(), Greedy::DEFAULT);
-    fs.mount_damaged(Damaged::Salvage)
-        .map_err(|e| format!("salvage mount: {e:?}"))?;
-    for (o, d) in want {
-        let mut buf = vec![0u8; d.len()];
-        fs.read(*o, 0, &mut buf)
-            .map_err(|e| format!("read of {o}: {e:?}"))?;
-        if &buf != d {
-            return Err(format!("object {o} reads other bytes"));
-        }
-    }
-    Ok(())
-}
 
 /// FINDING: one transient uncorrectable read (F8, aimed: `read_fail_at`) during a
 /// read-only mount's halving search makes it take an erased page for a programmed one
@@ -220,18 +178,6 @@ fn a_normal_mount_after_the_gap_reads_everything() {
     salvage_and_read(&mut sim, &want).unwrap();
 }
 
-fn read_all_ok(fs: &mut Fs<'_>, want: &[(u32, Vec<u8>)]) -> Result<(), String> {
-    for (o, d) in want {
-        let mut buf = vec![0u8; d.len()];
-        fs.read(*o, 0, &mut buf)
-            .map_err(|e| format!("read of {o}: {e:?}"))?;
-        if &buf != d {
-            return Err(format!("object {o} reads other bytes"));
-        }
-    }
-    Ok(())
-}
-
 /// After read-only sessions: a normal mount, a repair mount, and (feature `alloc`) a
 /// rebuild each read
 /// every object (and a normal mount after each of them too).
@@ -348,32 +294,6 @@ fn cuts_in_a_continued_block_on(p: nand_hal::sim::Profile) {
     );
 }
 
-/// A store with two checkpoints: `Ca` (an unmount), then a session that rewrote a page
-/// of every third object (its window used, so `Ca` carries a marker) and unmounted:
-/// `C`, whose index flush went to an index block taken after `Ca` (free in `Ca`).
-fn two_checkpoints(sim: &mut Sim) -> Vec<(u32, Vec<u8>)> {
-    let mut want = Vec::new();
-    {
-        let mut fs = Fs::formatted(sim, cfg()).unwrap();
-        for i in 0..OBJECTS {
-            let o = fs.create(ObjKind::Object).unwrap();
-            fs.write(o, 0, &bytes(i, 8 * 2048)).unwrap();
-            want.push((o, bytes(i, 8 * 2048)));
-        }
-        fs.unmount().unwrap();
-    }
-    let mut fs = Fs::new(sim, cfg(), Greedy::DEFAULT);
-    fs.mount().unwrap();
-    for (i, (o, d)) in want.iter_mut().enumerate().step_by(3) {
-        let new = bytes(2000 + i as u32, 700);
-        fs.write(*o, 5 * 2048, &new).unwrap();
-        d[5 * 2048..5 * 2048 + 700].copy_from_slice(&new);
-        fs.flush(*o).unwrap();
-    }
-    fs.unmount().unwrap();
-    want
-}
-
 /// Writable use after a read-only session: rewrites of every object (index pages
 /// written back through the index head), an unmount, a mount, every object read.
 fn writable_use(sim: &mut Sim, want: &mut [(u32, Vec<u8>)]) -> Result<(), String> {
@@ -439,7 +359,7 @@ static FELL_BACK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::n
 #[test]
 fn salvage_fallen_back_then_writable_use() {
     let mut base = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
-    let want = two_checkpoints(&mut base);
+    let want = two_checkpoints(&mut base, 3);
     let reads = {
         let mut s = base.clone();
         s.arm(FaultPlan::seeded(9));
@@ -493,7 +413,7 @@ fn newest_checkpoint_pages(sim: &Sim) -> Vec<u32> {
 #[test]
 fn salvage_past_an_unreadable_clean_checkpoint_fills_the_page_its_index_head_continues() {
     let mut base = SimNand::heap(profile::TINY, FaultPlan::seeded(3));
-    let want = two_checkpoints(&mut base);
+    let want = two_checkpoints(&mut base, 3);
     let mut copy = base.clone();
     for p in newest_checkpoint_pages(&copy) {
         common::pages::kill(&mut copy, p);

@@ -8,6 +8,7 @@ pub mod hooked;
 pub mod lifecycle;
 pub mod outcome;
 pub mod pages;
+pub mod read_only;
 pub mod repair;
 
 use std::collections::BTreeMap;
