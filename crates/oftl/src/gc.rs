@@ -417,9 +417,12 @@ impl<
             if room == 0 {
                 return Err(Fault::NoSpace);
             }
-            // Log pages copy through the log head, the rest through the victim's.
-            if self.dev.erase_ahead(self.gc.head(), room)?
-                && self.dev.erase_ahead(crate::log::LOG_HEAD, room)?
+            // Log pages copy through the log head, the rest through the victim's; the
+            // block kept against failures is erased too (a failed program moves the
+            // copies into it).
+            let need = room + self.dev.ppb() as u64;
+            if self.dev.erase_ahead(self.gc.head(), need)?
+                && self.dev.erase_ahead(crate::log::LOG_HEAD, need)?
                 && self.copy_room() >= room
             {
                 return Ok(room as u32);
