@@ -701,39 +701,9 @@ fn near_full_high_erase_failures() {
 
 // ---- Part 3: sessions that loaded an older checkpoint (salvage past unreadable ones) ----
 
-use common::read_only::{read_all_ok, two_checkpoints, OBJECTS};
+use common::read_only::{mirror, read_all_ok, two_checkpoints, OBJECTS};
 use oftl::format::backpointer::PageKind;
 use oftl::{Damaged, Greedy, ObjKind};
-
-/// As `review_s38b.rs`: applies to `dst` what turned `before` into `after` in pages
-/// `changed`.
-fn mirror(before: &Sim, after: &Sim, dst: &mut Sim, changed: &[u32]) {
-    use nand_hal::{BlockAddr, NandFlash, PageAddr};
-    let ppb = 16;
-    let (mut d, mut o) = (vec![0u8; 2048], vec![0u8; 64]);
-    let erased = |s: &Sim, p: u32, d: &mut Vec<u8>, o: &mut Vec<u8>| {
-        s.peek(PageAddr(p), d, o);
-        d.iter().chain(o.iter()).all(|&x| x == 0xFF)
-    };
-    let mut blocks: Vec<u32> = changed.iter().map(|p| p / ppb).collect();
-    blocks.dedup();
-    for b in blocks {
-        let pages: Vec<u32> = (b * ppb..(b + 1) * ppb).collect();
-        let only_programs = pages
-            .iter()
-            .filter(|p| changed.contains(p))
-            .all(|&p| erased(before, p, &mut d, &mut o));
-        if !only_programs {
-            dst.erase(BlockAddr(b)).unwrap();
-        }
-        for p in pages {
-            if (!only_programs || changed.contains(&p)) && !erased(after, p, &mut d, &mut o) {
-                after.peek(PageAddr(p), &mut d, &mut o);
-                dst.program(PageAddr(p), 0, &d, &o).unwrap();
-            }
-        }
-    }
-}
 
 fn max_ckpt_seq(sim: &Sim) -> u32 {
     common::pages::all_pages(sim)

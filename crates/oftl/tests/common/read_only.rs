@@ -86,3 +86,34 @@ pub fn salvage_and_read(sim: &mut Sim, want: &[(u32, Vec<u8>)]) -> Result<(), St
     }
     read_all_ok(&mut fs, want)
 }
+
+/// Applies to `dst` what turned `before` into `after` in pages `changed`: programs of
+/// erased pages as programs; a block with any other change erased and programmed
+/// again from `after` (a salvage that erased a block).
+pub fn mirror(before: &Sim, after: &Sim, dst: &mut Sim, changed: &[u32]) {
+    use nand_hal::{BlockAddr, NandFlash, PageAddr};
+    let ppb = 16;
+    let (mut d, mut o) = (vec![0u8; 2048], vec![0u8; 64]);
+    let erased = |s: &Sim, p: u32, d: &mut Vec<u8>, o: &mut Vec<u8>| {
+        s.peek(PageAddr(p), d, o);
+        d.iter().chain(o.iter()).all(|&x| x == 0xFF)
+    };
+    let mut blocks: Vec<u32> = changed.iter().map(|p| p / ppb).collect();
+    blocks.dedup();
+    for b in blocks {
+        let pages: Vec<u32> = (b * ppb..(b + 1) * ppb).collect();
+        let only_programs = pages
+            .iter()
+            .filter(|p| changed.contains(p))
+            .all(|&p| erased(before, p, &mut d, &mut o));
+        if !only_programs {
+            dst.erase(BlockAddr(b)).unwrap();
+        }
+        for p in pages {
+            if (!only_programs || changed.contains(&p)) && !erased(after, p, &mut d, &mut o) {
+                after.peek(PageAddr(p), &mut d, &mut o);
+                dst.program(PageAddr(p), 0, &d, &o).unwrap();
+            }
+        }
+    }
+}
