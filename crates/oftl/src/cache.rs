@@ -186,6 +186,10 @@ pub(crate) struct PageCache<const PAGE: usize, const CACHE: usize> {
     /// Root index page of the object table ([`format::table`](crate::format::table)),
     /// or [`NO_PAGE`].
     table_root: PageAddr,
+    /// A store that writes only cache pages failed to write one back (a part at the
+    /// end of its life): from now on it keeps its dirty pages and evicts clean ones
+    /// (see [`PageCache::free_slot`]).
+    keep_dirty: bool,
 }
 
 impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
@@ -195,6 +199,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
             inflight: heapless::Vec::new(),
             tick: 0,
             table_root: NO_PAGE,
+            keep_dirty: false,
         }
     }
 
@@ -213,6 +218,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         self.inflight.clear();
         self.tick = 0;
         self.table_root = table_root;
+        self.keep_dirty = false;
     }
 
     /// Forgets every page (a checkpoint was loaded: flash is authoritative).
@@ -222,6 +228,7 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
             s.dirty = false;
         }
         self.table_root = table_root;
+        self.keep_dirty = false;
     }
 
     pub fn table_root(&self) -> PageAddr {
@@ -340,6 +347,11 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
     /// Freeing a slot may write other pages (and load their parents), which can move
     /// the wanted page, evict its parent or cache it meanwhile: the address is read
     /// again once a slot is free, and the lookup repeated.
+    ///
+    /// A store that keeps its dirty pages (see [`PageCache::free_slot`]) with fewer
+    /// than two slots clean does not cache the missing parents: they are read one after
+    /// the other through the slot freed for `k` (see [`PageCache::load_through`]), so a
+    /// load writes nothing while one slot is clean.
     pub fn slot_for<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
         &mut self,
         dev: &mut Dev<F, P, BLOCKS>,
@@ -348,6 +360,14 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         for _ in 0..LOAD_TRIES {
             if let Some(s) = self.find_slot(k) {
                 self.touch(s);
+                return Ok(s);
+            }
+            if self.keep_dirty && self.clean_slots() < 2 {
+                let s = self.free_slot(dev)?;
+                if self.find_slot(k).is_some() {
+                    continue;
+                }
+                self.load_through(dev, s, k)?;
                 return Ok(s);
             }
             if let Addr::Parent(p) = self.addr_of(dev, k)? {
@@ -364,6 +384,61 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
             }
         }
         Err(Fault::Exhausted)
+    }
+
+    /// Loads `k` into the free slot `s`, reading its uncached ancestors through the
+    /// same slot first, top down: each is read whole and checked as any load is, gives
+    /// its child's address, and is dropped (clean) for that child.
+    fn load_through<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+        s: usize,
+        k: Key,
+    ) -> Result<(), FaultOf<F>> {
+        // Table page, table leaf, table root, index root, index leaf: at most four
+        // pages above `k`.
+        let mut below: heapless::Vec<Key, 4> = heapless::Vec::new();
+        let mut q = k;
+        let mut addr = loop {
+            match self.addr_of(dev, q)? {
+                Addr::At(a) => break a,
+                Addr::Parent(p) => {
+                    below.push(q).map_err(|_| Fault::Corrupted)?;
+                    q = p;
+                }
+            }
+        };
+        loop {
+            self.fill(dev, s, q, addr)?;
+            let Some(c) = below.pop() else {
+                return Ok(());
+            };
+            addr = match self.addr_of(dev, c)? {
+                Addr::At(a) => a,
+                // `q`, just loaded, is `c`'s parent.
+                Addr::Parent(_) => return Err(Fault::Corrupted),
+            };
+            self.forget(s);
+            q = c;
+        }
+    }
+
+    /// Slots free or holding a clean page.
+    fn clean_slots(&self) -> usize {
+        self.slots.iter().filter(|s| !s.used || !s.dirty).count()
+    }
+
+    /// Makes sure one slot is free or clean, writing the least recently used dirty
+    /// page back if none is: after a replay in RAM, every later load goes through that
+    /// slot and writes nothing (see [`PageCache::slot_for`]).
+    pub fn keep_one_clean<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+    ) -> Result<(), FaultOf<F>> {
+        if self.clean_slots() > 0 {
+            return Ok(());
+        }
+        self.free_slot(dev).map(|_| ())
     }
 
     fn fill<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
@@ -414,16 +489,19 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
             if let Some(s) = self.slots.iter().position(|s| !s.used) {
                 return Ok(s);
             }
-            // Least recently used: the oldest by age, so the clock may wrap.
+            // Least recently used: the oldest by age, so the clock may wrap. A store
+            // that keeps its dirty pages evicts its oldest clean page first.
             let tick = self.tick;
+            let spare_dirty = self.keep_dirty && self.clean_slots() > 0;
             let (v, _) = self
                 .slots
                 .iter()
                 .enumerate()
+                .filter(|(_, s)| !(spare_dirty && s.dirty))
                 .max_by_key(|(_, s)| tick.wrapping_sub(s.lru))
                 .ok_or(Fault::NoSpace)?;
             let vk = self.key(v);
-            if !vk.table && vk.idx == ROOT_LPN {
+            if !vk.table && vk.idx == ROOT_LPN && !self.keep_dirty {
                 // Write one of the object's dirty leaves while its root is still cached:
                 // evicting the root first would mean reloading (and rewriting) it when
                 // the leaf goes.
@@ -435,7 +513,9 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
                     // (clean now) is the one freed.
                     dev.stats_mut().index_evictions += 1;
                     let lk = self.key(l);
-                    self.write_slot(dev, l)?;
+                    if !self.write_back(dev, l)? {
+                        continue;
+                    }
                     if self.find_slot(lk) == Some(l) && !self.slots[l].dirty {
                         self.slots[l].used = false;
                         return Ok(l);
@@ -448,7 +528,33 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
                 return Ok(v);
             }
             dev.stats_mut().index_evictions += 1;
-            self.write_slot(dev, v)?;
+            self.write_back(dev, v)?;
+        }
+    }
+
+    /// [`PageCache::write_slot`] for an eviction. A store that writes only cache pages
+    /// (read-only, or a recovery replaying in RAM) on a part that programs no page
+    /// keeps its dirty pages from then on (`Ok(false)`): the failed write changed
+    /// nothing (the page is still dirty), and a read that poisoned the store here left
+    /// a part at the end of its life unreadable (`tests/read_only_cache.rs`).
+    fn write_back<F: NandFlash, P: SpacePolicy, const BLOCKS: usize>(
+        &mut self,
+        dev: &mut Dev<F, P, BLOCKS>,
+        v: usize,
+    ) -> Result<bool, FaultOf<F>> {
+        match self.write_slot(dev, v) {
+            Ok(()) => Ok(true),
+            Err(Fault::Exhausted | Fault::NoSpace | Fault::ReadOnly)
+                if dev.cache_only()
+                    && self.slots[v].dirty
+                    && self.clean_slots() > 0
+                    && !self.keep_dirty =>
+            {
+                warn!("oftl: cache pages cannot be written back: kept in RAM");
+                self.keep_dirty = true;
+                Ok(false)
+            }
+            Err(e) => Err(e),
         }
     }
 

@@ -225,6 +225,12 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.cache_only = true;
     }
 
+    /// Whether the store writes nothing but cache pages now (see
+    /// [`Dev::writes_cache_only`]).
+    pub fn cache_only(&self) -> bool {
+        self.cache_only
+    }
+
     /// The mount loaded an older checkpoint than the newest on flash, which it could
     /// not read: free blocks an index head filled are left alone while others remain
     /// (see [`Dev::resume_point`]).

@@ -404,6 +404,14 @@ impl<
             }
             self.check_health();
             self.settle_ids_after_mount();
+            if self.dev.cache_only() {
+                // A replay in RAM may leave every cache slot dirty: with one clean, a
+                // read-only session loads every page through it and writes nothing (a
+                // part that programs nothing at all fails here instead of at a read).
+                self.cache
+                    .keep_one_clean(&mut self.dev)
+                    .map_err(mount_fault)?;
+            }
             return Ok(());
         }
     }
