@@ -204,7 +204,9 @@ impl<
     /// Collects for at most `budget` page copies (scrub and retirement candidates
     /// first). Call it when idle; writes also collect when they must.
     ///
-    /// `Ok` with `more == false` when nothing is worth collecting.
+    /// `Ok` with `more == false` when nothing is worth collecting, and always with a
+    /// `budget` of 0: a step that may copy nothing is not worth repeating (a caller's
+    /// `while gc_step(0)?.more {}` never ended, found by an independent review).
     /// `Err(WriteError::NoSpace)` when not even a checkpoint (which frees the blocks
     /// already collected) leaves window room to copy pages into: the live data fills
     /// the device; delete or truncate objects. Nothing is lost either way.
@@ -221,14 +223,15 @@ impl<
                 self.scrub_disturbed(b)?;
             }
             let copied = self.collect_for(budget, Urgency::Background, false)?;
-            let more = self.gc.victim().is_some() || self.gc.cut_pending() || {
-                let ppb = self.dev.ppb();
-                let stuck = self.gc.stuck();
-                let (table, policy) = self.dev.table_and_policy();
-                table
-                    .pick_victim(policy, ppb, Urgency::Background, stuck)
-                    .is_some()
-            };
+            let more = budget > 0
+                && (self.gc.victim().is_some() || self.gc.cut_pending() || {
+                    let ppb = self.dev.ppb();
+                    let stuck = self.gc.stuck();
+                    let (table, policy) = self.dev.table_and_policy();
+                    table
+                        .pick_victim(policy, ppb, Urgency::Background, stuck)
+                        .is_some()
+                });
             Ok(GcProgress { copied, more })
         })();
         r.map_err(|e| self.fail(e))

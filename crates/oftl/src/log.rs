@@ -64,6 +64,17 @@ use crate::{ObjectId, Oftl};
 /// Write head of log-stream pages.
 pub(crate) const LOG_HEAD: usize = 1;
 
+/// Zero bits a never-programmed sector may show and still read as blank, whatever the
+/// part's ECC strength: an erase can leave a step with a bit or two flipped (fault F5,
+/// `UBI_IO_FF_BITFLIPS`), which on-die ECC reports as nothing and delivers as it is.
+/// With the part's strength alone (1 on the W25N01GV) two such bits in a log page's
+/// unwritten sector below the stream's end read as a lost record, and the volume no
+/// longer mounted (an independent review, `stagefs-core/tests/review_s40.rs`). A
+/// programmed sector shows far more: its CRC and trailer alone carry about 40 zero
+/// bits, so only a program a cut stopped at once can pass for blank, and it is the
+/// tail either way.
+const ERASED_FLIPS: u32 = 8;
+
 /// A record read back from a log stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -268,9 +279,9 @@ impl<
     }
 
     /// Bit errors a sector may show and still read as never programmed (see
-    /// [`blank`]): the part's ECC strength, at least 1.
+    /// [`blank`]): the part's ECC strength, at least [`ERASED_FLIPS`].
     pub(crate) fn blank_flips(&self) -> u32 {
-        (self.dev.caps().ecc.strength as u32).max(1)
+        (self.dev.caps().ecc.strength as u32).max(ERASED_FLIPS)
     }
 
     /// Positions of a log stream's index: logical page `p` lives at `p % ring`, so a

@@ -19,8 +19,10 @@
 //!   survives any cut.
 //! - **File contents are durable at [`Fs::fsync`] and [`Fs::close`]** (and at
 //!   [`Fs::truncate`], which is durable on return). After a cut, a file holds what its
-//!   last fsync/close made durable, plus possibly some of the writes made since (which
-//!   of them is not promised; an inline file: all or none).
+//!   last fsync/close made durable, plus possibly some of the writes made since: which
+//!   of them is not promised, and a write not yet made durable may show in part: each
+//!   byte reads as the durable one or as one a write since wrote there, never as
+//!   anything else (an inline file: all or none).
 //! - Opening with `truncate` and the writes before the next fsync/close land together:
 //!   a cut in between leaves the old contents.
 //! - A store that mounts read-only (too many grown bad blocks, a worn-out part) mounts
@@ -427,7 +429,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// One bounded step of background work: a patch of the staged records if there
     /// are any (at most one flush per object with records, 8 at most), then garbage
     /// collection of at most `budget` page copies. Returns whether calling again now
-    /// would do useful work (`false`: idle until more is written). Call it when the
+    /// would do useful work (`false`: idle until more is written; always `false` with
+    /// a `budget` of 0, which patches but collects nothing). Call it when the
     /// device is otherwise idle; foreground operations do the same work only when they
     /// must (a full staging list, a full store).
     pub fn step(&mut self, budget: u32) -> Result<bool, Error<S::FlashError>> {
