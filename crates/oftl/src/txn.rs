@@ -116,16 +116,20 @@ impl<
         if matches!(
             e,
             Fault::Flash(_) | Fault::Corrupted | Fault::Exhausted | Fault::Internal
-        ) {
+        ) || self.cache.ahead()
+        {
             self.session.poison();
         }
         e.into()
     }
 
     /// [`Oftl::fail`] for reads: they change flash only by writing cached pages back,
-    /// so only running out of room for that poisons the handle.
+    /// so only running out of room for that poisons the handle, or a write-back that
+    /// left a page its parent does not name ([`PageCache::ahead`]).
+    ///
+    /// [`PageCache::ahead`]: crate::cache::PageCache::ahead
     pub(crate) fn fail_read(&mut self, e: FaultOf<F>) -> ReadError<F::Error> {
-        if matches!(e, Fault::Exhausted | Fault::Internal) {
+        if matches!(e, Fault::Exhausted | Fault::Internal) || self.cache.ahead() {
             self.session.poison();
         }
         e.into()
