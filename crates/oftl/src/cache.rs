@@ -547,10 +547,13 @@ impl<const PAGE: usize, const CACHE: usize> PageCache<PAGE, CACHE> {
         dev: &mut Dev<F, P, BLOCKS>,
         v: usize,
     ) -> Result<bool, FaultOf<F>> {
+        let k = self.key(v);
         match self.write_slot(dev, v) {
             Ok(()) => Ok(true),
             Err(Fault::Exhausted | Fault::NoSpace | Fault::ReadOnly)
                 if dev.cache_only()
+                    && !self.ahead
+                    && self.find_slot(k) == Some(v)
                     && self.slots[v].dirty
                     && self.clean_slots() > 0
                     && !self.keep_dirty =>
