@@ -50,9 +50,10 @@ impl OobRegion {
             ecc_step: None,
         }
     }
-    /// One past the last byte of the run.
+    /// One past the last byte of the run (saturating: a run past `u16::MAX` fails
+    /// [`Capabilities::validate`] instead of overflowing).
     pub const fn end(&self) -> u16 {
-        self.offset + self.len
+        self.offset.saturating_add(self.len)
     }
 }
 
@@ -377,27 +378,30 @@ impl Capabilities {
         }
         let bbm = &self.bad_block_marker;
         let oob = geometry.oob_size();
+        // Ends in u32: offsets near `u16::MAX` are rejected, not overflowed (an
+        // independent review, stop 40: `validate` panicked on them).
+        let bbm_end = bbm.offset as u32 + bbm.len as u32;
         if bbm.len == 0
             || bbm.len > 2
-            || (bbm.offset + bbm.len) as u32 > oob
+            || bbm_end > oob
             || !(bbm.pages.first || bbm.pages.second || bbm.pages.last)
         {
             return Err(CapabilitiesError::BadBlockMarker);
         }
-        let mut prev_end = 0u16;
+        let mut prev_end = 0u32;
         let mut i = 0;
         while i < self.oob.count as usize {
             let r = self.oob.regions[i];
-            let overlaps_bbm = r.offset < bbm.offset + bbm.len && bbm.offset < r.end();
+            let (start, end) = (r.offset as u32, r.offset as u32 + r.len as u32);
+            let overlaps_bbm = start < bbm_end && (bbm.offset as u32) < end;
             let step_ok = match r.ecc_step {
                 Some(s) => has_ecc && (s as u32) < steps,
                 None => true,
             };
-            if r.len == 0 || r.offset < prev_end || r.end() as u32 > oob || overlaps_bbm || !step_ok
-            {
+            if r.len == 0 || start < prev_end || end > oob || overlaps_bbm || !step_ok {
                 return Err(CapabilitiesError::OobLayout);
             }
-            prev_end = r.end();
+            prev_end = end;
             i += 1;
         }
         Ok(())

@@ -303,9 +303,15 @@ impl<F: NandFlash> NandFlash for SoftEcc<F> {
     ) -> Result<ReadReport, Self::Error> {
         self.check(page, column, data.len(), oob.len())?;
         let (mut lo, mut hi) = self.sectors_in_spare(oob.len());
+        let spare_hi = hi;
+        let data_sectors = if data.is_empty() {
+            0..0
+        } else {
+            column as usize / SECTOR..(column as usize + data.len()).div_ceil(SECTOR)
+        };
         if !data.is_empty() {
-            lo = lo.min(column as usize / SECTOR);
-            hi = hi.max((column as usize + data.len()).div_ceil(SECTOR));
+            lo = lo.min(data_sectors.start);
+            hi = hi.max(data_sectors.end);
         }
         let threshold = self.caps.ecc.scrub_threshold;
         let os = self.inner.geometry().oob_size() as usize;
@@ -327,7 +333,10 @@ impl<F: NandFlash> NandFlash for SoftEcc<F> {
             )
             .map_err(SoftEccError::Flash)?;
         let mut worst = 0u8;
-        for s in lo..hi {
+        // Only the sectors the read returns bytes of are decoded: a sector between them
+        // (read in the same burst) that does not decode is not this read's failure (an
+        // independent review, stop 40).
+        for s in (lo..hi).filter(|s| *s < spare_hi || data_sectors.contains(s)) {
             let r = self.chunk_range(s);
             let sector = &mut self.page[s * SECTOR..(s + 1) * SECTOR];
             match self.codec.decode(sector, &mut self.oob[r]) {

@@ -13,6 +13,9 @@ pub enum SpiNandError<E> {
     /// READ ID returned bytes no table entry matches (manufacturer first, after the
     /// address/dummy byte).
     UnknownChip([u8; 4]),
+    /// The table entry READ ID matched (these bytes) has capabilities that do not fit
+    /// its geometry ([`crate::Capabilities::validate`]): a custom table's mistake.
+    BadChipInfo([u8; 4]),
     /// The part stayed busy past twice the datasheet maximum for the operation.
     Timeout,
     /// Status P_FAIL after program execute (or the block is write-protected).
@@ -44,7 +47,7 @@ impl<E: fmt::Debug> Error for SpiNandError<E> {
     fn kind(&self) -> ErrorKind {
         match self {
             SpiNandError::Spi(_) => ErrorKind::Other,
-            SpiNandError::UnknownChip(_) => ErrorKind::Other,
+            SpiNandError::UnknownChip(_) | SpiNandError::BadChipInfo(_) => ErrorKind::Other,
             SpiNandError::Timeout => ErrorKind::Timeout,
             SpiNandError::ProgramFailed => ErrorKind::ProgramFailed,
             SpiNandError::EraseFailed => ErrorKind::EraseFailed,
@@ -63,6 +66,12 @@ impl<E: fmt::Debug> fmt::Display for SpiNandError<E> {
             SpiNandError::UnknownChip(id) => write!(
                 f,
                 "unknown SPI NAND (READ ID {:02X} {:02X} {:02X} {:02X})",
+                id[0], id[1], id[2], id[3]
+            ),
+            SpiNandError::BadChipInfo(id) => write!(
+                f,
+                "the chip table's entry for READ ID {:02X} {:02X} {:02X} {:02X} does not \
+                 validate (capabilities against geometry)",
                 id[0], id[1], id[2], id[3]
             ),
             SpiNandError::Timeout => f.write_str("SPI NAND stayed busy past its timeout"),

@@ -62,7 +62,15 @@
 //! bits in the sectors being programmed (on-die ECC then usually reports the page
 //! uncorrectable, or it reads back correctly and fails later), an interrupted erase
 //! leaves the block undefined; no other page changes. After power returns the parts come
-//! up with block protection set: call [`SpiNand::reinit`] (or build a new driver) first.
+//! up with block protection set (and a Winbond `-IT` part in continuous-read mode, which
+//! ignores the column): call [`SpiNand::reinit`] (or build a new driver) first. A part
+//! that lost power on its own, the MCU running on (a brown-out of the NAND's supply), is
+//! found by the driver itself: every page read and bad-block check reads the
+//! configuration register back after the page load (one 3-byte transaction), and a
+//! program or erase fail bit reads the block protection back; a part found at its
+//! power-on configuration is configured again (every die) and the operation runs once
+//! more. Before stop 40 such a part returned column 0's bytes for a column read, and
+//! failed every program and erase as the block's failure (which retires good blocks).
 //! A reset (`FFh`) issued while a program or erase runs aborts it with the same effect
 //! as a power cut on that page or block.
 

@@ -142,6 +142,11 @@ enum Job<'b> {
     MarkBad(BlockAddr),
     /// `mark_bad` after its erase: programs the markers.
     MarkPages(BlockAddr),
+    /// A program (`program`) or erase reported a fail bit: reads the block protection
+    /// back to tell a failing block from a part that lost its configuration.
+    CheckFail {
+        program: bool,
+    },
 }
 
 /// One transaction's shape; the bytes are the [`Seq`]'s header and buffers.
@@ -241,6 +246,10 @@ pub(crate) struct Seq<'b> {
     bad: bool,
     threshold: u8,
     steps: u32,
+    /// The job (and its `k`) a reconfiguration interrupted, to run again after it.
+    resume: Option<(Job<'b>, u8)>,
+    /// This operation reconfigured the part already (it is retried once at most).
+    reconfigured: bool,
 }
 
 /// The marker bytes `mark_bad` programs.
@@ -269,6 +278,8 @@ impl<'b> Seq<'b> {
             bad: false,
             threshold: 0,
             steps: 0,
+            resume: None,
+            reconfigured: false,
         }
     }
 
@@ -606,6 +617,12 @@ impl<'b> Seq<'b> {
                 let Some(found) = chips::lookup(table, &id) else {
                     return Err(SpiNandError::UnknownChip(id));
                 };
+                // A custom table's entry is checked as the built-in ones are at compile
+                // time: a bad-block marker longer than its buffers panicked later (an
+                // independent review, stop 40).
+                if found.capabilities.validate(&found.geometry).is_err() {
+                    return Err(SpiNandError::BadChipInfo(id));
+                }
                 core.chip = *found;
                 core.die = if core.multi_die() { None } else { Some(0) };
                 self.job = Job::Configure;
@@ -644,7 +661,32 @@ impl<'b> Seq<'b> {
                     }
                 }
             }
-            (Job::Configure, _) => Micro::Done,
+            (Job::Configure, _) => match self.resume.take() {
+                // Configured again after a fail bit that the block protection explained:
+                // the interrupted operation runs once more.
+                Some((job, k)) => {
+                    self.job = job;
+                    self.k = k;
+                    self.pc = 0;
+                    Micro::Plan
+                }
+                None => Micro::Done,
+            },
+            (Job::CheckFail { .. }, 0) => self.get(REG_PROTECTION),
+            (Job::CheckFail { program }, _) => {
+                if self.reg[0] & chip.protect_mask == 0 {
+                    return Err(match program {
+                        true => SpiNandError::ProgramFailed,
+                        false => SpiNandError::EraseFailed,
+                    });
+                }
+                // Block protection is back on: the part lost power on its own (a
+                // brown-out the MCU survived) and is at its power-on configuration, so
+                // the operation never ran. Failing it as the block's would retire a
+                // good block (an independent review, stop 40): configure every die
+                // again, then run it once more.
+                self.reconfigure_then_resume_saved()
+            }
 
             (
                 Job::Read {
@@ -662,7 +704,16 @@ impl<'b> Seq<'b> {
             }
             (Job::Read { page, .. }, 1) => self.row_cmd(core, PAGE_READ, page),
             (Job::Read { .. }, 2) => Self::wait(core, Array::Read),
-            (Job::Read { column, steps, .. }, 3) => {
+            (Job::Read { .. }, 3) => self.get(REG_CONFIG),
+            (Job::Read { column, steps, .. }, 4) => {
+                if self.config_lost(&chip) {
+                    // The part lost power on its own (a brown-out the MCU survived) and
+                    // is at its power-on configuration: a Winbond part in continuous
+                    // read mode ignores the column and returns column 0's bytes (an
+                    // independent review, stop 40). One register read per page read
+                    // finds it; the read runs again once the part is configured.
+                    return Ok(self.reconfigure_then_resume());
+                }
                 self.threshold = chip.capabilities.ecc.scrub_threshold;
                 self.steps = chip.capabilities.steps_per_page(&chip.geometry);
                 // On an uncorrectable status the cache still holds every step the chip
@@ -670,7 +721,12 @@ impl<'b> Seq<'b> {
                 match chip.ecc_status.decode(self.status) {
                     EccOutcome::Clean => {}
                     EccOutcome::Corrected(n) => self.corrected = n,
-                    EccOutcome::Uncorrectable if steps => self.page_wide = true,
+                    // A reserved code says nothing of the steps: each is judged as
+                    // after an uncorrectable status (an independent review, stop 40:
+                    // `read_steps` failed where its contract reports steps).
+                    EccOutcome::Uncorrectable | EccOutcome::Reserved(_) if steps => {
+                        self.page_wide = true
+                    }
                     EccOutcome::Uncorrectable => return Err(SpiNandError::Uncorrectable),
                     EccOutcome::Reserved(_) => {
                         return Err(SpiNandError::BadEccStatus(self.status));
@@ -679,7 +735,7 @@ impl<'b> Seq<'b> {
                 let (len, _) = self.bufs.lens();
                 // Data and spare in one burst when the range ends at the page end.
                 let whole = len > 0 && column + len as u32 == ps;
-                self.pc = if whole { 5 } else { 4 };
+                self.pc = if whole { 6 } else { 5 };
                 if len == 0 {
                     return Ok(Micro::Plan);
                 }
@@ -689,7 +745,7 @@ impl<'b> Seq<'b> {
                     oob: whole,
                 })
             }
-            (Job::Read { .. }, 4) if self.bufs.lens().1 > 0 => {
+            (Job::Read { .. }, 5) if self.bufs.lens().1 > 0 => {
                 self.col_hdr(READ_CACHE, ps);
                 send(Tx::ReadCache {
                     data: false,
@@ -740,7 +796,7 @@ impl<'b> Seq<'b> {
             (Job::Program { .. }, 5) => Self::wait(core, Array::Program),
             (Job::Program { .. }, _) => {
                 if self.status & STATUS_P_FAIL != 0 {
-                    return Err(SpiNandError::ProgramFailed);
+                    return self.check_fail(true);
                 }
                 match self.marking {
                     Some(block) => {
@@ -762,7 +818,7 @@ impl<'b> Seq<'b> {
             (Job::Erase(_) | Job::MarkBad(_), 3) => Self::wait(core, Array::Erase),
             (Job::Erase(_), _) => {
                 if self.status & STATUS_E_FAIL != 0 {
-                    return Err(SpiNandError::EraseFailed);
+                    return self.check_fail(false);
                 }
                 Micro::Done
             }
@@ -789,12 +845,19 @@ impl<'b> Seq<'b> {
                 Some(page) => Self::goto_page(core, page),
                 None => Micro::Done,
             },
-            (Job::IsBad(block), 2) => {
+            // The marker's column means nothing to a part that lost its configuration
+            // (see `Job::Read`): checked once, at the first marker page.
+            (Job::IsBad(_), 2) if self.k == 0 && !self.reconfigured => self.get(REG_CONFIG),
+            (Job::IsBad(_), 2) => Micro::Plan,
+            (Job::IsBad(block), 3) => {
+                if self.k == 0 && self.config_lost(&chip) {
+                    return Ok(self.reconfigure_then_resume());
+                }
                 let page = Self::marker_page(core, block, self.k).unwrap_or(PageAddr(0));
                 self.row_cmd(core, PAGE_READ, page)
             }
-            (Job::IsBad(_), 3) => Self::wait(core, Array::Read),
-            (Job::IsBad(_), 4) => {
+            (Job::IsBad(_), 4) => Self::wait(core, Array::Read),
+            (Job::IsBad(_), 5) => {
                 // The marker bytes are outside every ECC step, so the ECC verdict on the
                 // page does not matter: the cache holds the cells either way.
                 let bbm = chip.capabilities.bad_block_marker;
@@ -841,6 +904,49 @@ impl<'b> Seq<'b> {
         self.job = Job::Program { page, column: 0 };
         self.pc = 1;
         Ok(Self::goto_page(core, page))
+    }
+
+    /// Whether the configuration register just read (`reg`) lost the bits the driver
+    /// set (the part is at its power-on configuration), unless this operation
+    /// configured the part again already.
+    fn config_lost(&self, chip: &ChipInfo) -> bool {
+        let (set, clear) = (chip.config.set, chip.config.clear);
+        !self.reconfigured && (self.reg[0] & set != set || self.reg[0] & clear != 0)
+    }
+
+    /// [`Seq::reconfigure_then_resume`] for a job saved in `resume` already.
+    fn reconfigure_then_resume_saved(&mut self) -> Micro {
+        self.reconfigured = true;
+        self.job = Job::Configure;
+        self.k = 0;
+        self.pc = 0;
+        Micro::Plan
+    }
+
+    /// Configures every die again, then runs the current job once more from its start.
+    fn reconfigure_then_resume(&mut self) -> Micro {
+        self.resume = Some((self.job, self.k));
+        self.reconfigured = true;
+        self.job = Job::Configure;
+        self.k = 0;
+        self.pc = 0;
+        Micro::Plan
+    }
+
+    /// A fail bit after a program (`program`) or an erase: the block's failure, unless
+    /// the block protection says the part lost its configuration (see
+    /// [`Job::CheckFail`]); once per operation.
+    fn check_fail<E>(&mut self, program: bool) -> Res<Micro, E> {
+        if self.reconfigured {
+            return Err(match program {
+                true => SpiNandError::ProgramFailed,
+                false => SpiNandError::EraseFailed,
+            });
+        }
+        self.resume = Some((self.job, self.k));
+        self.job = Job::CheckFail { program };
+        self.pc = 0;
+        Ok(Micro::Plan)
     }
 
     fn check_config<E>(&self, register: u8, wrote: u8, mask: u8) -> Res<(), E> {
