@@ -469,6 +469,7 @@ fn probe_every_ecc_status_code_of_every_part() {
 }
 
 /// FINDING (medium-low): `read_steps` on the Micron MT29F1G01ABAFD fails the whole
+/// Fixed (stop 40); this test now passes.
 /// transfer when the status holds a reserved ECC code, instead of reporting the steps.
 ///
 /// Repro: Micron model behind a bus whose status reads show ECC field `0b111` (or
@@ -1032,6 +1033,7 @@ fn probe_soft_ecc_crc_catches_bch_miscorrections() {
 }
 
 /// FINDING (low): `SoftEcc::read` decodes, and fails on, sectors the caller neither reads
+/// Fixed (stop 40); this test now passes.
 /// nor has protected spare bytes of: the sectors between its data range and its spare
 /// prefix.
 ///
@@ -1093,6 +1095,7 @@ fn finding_soft_ecc_read_fails_on_a_sector_it_does_not_touch() {
 }
 
 /// FINDING (low): `Capabilities::validate` panics (u16 overflow, debug/test builds) on a
+/// Fixed (stop 40); this test now passes.
 /// spare region or marker near `u16::MAX` instead of returning an error; so do
 /// `OobRegion::end` users such as `OobLayout::span`.
 ///
@@ -1132,6 +1135,7 @@ fn finding_capabilities_validate_panics_on_overflowing_offsets() {
 }
 
 /// FINDING (low): `SpiNand::with_table` takes a caller's `ChipInfo` without validating
+/// Fixed (stop 40); this test now passes.
 /// it, and an entry that `Capabilities::validate` rejects makes later operations panic
 /// (index out of bounds) instead of failing the probe.
 ///
@@ -1179,6 +1183,7 @@ fn chip_brownout(drv: &mut Drv<'_>) {
 }
 
 /// FINDING (medium): after the part alone loses power (a brown-out the MCU survives, or
+/// Fixed (stop 40); this test now passes.
 /// a NAND supply glitch), W25N01GV/W25M02GV column reads return the wrong bytes
 /// silently: the part is back in continuous-read mode (`BUF = 0`), which ignores the
 /// column, and the driver never notices its configuration is gone.
@@ -1252,6 +1257,7 @@ fn finding_chip_brownout_makes_column_reads_silently_wrong() {
 }
 
 /// FINDING (medium): after the part alone loses power, every erase fails with kind
+/// Fixed (stop 40); this test now passes.
 /// `EraseFailed` and every program with `ProgramFailed` (the part is write-protected
 /// again), which the trait tells layers to answer by retiring the block: OFTL retires
 /// each block it erases (crates/oftl/src/io.rs:889, checkpoint.rs:632), so a NAND

@@ -22,6 +22,10 @@ pub enum SpiNandError<E> {
     ProgramFailed,
     /// Status E_FAIL after block erase (or the block is write-protected).
     EraseFailed,
+    /// The part lost power on its own during the operation (a brown-out the MCU
+    /// survived: it was found at its power-on configuration, and has been configured
+    /// again): a program's effect is unknown, as after a power cut. Kind `PowerLoss`.
+    PowerLost,
     /// The on-die ECC reported an uncorrectable page.
     Uncorrectable,
     /// The ECC status bits held a code the datasheet reserves (raw status register).
@@ -49,6 +53,7 @@ impl<E: fmt::Debug> Error for SpiNandError<E> {
             SpiNandError::Spi(_) => ErrorKind::Other,
             SpiNandError::UnknownChip(_) | SpiNandError::BadChipInfo(_) => ErrorKind::Other,
             SpiNandError::Timeout => ErrorKind::Timeout,
+            SpiNandError::PowerLost => ErrorKind::PowerLoss,
             SpiNandError::ProgramFailed => ErrorKind::ProgramFailed,
             SpiNandError::EraseFailed => ErrorKind::EraseFailed,
             SpiNandError::Uncorrectable | SpiNandError::BadEccStatus(_) => ErrorKind::Uncorrectable,
@@ -75,6 +80,9 @@ impl<E: fmt::Debug> fmt::Display for SpiNandError<E> {
                 id[0], id[1], id[2], id[3]
             ),
             SpiNandError::Timeout => f.write_str("SPI NAND stayed busy past its timeout"),
+            SpiNandError::PowerLost => {
+                f.write_str("the SPI NAND lost power during the operation (configured again)")
+            }
             SpiNandError::ProgramFailed => f.write_str("program failed (P_FAIL)"),
             SpiNandError::EraseFailed => f.write_str("erase failed (E_FAIL)"),
             SpiNandError::Uncorrectable => f.write_str("uncorrectable ECC error"),

@@ -65,12 +65,17 @@
 //! up with block protection set (and a Winbond `-IT` part in continuous-read mode, which
 //! ignores the column): call [`SpiNand::reinit`] (or build a new driver) first. A part
 //! that lost power on its own, the MCU running on (a brown-out of the NAND's supply), is
-//! found by the driver itself: every page read and bad-block check reads the
-//! configuration register back after the page load (one 3-byte transaction), and a
-//! program or erase fail bit reads the block protection back; a part found at its
-//! power-on configuration is configured again (every die) and the operation runs once
-//! more. Before stop 40 such a part returned column 0's bytes for a column read, and
-//! failed every program and erase as the block's failure (which retires good blocks).
+//! found by the driver itself: every page read, bad-block check, program and erase reads
+//! the block protection back after its last transfer (one 3-byte transaction; every part
+//! powers on protected). A part found protected again is configured again (every die;
+//! the configuration bits first, the protection last, so an unprotected die is a
+//! configured one) and the operation runs once more when that is safe (a read, an erase,
+//! a program the protection refused), else it fails with [`SpiNandError::PowerLost`]
+//! (kind `PowerLoss`: a program cut short, whose effect is unknown as after a power cut;
+//! or a second loss within one operation). Before stop 40 such a part returned column
+//! 0's bytes (or an empty cache) for a read, and failed every program and erase as the
+//! block's own failure, which retires good blocks; a loss between write enable and
+//! execute even returned `Ok` for an operation that never ran.
 //! A reset (`FFh`) issued while a program or erase runs aborts it with the same effect
 //! as a power cut on that page or block.
 

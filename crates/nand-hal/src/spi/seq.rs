@@ -142,11 +142,6 @@ enum Job<'b> {
     MarkBad(BlockAddr),
     /// `mark_bad` after its erase: programs the markers.
     MarkPages(BlockAddr),
-    /// A program (`program`) or erase reported a fail bit: reads the block protection
-    /// back to tell a failing block from a part that lost its configuration.
-    CheckFail {
-        program: bool,
-    },
 }
 
 /// One transaction's shape; the bytes are the [`Seq`]'s header and buffers.
@@ -246,9 +241,10 @@ pub(crate) struct Seq<'b> {
     bad: bool,
     threshold: u8,
     steps: u32,
-    /// The job (and its `k`) a reconfiguration interrupted, to run again after it.
+    /// The job (and its `k`) a reconfiguration interrupted, to run again after it
+    /// (`None`: the operation fails with [`SpiNandError::PowerLost`] once configured).
     resume: Option<(Job<'b>, u8)>,
-    /// This operation reconfigured the part already (it is retried once at most).
+    /// This operation configured the part again already (once at most).
     reconfigured: bool,
 }
 
@@ -634,22 +630,35 @@ impl<'b> Seq<'b> {
                 die: self.k as u32,
                 force: true,
             },
-            (Job::Configure, 1) => self.cmd(&[RESET]),
-            (Job::Configure, 2) => Self::wait(core, Array::Reset),
-            (Job::Configure, 3) => self.cmd(&[SET_FEATURE, REG_PROTECTION, 0x00]),
-            (Job::Configure, 4) => self.get(REG_PROTECTION),
-            (Job::Configure, 5) => {
-                self.check_config(REG_PROTECTION, 0x00, chip.protect_mask)?;
-                self.get(REG_CONFIG)
+            // An array command for the busy tracking: a reset cut short (a bus error on
+            // its status poll) leaves the die busy for the next operation to wait on
+            // (an independent review, stop 40: the next command was ignored).
+            (Job::Configure, 1) => {
+                self.hdr[0] = RESET;
+                Micro::Send {
+                    tx: Tx::Cmd(1),
+                    array: true,
+                }
             }
-            (Job::Configure, 6) => {
+            (Job::Configure, 2) => Self::wait(core, Array::Reset),
+            // The configuration bits first and the block protection last: protection
+            // off then says the die was configured whole, which is what the checks
+            // after each operation read (`Seq::config_lost`): a configuration cut short
+            // between the two registers (a bus error) leaves the die protected.
+            (Job::Configure, 3) => self.get(REG_CONFIG),
+            (Job::Configure, 4) => {
                 self.want = (self.reg[0] | chip.config.set) & !chip.config.clear;
                 let want = self.want;
                 self.cmd(&[SET_FEATURE, REG_CONFIG, want])
             }
-            (Job::Configure, 7) => self.get(REG_CONFIG),
-            (Job::Configure, 8) => {
+            (Job::Configure, 5) => self.get(REG_CONFIG),
+            (Job::Configure, 6) => {
                 self.check_config(REG_CONFIG, self.want, chip.config.set | chip.config.clear)?;
+                self.cmd(&[SET_FEATURE, REG_PROTECTION, 0x00])
+            }
+            (Job::Configure, 7) => self.get(REG_PROTECTION),
+            (Job::Configure, 8) => {
+                self.check_config(REG_PROTECTION, 0x00, chip.protect_mask)?;
                 self.k += 1;
                 if (self.k as u32) < chip.geometry.dies() {
                     self.pc = 0;
@@ -661,32 +670,19 @@ impl<'b> Seq<'b> {
                     }
                 }
             }
+            (Job::Configure, _) if !self.reconfigured => Micro::Done,
+            // Configured again after the part was found at its power-on configuration
+            // (see `Seq::lost_power`): the interrupted operation runs once more, or
+            // fails when its effect is unknown.
             (Job::Configure, _) => match self.resume.take() {
-                // Configured again after a fail bit that the block protection explained:
-                // the interrupted operation runs once more.
                 Some((job, k)) => {
                     self.job = job;
                     self.k = k;
                     self.pc = 0;
                     Micro::Plan
                 }
-                None => Micro::Done,
+                None => return Err(SpiNandError::PowerLost),
             },
-            (Job::CheckFail { .. }, 0) => self.get(REG_PROTECTION),
-            (Job::CheckFail { program }, _) => {
-                if self.reg[0] & chip.protect_mask == 0 {
-                    return Err(match program {
-                        true => SpiNandError::ProgramFailed,
-                        false => SpiNandError::EraseFailed,
-                    });
-                }
-                // Block protection is back on: the part lost power on its own (a
-                // brown-out the MCU survived) and is at its power-on configuration, so
-                // the operation never ran. Failing it as the block's would retire a
-                // good block (an independent review, stop 40): configure every die
-                // again, then run it once more.
-                self.reconfigure_then_resume_saved()
-            }
 
             (
                 Job::Read {
@@ -704,16 +700,7 @@ impl<'b> Seq<'b> {
             }
             (Job::Read { page, .. }, 1) => self.row_cmd(core, PAGE_READ, page),
             (Job::Read { .. }, 2) => Self::wait(core, Array::Read),
-            (Job::Read { .. }, 3) => self.get(REG_CONFIG),
-            (Job::Read { column, steps, .. }, 4) => {
-                if self.config_lost(&chip) {
-                    // The part lost power on its own (a brown-out the MCU survived) and
-                    // is at its power-on configuration: a Winbond part in continuous
-                    // read mode ignores the column and returns column 0's bytes (an
-                    // independent review, stop 40). One register read per page read
-                    // finds it; the read runs again once the part is configured.
-                    return Ok(self.reconfigure_then_resume());
-                }
+            (Job::Read { column, steps, .. }, 3) => {
                 self.threshold = chip.capabilities.ecc.scrub_threshold;
                 self.steps = chip.capabilities.steps_per_page(&chip.geometry);
                 // On an uncorrectable status the cache still holds every step the chip
@@ -735,7 +722,7 @@ impl<'b> Seq<'b> {
                 let (len, _) = self.bufs.lens();
                 // Data and spare in one burst when the range ends at the page end.
                 let whole = len > 0 && column + len as u32 == ps;
-                self.pc = if whole { 6 } else { 5 };
+                self.pc = if whole { 5 } else { 4 };
                 if len == 0 {
                     return Ok(Micro::Plan);
                 }
@@ -745,14 +732,27 @@ impl<'b> Seq<'b> {
                     oob: whole,
                 })
             }
-            (Job::Read { .. }, 5) if self.bufs.lens().1 > 0 => {
+            (Job::Read { .. }, 4) if self.bufs.lens().1 > 0 => {
                 self.col_hdr(READ_CACHE, ps);
                 send(Tx::ReadCache {
                     data: false,
                     oob: true,
                 })
             }
-            (Job::Read { .. }, _) => Micro::Done,
+            (Job::Read { .. }, 4) => Micro::Plan,
+            // The part lost power on its own (a brown-out the MCU survived) at any
+            // point up to here shows at its power-on configuration, block protection on:
+            // a Winbond part in continuous-read mode ignores the column and returns
+            // column 0's bytes, and any part's cache comes back empty (an independent
+            // review, stop 40). One register read after the last transfer finds it; the
+            // read runs again once the part is configured.
+            (Job::Read { .. }, 5) => self.get(REG_PROTECTION),
+            (Job::Read { .. }, _) => {
+                if self.config_lost(&chip) {
+                    return self.lost_power(true);
+                }
+                Micro::Done
+            }
 
             (Job::Program { page, column }, 0) => {
                 self.check_page(core, page, column)?;
@@ -794,9 +794,19 @@ impl<'b> Seq<'b> {
             }
             (Job::Program { page, .. }, 4) => self.row_cmd(core, PROGRAM_EXECUTE, page),
             (Job::Program { .. }, 5) => Self::wait(core, Array::Program),
+            // Block protection back on: the part lost power on its own (a brown-out
+            // the MCU survived). With a fail bit the program was refused (the page is
+            // untouched) and runs again once the part is configured; without one it
+            // may have been cut short (or its write enable was lost): `PowerLost`.
+            // Failing it as the block's would retire a good block, and a clear fail bit
+            // alone read as success (an independent review, stop 40).
+            (Job::Program { .. }, 6) => self.get(REG_PROTECTION),
             (Job::Program { .. }, _) => {
+                if self.config_lost(&chip) {
+                    return self.lost_power(self.status & STATUS_P_FAIL != 0);
+                }
                 if self.status & STATUS_P_FAIL != 0 {
-                    return self.check_fail(true);
+                    return Err(SpiNandError::ProgramFailed);
                 }
                 match self.marking {
                     Some(block) => {
@@ -816,9 +826,14 @@ impl<'b> Seq<'b> {
                 self.row_cmd(core, BLOCK_ERASE, chip.geometry.page(block, 0))
             }
             (Job::Erase(_) | Job::MarkBad(_), 3) => Self::wait(core, Array::Erase),
+            // As for a program (above); an erase runs again whatever it did.
+            (Job::Erase(_), 4) => self.get(REG_PROTECTION),
             (Job::Erase(_), _) => {
+                if self.config_lost(&chip) {
+                    return self.lost_power(true);
+                }
                 if self.status & STATUS_E_FAIL != 0 {
-                    return self.check_fail(false);
+                    return Err(SpiNandError::EraseFailed);
                 }
                 Micro::Done
             }
@@ -845,19 +860,12 @@ impl<'b> Seq<'b> {
                 Some(page) => Self::goto_page(core, page),
                 None => Micro::Done,
             },
-            // The marker's column means nothing to a part that lost its configuration
-            // (see `Job::Read`): checked once, at the first marker page.
-            (Job::IsBad(_), 2) if self.k == 0 && !self.reconfigured => self.get(REG_CONFIG),
-            (Job::IsBad(_), 2) => Micro::Plan,
-            (Job::IsBad(block), 3) => {
-                if self.k == 0 && self.config_lost(&chip) {
-                    return Ok(self.reconfigure_then_resume());
-                }
+            (Job::IsBad(block), 2) => {
                 let page = Self::marker_page(core, block, self.k).unwrap_or(PageAddr(0));
                 self.row_cmd(core, PAGE_READ, page)
             }
-            (Job::IsBad(_), 4) => Self::wait(core, Array::Read),
-            (Job::IsBad(_), 5) => {
+            (Job::IsBad(_), 3) => Self::wait(core, Array::Read),
+            (Job::IsBad(_), 4) => {
                 // The marker bytes are outside every ECC step, so the ECC verdict on the
                 // page does not matter: the cache holds the cells either way.
                 let bbm = chip.capabilities.bad_block_marker;
@@ -867,7 +875,13 @@ impl<'b> Seq<'b> {
                     n: bbm.len as u8,
                 })
             }
+            // The marker's column means nothing to a part that lost its configuration
+            // (see `Job::Read`): a good block read as bad would be retired.
+            (Job::IsBad(_), 5) => self.get(REG_PROTECTION),
             (Job::IsBad(_), _) => {
+                if self.config_lost(&chip) {
+                    return self.lost_power(true);
+                }
                 let n = chip.capabilities.bad_block_marker.len as usize;
                 self.bad = self.scratch[..n].iter().any(|&b| b != 0xFF);
                 self.k += 1;
@@ -906,45 +920,27 @@ impl<'b> Seq<'b> {
         Ok(Self::goto_page(core, page))
     }
 
-    /// Whether the configuration register just read (`reg`) lost the bits the driver
-    /// set (the part is at its power-on configuration), unless this operation
-    /// configured the part again already.
+    /// Whether the protection register just read (`reg`) shows block protection on
+    /// again: the part is at its power-on configuration (every part in the table powers
+    /// on protected; the configuration register of some powers on as the driver sets
+    /// it, so it would not tell).
     fn config_lost(&self, chip: &ChipInfo) -> bool {
-        let (set, clear) = (chip.config.set, chip.config.clear);
-        !self.reconfigured && (self.reg[0] & set != set || self.reg[0] & clear != 0)
+        self.reg[0] & chip.protect_mask != 0
     }
 
-    /// [`Seq::reconfigure_then_resume`] for a job saved in `resume` already.
-    fn reconfigure_then_resume_saved(&mut self) -> Micro {
-        self.reconfigured = true;
-        self.job = Job::Configure;
-        self.k = 0;
-        self.pc = 0;
-        Micro::Plan
-    }
-
-    /// Configures every die again, then runs the current job once more from its start.
-    fn reconfigure_then_resume(&mut self) -> Micro {
-        self.resume = Some((self.job, self.k));
-        self.reconfigured = true;
-        self.job = Job::Configure;
-        self.k = 0;
-        self.pc = 0;
-        Micro::Plan
-    }
-
-    /// A fail bit after a program (`program`) or an erase: the block's failure, unless
-    /// the block protection says the part lost its configuration (see
-    /// [`Job::CheckFail`]); once per operation.
-    fn check_fail<E>(&mut self, program: bool) -> Res<Micro, E> {
+    /// The part was found at its power-on configuration (it lost power on its own, the
+    /// MCU running on): every die is configured again, then the operation runs once
+    /// more from its start when `again` (it did nothing, or may be repeated), else it
+    /// fails with [`SpiNandError::PowerLost`]. A second loss within one operation fails
+    /// it as well.
+    fn lost_power<E>(&mut self, again: bool) -> Res<Micro, E> {
         if self.reconfigured {
-            return Err(match program {
-                true => SpiNandError::ProgramFailed,
-                false => SpiNandError::EraseFailed,
-            });
+            return Err(SpiNandError::PowerLost);
         }
-        self.resume = Some((self.job, self.k));
-        self.job = Job::CheckFail { program };
+        self.resume = again.then_some((self.job, self.k));
+        self.reconfigured = true;
+        self.job = Job::Configure;
+        self.k = 0;
         self.pc = 0;
         Ok(Micro::Plan)
     }
