@@ -318,10 +318,16 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
             if !repair {
                 return (4, false);
             }
-            let media_loss = matches!(
-                e,
+            // Pages that no longer read: the store's (its recovery stops), or a record
+            // of the staging log (its replay stops).
+            let media_loss = match &e {
                 stagefs_core::Error::Mount(oftl::MountError::MediaLoss { .. })
-            );
+                | stagefs_core::Error::Corrupted => true,
+                stagefs_core::Error::Flash(f) => {
+                    nand_hal::Error::kind(f) == nand_hal::ErrorKind::Uncorrectable
+                }
+                _ => false,
+            };
             let mut repaired = None;
             if media_loss {
                 match v.mount_repair() {
@@ -575,6 +581,17 @@ fn paths_where(v: &mut Vol<'_>, hit: impl Fn(&stagefs_core::Location) -> bool) -
 /// What a store repair left out, in words: where the replay stopped, and the paths
 /// that may be older than acknowledged (every path of the volume is looked at).
 fn say_rollback(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
+    if !rep.store_left_out() {
+        let _ = writeln!(
+            out,
+            "repaired: the volume mounts again; a record of the staging log no longer \
+             reads, so its replay stopped there: {} bytes of small writes staged from it \
+             on are gone (the files they were for cannot be named; each file keeps a \
+             state it had)",
+            rep.staged_bytes_dropped()
+        );
+        return;
+    }
     let pages = rep
         .unreadable_pages()
         .iter()
@@ -812,5 +829,70 @@ mod tests {
         }
         assert!(repaired >= 4, "{repaired} stores repaired");
         eprintln!("{} pages lost in turn: {repaired} stores repaired, {unnamed} times the lost page's own file older unnamed", changed.len());
+    }
+
+    /// A staging log record that no longer reads (below the store's checkpoint, so
+    /// the store mounts and the file layer's replay meets it): the volume does not
+    /// mount; `--repair` stops the replay there and says so, and the file keeps the
+    /// appends before it.
+    #[test]
+    fn repair_reaches_a_volume_whose_staging_log_record_does_not_read() {
+        let mut sim = crate::image::blank(&TINY);
+        {
+            let mut v = volume::over(&mut sim);
+            v.format().unwrap();
+            v.set_tuning(stagefs_core::Tuning {
+                staging: true,
+                bypass: false,
+            });
+            volume::write_file(&mut v, "/log", &[1u8; 1000]).unwrap();
+            let f = v
+                .open("/log", OpenOptions::new().write(true).append(true))
+                .unwrap();
+            for i in 0..6u8 {
+                v.write(f, &[0x50 + i; 64]).unwrap();
+                v.fsync(f).unwrap();
+            }
+            assert_eq!(v.staging_status().unwrap().staged_objects, 1);
+            // The records are the only copy of the appends, below a checkpoint.
+            let obj = v.location("/log").unwrap().object.unwrap();
+            v.store_mut().discard(obj);
+            v.store_mut().sync().unwrap();
+        }
+        sim.cut_power();
+        sim.power_on();
+        let g = TINY.geometry;
+        let victim = (0..g.pages())
+            .find(|&p| {
+                let mut d = vec![0u8; g.page_size() as usize];
+                let mut o = vec![0u8; g.oob_size() as usize];
+                sim.peek(PageAddr(p), &mut d, &mut o);
+                d.windows(64).any(|w| w == [0x53; 64])
+            })
+            .expect("the page of the fourth append's record");
+        for st in 0..4 {
+            sim.inject_flips(PageAddr(victim), st, 40);
+        }
+        let mut out = String::new();
+        assert_eq!(run(&mut sim, "img", false, &mut out), (4, false), "{out}");
+        let mut out = String::new();
+        assert_eq!(run(&mut sim, "img", true, &mut out), (1, true), "{out}");
+        assert!(
+            out.contains("a record of the staging log no longer reads"),
+            "{out}"
+        );
+        let mut v = volume::over(&mut sim);
+        v.mount().expect("a normal mount after the repair");
+        let got = volume::read_file(&mut v, "/log").unwrap();
+        assert!(
+            got.len() >= 1000 && got.len() < 1000 + 4 * 64,
+            "{}",
+            got.len()
+        );
+        let mut want = vec![1u8; 1000];
+        for i in 0..((got.len() - 1000) / 64) as u8 {
+            want.extend_from_slice(&[0x50 + i; 64]);
+        }
+        assert_eq!(got, want);
     }
 }

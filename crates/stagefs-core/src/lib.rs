@@ -117,6 +117,7 @@ impl Metadata {
 pub struct Repair {
     report: oftl::SalvageReport,
     staging: u32,
+    staged_dropped: u64,
 }
 
 impl Repair {
@@ -164,9 +165,32 @@ impl Repair {
     }
 
     /// Whether small writes staged after the lost page are gone (the files they were
-    /// for cannot be named: their records were what was lost).
+    /// for cannot be named: their records were what was lost), or the staging log
+    /// itself had a record that did not read (see [`Repair::staged_bytes_dropped`]).
     pub fn staged_writes_lost(&self) -> bool {
-        self.report.may_have_rolled_back(self.staging)
+        self.staged_dropped > 0 || self.report.may_have_rolled_back(self.staging)
+    }
+
+    /// Bytes of the staging log the repair left out: its replay stopped at the first
+    /// record that did not read (an uncorrectable page, or content that is not a
+    /// record), and that record and every later one were dropped. Every file keeps a
+    /// state it had; those written (small writes and small files) in the dropped
+    /// records' commits are older than acknowledged, and cannot be named. 0: the whole
+    /// log read.
+    pub fn staged_bytes_dropped(&self) -> u64 {
+        self.staged_dropped
+    }
+
+    /// Whether the store's own replay left anything out (a lost page, a rollback to
+    /// its checkpoint, objects named): `false` when only the staging log was cut
+    /// ([`Repair::staged_bytes_dropped`]) or nothing was left out.
+    pub fn store_left_out(&self) -> bool {
+        let r = &self.report;
+        !r.unreadable_pages().is_empty()
+            || r.more_unreadable()
+            || r.to_checkpoint()
+            || !r.rolled_back().is_empty()
+            || r.more()
     }
 
     /// Whether the store lost more objects' changes than it could name (then any file
@@ -265,9 +289,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     /// Chooses which staging mechanisms run (measurements; see [`Tuning`]). Takes
-    /// effect at the next commit.
+    /// effect at the next commit (with `bypass` off, a bypass already under way ends
+    /// too).
     pub fn set_tuning(&mut self, tuning: Tuning) {
         self.tuning = tuning;
+        if !tuning.bypass {
+            self.end_bypass();
+        }
     }
 
     /// The object store (for figures and health).
@@ -344,7 +372,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn mount(&mut self) -> Result<(), Error<S::FlashError>> {
         self.vol = None;
         self.store.mount()?;
-        self.open_volume()
+        self.open_volume(false).map(|_| ())
     }
 
     /// Mounts a volume whose store fails to mount for lost pages ([`Error::Mount`]
@@ -354,13 +382,19 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// keeps a state it had, and what was written after that is gone for good. The volume
     /// is writable and mounts normally afterwards. [`Repair`] tells which files and
     /// directories may be older than acknowledged ([`Fs::location`] maps paths).
+    ///
+    /// It also repairs a volume whose mount fails because a record of the staging log
+    /// no longer reads ([`Error::Flash`] with an uncorrectable read, or
+    /// [`Error::Corrupted`]): the staging replay stops at that record and drops it and
+    /// every later one ([`Repair::staged_bytes_dropped`]).
     pub fn mount_repair(&mut self) -> Result<Repair, Error<S::FlashError>> {
         self.vol = None;
         self.store.mount_repair()?;
-        self.open_volume()?;
+        let staged_dropped = self.open_volume(true)?;
         Ok(Repair {
             report: self.store.salvage_report().clone(),
             staging: self.mounted()?.staging,
+            staged_dropped,
         })
     }
 
@@ -376,10 +410,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     pub fn mount_rebuild(&mut self) -> Result<Repair, Error<S::FlashError>> {
         self.vol = None;
         self.store.mount_rebuild()?;
-        self.open_volume()?;
+        let staged_dropped = self.open_volume(true)?;
         Ok(Repair {
             report: self.store.salvage_report().clone(),
             staging: self.mounted()?.staging,
+            staged_dropped,
         })
     }
 
@@ -405,11 +440,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         })
     }
 
-    /// After the store mounted: the volume header, then the staging replay. Out of line:
-    /// the replay's frame is not on the stack while the store recovers (the deepest path
-    /// of a mount after a crash).
+    /// After the store mounted: the volume header, then the staging replay (with
+    /// `repair`, stopping at a record that does not read; returns the log bytes so
+    /// dropped). Out of line: the replay's frame is not on the stack while the store
+    /// recovers (the deepest path of a mount after a crash).
     #[inline(never)]
-    fn open_volume(&mut self) -> Result<(), Error<S::FlashError>> {
+    fn open_volume(&mut self, repair: bool) -> Result<u64, Error<S::FlashError>> {
         self.check_geometry()?;
         let mut h = [0u8; volume::LEN];
         let n = match self.store.read(VOLUME_OBJECT, 0, &mut h) {
@@ -419,11 +455,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         };
         let v = Volume::parse(&h[..n])?.ok_or(Error::NotFormatted)?;
         self.start(v);
-        if let Err(e) = self.replay() {
-            self.vol = None;
-            return Err(e);
-        }
-        Ok(())
+        self.replay(repair).inspect_err(|_| self.vol = None)
     }
 
     /// One bounded step of background work: a patch of the staged records if there

@@ -174,6 +174,10 @@ pub(crate) struct Staging {
     /// The store mounted read-only with records in the log: nothing can be patched, so
     /// the records stay where they are and reads of file objects overlay them.
     read_only: bool,
+    /// Where a repair mount stopped reading the log (the first record that did not
+    /// read): records from here on are left out (`u64::MAX`: none). Only a read-only
+    /// volume keeps records past it in the log; a writable one trims them.
+    cut: u64,
 }
 
 impl Staging {
@@ -190,6 +194,7 @@ impl Staging {
         recent: heapless::Vec::new(),
         bytes: 0,
         read_only: false,
+        cut: u64::MAX,
     };
 }
 
@@ -418,6 +423,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
             None => Ok(None),
         }
+    }
+
+    /// Commits stage again from the next one on (a bypass a patch started ends).
+    pub(crate) fn end_bypass(&mut self) {
+        self.stage.inline_skip = 0;
+        self.stage.object_skip = 0;
     }
 
     /// Patches: every staged inline file and every object with records home (with its
@@ -838,14 +849,23 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// After mounting: applies the records a crash left in the log (object bytes at or
     /// above their object's version; inline contents, the latest per name), then
     /// patches.
-    pub(crate) fn replay(&mut self) -> Result<(), Error<S::FlashError>> {
+    ///
+    /// With `repair` (a repair or rebuild mount), a record that does not read (an
+    /// uncorrectable page, or content that is not a record) ends the replay there, as a
+    /// journal's replay stops at its first bad record: every file keeps a state it had,
+    /// and the records from there on are dropped (trimmed with the rest by the patch).
+    /// Returns the bytes of the log so left out (0: everything read). Without
+    /// `repair`, such a record fails the mount ([`Error::Flash`] or
+    /// [`Error::Corrupted`]) and drops nothing.
+    pub(crate) fn replay(&mut self, repair: bool) -> Result<u64, Error<S::FlashError>> {
         self.stage = Staging::EMPTY;
         let stream = self.staging_stream()?;
         let (start, end) = self.store.log_bounds(stream)?;
         if start < end && !self.store.writable() {
             // Replay writes; a read-only store (too many bad blocks, salvage) keeps its
             // records in the log and reads them where they apply.
-            return self.replay_read_only(stream, start, end);
+            self.replay_read_only(stream, start, end, repair)?;
+            return Ok(end.saturating_sub(self.stage.cut));
         }
         if start < end {
             info!("stagefs: replaying {} bytes of staged records", end - start);
@@ -853,8 +873,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         // Objects with data records: their version, and whether a record applied (only
         // those go home: the others may be another object of a reused id, or gone).
         let mut versions: heapless::Vec<(u32, u64, bool), LIVE> = heapless::Vec::new();
-        match self.replay_records(stream, start, end, &mut versions) {
-            Ok(()) => {}
+        match self.replay_records(stream, start, end, repair, &mut versions) {
+            Ok(cut) => self.stage.cut = cut,
             Err(Error::NoSpace | Error::ReadOnly) => {
                 // A store too full (or too worn) to take the records back into their
                 // objects, or turned read-only on the way: the volume mounts as on a
@@ -868,9 +888,17 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                     }
                 }
                 self.stage = Staging::EMPTY;
-                return self.replay_read_only(stream, start, end);
+                self.replay_read_only(stream, start, end, repair)?;
+                return Ok(end.saturating_sub(self.stage.cut));
             }
             Err(e) => return Err(e),
+        }
+        if self.stage.cut != u64::MAX {
+            warn!(
+                "stagefs: repair: the staging log does not read at LSN {}: {} bytes of staged records dropped",
+                self.stage.cut,
+                end - self.stage.cut
+            );
         }
         for &(o, _, applied) in versions.iter() {
             if applied && !self.stage.live.contains(&o) {
@@ -890,22 +918,61 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             Err(e) => return Err(e),
         }
         self.stage.inline_skip = 0;
-        Ok(())
+        let dropped = end.saturating_sub(self.stage.cut);
+        // Patched and trimmed: nothing past the cut is left to read.
+        self.stage.cut = u64::MAX;
+        Ok(dropped)
+    }
+
+    /// The next record of the log at or after `lsn` in `b` (see `Store::log_read`),
+    /// every record in it checked first, so that a commit applies whole or not at all.
+    /// With `repair`, one that does not read is `Ok(Err(()))`: the log's usable part
+    /// ends there.
+    fn next_commit(
+        &mut self,
+        stream: u32,
+        lsn: u64,
+        repair: bool,
+    ) -> Result<Result<Option<oftl::LogRecord>, ()>, Error<S::FlashError>> {
+        let lost = |e: &Error<S::FlashError>| match e {
+            Error::Flash(f) => S::is_data_loss(f),
+            Error::Corrupted => true,
+            _ => false,
+        };
+        let r = match self.store.log_read(stream, lsn, &mut self.b) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(Ok(None)),
+            Err(e) if repair && lost(&e) => return Ok(Err(())),
+            Err(e) => return Err(e),
+        };
+        let mut pos = 0;
+        while pos < r.len {
+            match Record::parse(&self.b[..r.len], pos) {
+                Ok((_, _, end)) => pos = end,
+                Err(_) if repair => return Ok(Err(())),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Ok(Some(r)))
     }
 
     /// The records of the log from `start` to `end` applied (see `replay`), noting in
-    /// `versions` the objects with data records.
+    /// `versions` the objects with data records. Returns where a repair stopped
+    /// (`u64::MAX`: it did not).
     fn replay_records(
         &mut self,
         stream: u32,
         start: u64,
         end: u64,
+        repair: bool,
         versions: &mut heapless::Vec<(u32, u64, bool), LIVE>,
-    ) -> Result<(), Error<S::FlashError>> {
+    ) -> Result<u64, Error<S::FlashError>> {
         let mut lsn = start;
         while lsn < end {
-            let Some(r) = self.store.log_read(stream, lsn, &mut self.b)? else {
-                break;
+            let r = match self.next_commit(stream, lsn, repair)? {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(()) => return Ok(lsn),
             };
             let (at, len, next) = (r.lsn, r.len, r.next);
             let mut pos = 0;
@@ -991,7 +1058,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             }
             lsn = next;
         }
-        Ok(())
+        Ok(u64::MAX)
     }
 
     /// The replay on a read-only store (too many grown bad blocks, a salvage): nothing
@@ -1000,12 +1067,15 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// stay in the log and `overlay` lays them over every read and size of their
     /// file. Refused with [`Error::ReadOnly`] only when the log names more inline files
     /// than the table holds (a writable volume never leaves that many: a commit of a
-    /// name the full table does not hold patches first).
+    /// name the full table does not hold patches first). With `repair`, the records from
+    /// the first one that does not read on are left out (`Staging::cut`), for this
+    /// session: nothing can trim them, so the next mount needs the repair again.
     fn replay_read_only(
         &mut self,
         stream: u32,
         start: u64,
         end: u64,
+        repair: bool,
     ) -> Result<(), Error<S::FlashError>> {
         warn!(
             "stagefs: read-only store with {} bytes of staged records: reads overlay them",
@@ -1013,8 +1083,17 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         );
         let mut lsn = start;
         while lsn < end {
-            let Some(r) = self.store.log_read(stream, lsn, &mut self.b)? else {
-                break;
+            let r = match self.next_commit(stream, lsn, repair)? {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(()) => {
+                    warn!(
+                        "stagefs: repair: the staging log does not read at LSN {}",
+                        lsn
+                    );
+                    self.stage.cut = lsn;
+                    break;
+                }
             };
             let mut pos = 0;
             while pos < r.len {
@@ -1050,6 +1129,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     ) -> Result<(), Error<S::FlashError>> {
         let stream = self.staging_stream()?;
         let (start, end) = self.store.log_bounds(stream)?;
+        let end = end.min(self.stage.cut);
         let version = version_of(&self.store.attrs(obj)?);
         let mut lsn = start;
         while lsn < end {

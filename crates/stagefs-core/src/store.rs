@@ -82,6 +82,10 @@ pub trait Store {
         lsn: u64,
         buf: &mut [u8],
     ) -> Result<Option<LogRecord>, Error<Self::FlashError>>;
+    /// Whether a flash error is data lost for good (an uncorrectable read after the
+    /// store's retries), not a failure of the device or the bus that a retry or a
+    /// remount may get past: only then may a repair drop what the page held.
+    fn is_data_loss(e: &Self::FlashError) -> bool;
     /// `(first, end)` LSNs of a log stream.
     fn log_bounds(&mut self, stream: ObjectId) -> Result<(u64, u64), Error<Self::FlashError>>;
     /// Drops the records below `lsn`, durably.
@@ -259,6 +263,10 @@ impl<
         buf: &mut [u8],
     ) -> Result<Option<LogRecord>, Error<F::Error>> {
         Ok(Oftl::log_read(self, stream, lsn, buf)?)
+    }
+
+    fn is_data_loss(e: &F::Error) -> bool {
+        nand_hal::Error::kind(e) == nand_hal::ErrorKind::Uncorrectable
     }
 
     fn log_bounds(&mut self, stream: ObjectId) -> Result<(u64, u64), Error<F::Error>> {
