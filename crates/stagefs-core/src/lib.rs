@@ -40,6 +40,15 @@
 //! kind of entry get their own [`Error`] variants and change nothing. A file can be open through one handle at a time: opening it again,
 //! removing it or renaming it (either name) while it is open fails with
 //! [`Error::Busy`].
+//!
+//! # Time
+//!
+//! Every call walks its path (the last directory walked is remembered): two page reads
+//! per component, about 0.14 ms on the W25N01GV. Paths have no depth limit, so a rename
+//! never makes a file unreachable; single calls stay within 50 ms for paths of up to
+//! 300 components (49 ms measured at 340). Garbage collection runs in bounded slices
+//! inside calls and in [`Fs::step`]; with random overwrites above about 80 % of the
+//! store's capacity a call can still take longer (oftl's DESIGN 5).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -851,6 +860,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let (fp, fname) = path::parent_and_name(from)?;
         let (tp, tname) = path::parent_and_name(to)?;
         self.dirs.forget();
+        let into = path::is_at_or_below(tp.as_str(), fp.as_str(), fname);
         let fdir = self.dir_of(fp)?;
         let tdir = self.dir_of(tp)?;
         self.settle(fdir, fname.as_bytes())?;
@@ -866,24 +876,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if fdir == tdir && fname == tname {
             return Ok(());
         }
-        if src.kind == Kind::Dir {
-            // Not into itself or below it.
-            let mut d = tdir;
-            let root = self.mounted()?.root;
-            loop {
-                if d == src.object {
-                    return Err(Error::Path(PathError::IntoItself));
-                }
-                if d == root {
-                    break;
-                }
-                namespace::read_page(&mut self.store, d, 0, &mut self.b)?;
-                let h = bucket::DirHeader::parse(&self.b[..self.store.payload()])?;
-                if h.parent == d {
-                    return Err(Error::Corrupted);
-                }
-                d = h.parent;
-            }
+        if src.kind == Kind::Dir && into {
+            // Not into itself or below it. Paths are canonical and a directory has one
+            // parent, so that is a comparison of paths; it used to read every ancestor
+            // of the destination (18 ms at a depth of 256, review s41).
+            return Err(Error::Path(PathError::IntoItself));
         }
         let mut moved = src;
         moved.set_name(tname.as_bytes())?;

@@ -37,6 +37,19 @@ pub fn parent_and_name(path: &str) -> Result<(Components<'_>, &str), PathError> 
     Ok((c, name))
 }
 
+/// Whether the directory named by canonical path `dir` (without its leading `/`, as
+/// [`Components::as_str`] gives it) is the one named `name` in directory `parent` (the
+/// same form), or below it.
+pub fn is_at_or_below(dir: &str, parent: &str, name: &str) -> bool {
+    let rest = if parent.is_empty() {
+        Some(dir)
+    } else {
+        dir.strip_prefix(parent).and_then(|r| r.strip_prefix('/'))
+    };
+    rest.and_then(|r| r.strip_prefix(name))
+        .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+}
+
 /// Checks one name.
 pub fn check_name(c: &str) -> Result<(), PathError> {
     if c.is_empty() {
@@ -125,5 +138,19 @@ mod tests {
         assert_eq!(p.as_str(), "");
         assert_eq!((p.collect::<Vec<_>>(), n), (vec![], "c"));
         assert_eq!(parent_and_name("/").unwrap_err(), PathError::Root);
+    }
+
+    #[test]
+    fn at_or_below_compares_whole_components() {
+        assert!(is_at_or_below("a", "", "a"));
+        assert!(is_at_or_below("a/b/c", "", "a"));
+        assert!(is_at_or_below("a/b", "a", "b"));
+        assert!(is_at_or_below("a/b/c/d", "a", "b"));
+        assert!(!is_at_or_below("", "", "a"));
+        assert!(!is_at_or_below("ab", "", "a"));
+        assert!(!is_at_or_below("a/bc", "a", "b"));
+        assert!(!is_at_or_below("a", "a", "b"));
+        assert!(!is_at_or_below("x/a/b", "a", "b"));
+        assert!(!is_at_or_below("ab/b", "a", "b"));
     }
 }
