@@ -1451,25 +1451,12 @@ impl<
         // checkpoint needs the blocks more (without it every later mount replays again,
         // in RAM, with cache write-backs into blocks it must erase).
         let mut short = self.too_few_good_blocks();
-        // The data head's block too, when the cut left no transaction unfinished there
-        // (its last accepted page is its last commit): a full-scan rebuild then has no
-        // dropped tail to tell from committed pages. And the cold head's: its copies are
-        // always safe to drop or to keep (a rebuild orders them by watermark). Moving
-        // both at a mount after a cut on a nearly full part was 123 of its 259 programs
-        // and took it to 125 ms (review s41).
-        let data_done = sc.bound[DATA_HEAD]
-            .last_acc
-            .is_some_and(|(_, bp)| bp.commit && sc.bound[DATA_HEAD].last_commit == Some(bp.seq));
         for (h, lb) in last_block.iter().enumerate() {
             let Some(b) = *lb else { continue };
             if h == INDEX_HEAD {
                 continue;
             }
-            let may_wait = match h {
-                LOG_HEAD | COLD_HEAD => true,
-                _ => data_done,
-            };
-            if short || (defer && may_wait) {
+            if short || (defer && h == LOG_HEAD) {
                 self.leave_cut_block(b);
                 continue;
             }

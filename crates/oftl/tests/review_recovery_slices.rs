@@ -29,10 +29,7 @@ mod common;
 use common::{bytes, observe, Model, Op, Pending, Rng};
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, Profile, SimNand};
 use nand_hal::ErrorKind;
-use oftl::{
-    Config, Greedy, Health, MountError, ObjKind, Oftl, ReadError, ReadOnlyReason, SpacePolicy,
-    TxOp, WriteError,
-};
+use oftl::{Config, Greedy, MountError, ObjKind, Oftl, ReadError, SpacePolicy, TxOp, WriteError};
 
 type Sim = SimNand<HeapStorage>;
 type Store<'a, P, const W: usize, const M: usize, const L: usize> =
@@ -340,10 +337,6 @@ struct Setup {
     observe_times: usize,
     /// Tolerate `NoSpace` (a device filled on purpose).
     nospace_ok: bool,
-    /// A session may turn read-only for want of checkpoint blocks: `TINY`'s four, on
-    /// the raw part whose cuts in their erases leave them failing (DESIGN 5.2's
-    /// documented limit). The acknowledged state must still read; the seed ends there.
-    ckpt_read_only_ok: bool,
     /// A fixed list of operations instead of random ones.
     list: Option<Vec<Op>>,
 }
@@ -368,7 +361,6 @@ impl Setup {
             observe_times: 1,
             list: None,
             nospace_ok: false,
-            ckpt_read_only_ok: false,
         }
     }
 }
@@ -391,9 +383,6 @@ struct Outcome {
     band_ops: usize,
     ops_programs: u64,
     problems: Vec<String>,
-    /// Sessions that turned read-only for want of checkpoint blocks (see
-    /// `Setup::ckpt_read_only_ok`).
-    ckpt_read_only: usize,
 }
 
 fn mount_with<'a, P: SpacePolicy + Default, const W: usize, const M: usize, const L: usize>(
@@ -606,25 +595,6 @@ fn session<P: SpacePolicy + Default, const W: usize, const M: usize, const L: us
                 }
             }
             Err(e) if is_power_loss(&e) => return End::Cut(op),
-            Err(WriteError::ReadOnly)
-                if s.ckpt_read_only_ok
-                    && fs.health() == Health::ReadOnly(ReadOnlyReason::CheckpointBlocks) =>
-            {
-                out.ckpt_read_only += 1;
-                match observe(&mut fs) {
-                    Ok(seen) => {
-                        let full = pend.full();
-                        if seen.objs != full.objs || seen.logs != full.logs {
-                            out.problems.push(format!(
-                                "op {i}: read-only for checkpoint blocks, and the state \
-                                 differs from the acknowledged one"
-                            ));
-                        }
-                    }
-                    Err(e) => out.problems.push(format!("read-only observe: {e}")),
-                }
-                return End::Failed;
-            }
             Err(e) => {
                 if std::env::var("PROBE_BLOCKS").is_ok() {
                     dump_blocks(&fs);
@@ -1701,11 +1671,6 @@ fn multi_cut_churn_keeps_acknowledged_state() {
     bad.extend(sweep::<Greedy, 2, 2048, 2048>("tiny", &base, 0..4, 30, 150));
     let mut raw = base.clone();
     raw.profile = common::tiny_raw();
-    // Since stop 41 a recovery moves less before its closing checkpoint, so its early
-    // cuts land in checkpoint writes more often: seed 0 ends read-only at op 245, no
-    // checkpoint block left to switch to besides the newest checkpoint's and the
-    // spare's (0 of 40 seeds before, 1 of 40 after; the W25N01GV has 16 blocks).
-    raw.ckpt_read_only_ok = true;
     bad.extend(sweep::<Greedy, 2, 2048, 2048>("raw", &raw, 0..3, 30, 150));
     bad.extend(sweep::<Para, 2, 2048, 2048>("para", &base, 0..3, 30, 150));
     let mut small = base.clone();
