@@ -75,6 +75,9 @@ pub const STAGE_LIMIT: u64 = 16 * 1024;
 /// a page other than the previous record's) that trigger one: replay writes a page for
 /// each, so this bounds the replay's programs as [`STAGE_LIMIT`] bounds its reads.
 pub const REPLAY_PAGES: u32 = 64;
+/// Reads of a staging log record, each through the store's own retries, that must all
+/// find it lost before a repair drops it and what follows (see `Fs::next_commit`).
+const REPAIR_READS: u32 = 16;
 /// Bytes of a log sector's payload (a 512-byte program unit less its 20-byte trailer):
 /// what one staged sector holds.
 const SECTOR_PAYLOAD: usize = 492;
@@ -939,11 +942,23 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             Error::Corrupted => true,
             _ => false,
         };
-        let r = match self.store.log_read(stream, lsn, &mut self.b) {
-            Ok(Some(r)) => r,
-            Ok(None) => return Ok(Ok(None)),
-            Err(e) if repair && lost(&e) => return Ok(Err(())),
-            Err(e) => return Err(e),
+        // A repair drops what it cannot read for good, so a record is lost only when
+        // it reads as lost `REPAIR_READS` times over (each a store read with its own
+        // retries): a run of transient read errors must not cost acknowledged
+        // commits (review s41b: a run of four dropped all twelve of a healthy volume).
+        let mut tries = 0;
+        let r = loop {
+            match self.store.log_read(stream, lsn, &mut self.b) {
+                Ok(Some(r)) => break r,
+                Ok(None) => return Ok(Ok(None)),
+                Err(e) if repair && lost(&e) => {
+                    tries += 1;
+                    if tries >= REPAIR_READS {
+                        return Ok(Err(()));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         };
         let mut pos = 0;
         while pos < r.len {
