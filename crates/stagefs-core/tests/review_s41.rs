@@ -106,6 +106,14 @@ macro_rules! timed {
     }};
 }
 
+/// `name`'s value from the environment, or `default`.
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -293,6 +301,17 @@ fn overwrites_mixed(
     run
 }
 
+/// No call of `run` took longer than the bound.
+fn assert_within_bound(run: &Run) {
+    assert!(
+        run.all.ms <= OP_BOUND_MS,
+        "worst call {:.2} ms ({}) > {OP_BOUND_MS} ms; {} calls over",
+        run.all.ms,
+        run.all.what,
+        run.all.over
+    );
+}
+
 fn report(run: &Run) {
     println!(
         "{} calls, worst {:.2} ms ({}), {} calls over {OP_BOUND_MS} ms; writes: mean {:.2} ms; \
@@ -313,25 +332,13 @@ fn gc_probe(free: usize, ops: u64) -> Run {
 }
 
 fn gc_probe_small(free: usize, ops: u64, small: u64, seed: u64) -> Run {
-    let free = std::env::var("S41_FREE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(free);
+    let free = env("S41_FREE", free);
     let mut sim = fresh(41);
     let mut fs = vol(&mut sim);
     let files = filled(&mut fs, free);
-    let ops = std::env::var("S41_OPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(ops);
-    let small = std::env::var("S41_SMALL")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(small);
-    let seed = std::env::var("S41_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(seed);
+    let ops = env("S41_OPS", ops);
+    let small = env("S41_SMALL", small);
+    let seed = env("S41_SEED", seed);
     let run = overwrites_mixed(&mut fs, &files, seed, ops, false, small, &mut |_, _| {});
     report(&run);
     run
@@ -343,13 +350,7 @@ fn gc_probe_small(free: usize, ops: u64, small: u64, seed: u64) -> Run {
 #[test]
 fn gc_at_78pct_capacity_no_call_over_50ms() {
     let run = gc_probe_small(6, 100_000, 0, 1);
-    assert!(
-        run.all.ms <= OP_BOUND_MS,
-        "worst call {:.2} ms ({}) > {OP_BOUND_MS} ms; {} calls over",
-        run.all.ms,
-        run.all.what,
-        run.all.over
-    );
+    assert_within_bound(&run);
 }
 
 /// KNOWN LIMIT: at 91.5 % of capacity, single writes take up to 202 ms (340 ms on
@@ -360,13 +361,7 @@ fn gc_at_78pct_capacity_no_call_over_50ms() {
 #[ignore = "known limit: random overwrites above about 80% of capacity exceed 50 ms (DESIGN 5)"]
 fn gc_at_91pct_capacity_single_write_exceeds_50ms() {
     let run = gc_probe(2, 20_000);
-    assert!(
-        run.all.ms <= OP_BOUND_MS,
-        "worst call {:.2} ms ({}) > {OP_BOUND_MS} ms; {} calls over",
-        run.all.ms,
-        run.all.what,
-        run.all.over
-    );
+    assert_within_bound(&run);
 }
 
 /// At 91.5 % of capacity, overwrites of existing file pages (no growth) are not
@@ -463,22 +458,10 @@ fn mount_after_cut_gc_active() {
 #[test]
 #[ignore = "known limit: mount after a cut above 100 ms on a volume 91% full (DESIGN 5)"]
 fn mount_after_cut_on_full_volume_gc_active() {
-    let small = std::env::var("S41_SMALL")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100);
-    let free = std::env::var("S41_FREE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
-    let ops = std::env::var("S41_OPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3_000);
-    let every = std::env::var("S41_EVERY")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(7);
+    let small = env("S41_SMALL", 100);
+    let free = env("S41_FREE", 2);
+    let ops = env("S41_OPS", 3_000);
+    let every = env("S41_EVERY", 7);
     let (ms, what, i) = mount_probe(free, small, ops, every);
     assert!(
         ms <= MOUNT_CUT_BOUND_MS,
@@ -567,10 +550,7 @@ fn deep_paths(depth: usize) -> f64 {
 /// 340; the crate docs state the bound up to 300 components). (`S41_DEPTH` to vary.)
 #[test]
 fn deep_path_single_calls() {
-    let depth = std::env::var("S41_DEPTH")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256);
+    let depth = env("S41_DEPTH", 256);
     let worst = deep_paths(depth);
     assert!(
         worst <= OP_BOUND_MS,
@@ -587,10 +567,7 @@ fn huge_file_truncate_rename_remove() {
     fs.format().unwrap();
     let mut w = Worst::default();
     let chunk = vec![0x3Cu8; 65536];
-    let mb: u64 = std::env::var("S41_MB")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
+    let mb: u64 = env("S41_MB", 50);
     let mut worst: f64 = 0.0;
     for name in ["/a", "/b"] {
         let f = fs.open(name, create()).unwrap();
@@ -654,26 +631,14 @@ fn huge_file_truncate_rename_remove() {
 #[ignore = "known limit: random overwrites above about 80% of capacity exceed 50 ms (DESIGN 5)"]
 fn gc_at_91pct_capacity_staged_fsync_exceeds_50ms() {
     let run = gc_probe_small(2, 100_000, 100, 0x5eed_0041);
-    assert!(
-        run.all.ms <= OP_BOUND_MS,
-        "worst call {:.2} ms ({}) > {OP_BOUND_MS} ms; {} calls over",
-        run.all.ms,
-        run.all.what,
-        run.all.over
-    );
+    assert_within_bound(&run);
 }
 
 /// Clean mount after an unmount of a nearly full volume with staged writes.
 #[test]
 fn clean_mount_after_full_volume_with_staged_writes() {
-    let free = std::env::var("S41_FREE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
-    let ops = std::env::var("S41_OPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3_000);
+    let free = env("S41_FREE", 2);
+    let ops = env("S41_OPS", 3_000);
     let mut sim = fresh(41);
     let mut worst: f64 = 0.0;
     {
@@ -724,18 +689,9 @@ fn mount_after_mid_call_cut_on_full_volume() {
 /// each of `points` cut points: mount, mixed workload with the cut armed at
 /// program/erase `k`, power on, timed mount.
 fn mid_call_cuts(free: usize, points: u64) {
-    let free = std::env::var("S41_FREE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(free);
-    let small = std::env::var("S41_SMALL")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100);
-    let points: u64 = std::env::var("S41_POINTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(points);
+    let free = env("S41_FREE", free);
+    let small = env("S41_SMALL", 100);
+    let points: u64 = env("S41_POINTS", points);
     let mut base = fresh(41);
     {
         let mut fs = vol(&mut base);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod staged;
+
 use nand_hal::sim::{HeapStorage, SimNand};
 use oftl::{Config, Greedy, Oftl};
 use stagefs_core::{Error, Fs, OpenOptions, Store as StoreApi};
