@@ -324,7 +324,7 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
                 stagefs_core::Error::Mount(oftl::MountError::MediaLoss { .. })
                 | stagefs_core::Error::Corrupted => true,
                 stagefs_core::Error::Flash(f) => {
-                    nand_hal::Error::kind(f) == nand_hal::ErrorKind::Uncorrectable
+                    <volume::Store<'_> as stagefs_core::Store>::is_data_loss(f)
                 }
                 _ => false,
             };
