@@ -7,24 +7,35 @@
 //! Run: `cargo test --release -p stagefs-core --test review_s41 -- --nocapture --test-threads 1`
 //! (`--ignored` for the known limits; each test fills a 128 MiB simulated part).
 //!
-//! Findings on f052077 (simulated ms, typical timings) and what stop 41 made of them:
+//! Findings on f052077 (simulated ms, typical timings) and what stops 41 and 42 made of
+//! them:
 //! - Random 2 KiB overwrites + fsync at 78 % of `capacity_pages`: single writes of
 //!   140 ms (whole collections in one call after each checkpoint). Fixed: slices sized
 //!   to the pool a checkpoint would leave (oftl `space.rs`, DESIGN 5): worst 26-37 ms,
 //!   `gc_at_78pct_capacity_no_call_over_50ms`.
 //! - At 91.5 %: 2 KiB writes up to 340 ms, 64 B staged fsyncs 641 ms, 7,525 overwrites
-//!   refused `NoSpace`. Now 202 and 227 ms, no refusal
-//!   (`gc_at_91pct_capacity_overwrites_are_not_refused`); the time bound stays a known
-//!   limit above about 80 % of capacity (ignored tests below; DESIGN 5).
+//!   refused `NoSpace`. Stop 41: 202 and 227 ms, no refusal; stop 42: 27 and 29 ms
+//!   (`gc_at_91pct_capacity_overwrites_are_not_refused_nor_slow`,
+//!   `gc_at_91pct_capacity_staged_fsync_within_50ms`).
 //! - Mount after a cut between two calls, GC active: 94 ms at 30 % of capacity, 125 ms
 //!   at 91.5 %; a cut inside a call: 97-98 ms up to 78 % full, 112 ms at 91.5 %.
 //!   Unchanged (93-94 ms at 30 %): leaving the cut data head's block to background
 //!   collection gave 51 ms, but a full-scan rebuild could then revive a torn write
-//!   (review s41b), so a recovery still moves it. 91.5 % stays a known limit (ignored
-//!   below; DESIGN 5).
+//!   (review s41b), so a recovery still moves it. At 91.5 %, stop 42: 105 ms between
+//!   calls (a known limit, ignored below) and 90 ms for cuts inside calls.
 //! - Deep paths: a directory rename read every ancestor of the destination (55 ms at a
 //!   depth of 256). Now a comparison of paths: 37 ms at 256, 49 ms at 340; every
 //!   component still costs two page reads (crate docs: up to 300 components).
+//! - Stop 42 (`probe_gc_profile`, `probe_mount_steady`, ignored explorations): the 85 %
+//!   figures above stopped at 60,000 overwrites, before the steady state. At 100,000 a
+//!   2 KiB write cost about 70 programs (38 GC copies, 25 cache write-backs, a
+//!   checkpoint every two writes from the recovery-work bound), 27-29 ms of device
+//!   time, worst call 158 ms; mounts after a cut there up to 116 ms. Fixed in oftl: a
+//!   crash recovery drops the cold copies, so the collection's write-backs stop counting
+//!   as recovery work (DESIGN 5): 8.9 programs, worst call 29 ms at 85 %; at 91.5 %
+//!   15.4 programs and 42 ms; steady-state mounts after a cut 87.5-87.8 ms. The 91.5 %
+//!   time bounds are tests again; the mount between calls there stays a known limit
+//!   (105 ms).
 //!
 //! Held: `huge_file_truncate_rename_remove` (50 MiB files: <= 7 ms),
 //! `clean_mount_after_full_volume_with_staged_writes` (2.35-2.61 ms).
@@ -353,28 +364,21 @@ fn gc_at_78pct_capacity_no_call_over_50ms() {
     assert_within_bound(&run);
 }
 
-/// KNOWN LIMIT: at 91.5 % of capacity, single writes take up to 202 ms (340 ms on
-/// f052077), and 1,305 of 40,068 calls are over 50 ms (11,359): above about 80 % of
-/// capacity each copy of a random page also writes an index page back, and collection
-/// costs more per call than the bound (DESIGN 5).
-#[test]
-#[ignore = "known limit: random overwrites above about 80% of capacity exceed 50 ms (DESIGN 5)"]
-fn gc_at_91pct_capacity_single_write_exceeds_50ms() {
-    let run = gc_probe(2, 20_000);
-    assert_within_bound(&run);
-}
-
 /// At 91.5 % of capacity, overwrites of existing file pages (no growth) are not
-/// refused. (On f052077 7,525 of 20,000 were, with `NoSpace`, each refusal itself
-/// taking 50-85 ms.)
+/// refused, and no call takes over 50 ms. (On f052077 7,525 of 20,000 were refused,
+/// with `NoSpace`, each refusal itself taking 50-85 ms, and single writes took up to
+/// 340 ms; stop 41: 202 ms, 1,305 of 40,068 calls over 50 ms; stop 42, a crash recovery
+/// dropping the cold copies so the collection's write-backs stop forcing checkpoints:
+/// 27 ms, and 42 ms at the steady state of `probe_gc_profile`.)
 #[test]
-fn gc_at_91pct_capacity_overwrites_are_not_refused() {
+fn gc_at_91pct_capacity_overwrites_are_not_refused_nor_slow() {
     let run = gc_probe(2, 20_000);
     assert_eq!(
         run.nospace, 0,
         "{} overwrites refused with NoSpace",
         run.nospace
     );
+    assert_within_bound(&run);
 }
 
 /// Mounts a copy of the device as it is now (a power cut between two calls), timed.
@@ -453,8 +457,10 @@ fn mount_after_cut_gc_active() {
     );
 }
 
-/// KNOWN LIMIT: the same on a 91.5 %-full volume: up to 125 ms. Near full a recovery
-/// moves the blocks the cut left (the first writes need them free; DESIGN 5).
+/// KNOWN LIMIT: the same on a 91.5 %-full volume: up to 105 ms, 2 mounts over 100 ms
+/// (125 ms until stop 42). Near full a recovery moves the data head's cut block (the
+/// first writes need it free; DESIGN 5). At the steady state of a longer run
+/// (`probe_mount_steady`, `S41_FREE=2`) the worst of 30 is 87.5 ms.
 #[test]
 #[ignore = "known limit: mount after a cut above 100 ms on a volume 91% full (DESIGN 5)"]
 fn mount_after_cut_on_full_volume_gc_active() {
@@ -625,11 +631,10 @@ fn huge_file_truncate_rename_remove() {
     assert!(worst <= OP_BOUND_MS, "worst {worst:.2} ms");
 }
 
-/// KNOWN LIMIT: at 91.5 % of capacity, 64 B staged writes + fsync: one fsync takes
-/// 227 ms (641 ms on f052077, with refused writes up to 240 ms; none refused now).
+/// At 91.5 % of capacity, 64 B staged writes + fsync: no call over 50 ms (29 ms; 641 ms
+/// on f052077, with refused writes up to 240 ms, and 227 ms in stop 41).
 #[test]
-#[ignore = "known limit: random overwrites above about 80% of capacity exceed 50 ms (DESIGN 5)"]
-fn gc_at_91pct_capacity_staged_fsync_exceeds_50ms() {
+fn gc_at_91pct_capacity_staged_fsync_within_50ms() {
     let run = gc_probe_small(2, 100_000, 100, 0x5eed_0041);
     assert_within_bound(&run);
 }
@@ -677,10 +682,10 @@ fn mount_after_mid_call_cut() {
     mid_call_cuts(20, 150);
 }
 
-/// KNOWN LIMIT: the same on a 91.5 %-full volume: up to 112 ms, 3 of 300 cuts over
-/// 100 ms (near full a recovery moves the blocks the cut left; DESIGN 5).
+/// The same on a 91.5 %-full volume: within 100 ms (90.0 ms; 112 ms and 3 of 300 cuts
+/// over 100 ms until stop 42, when a recovery also moved the cold head's cut block: it
+/// now drops the cold copies, so that block holds nothing to move).
 #[test]
-#[ignore = "known limit: mount after a cut above 100 ms on a volume 91% full (DESIGN 5)"]
 fn mount_after_mid_call_cut_on_full_volume() {
     mid_call_cuts(2, 300);
 }
@@ -762,4 +767,87 @@ fn mid_call_cuts(free: usize, points: u64) {
         worst.0, worst.2, worst.1
     );
     assert!(worst.0 <= MOUNT_CUT_BOUND_MS);
+}
+
+/// EXPLORATION (stop 42): where the time of a steady random-overwrite run goes, per
+/// operation, every `S41_EVERY` (10,000) operations: flash reads, programs and erases,
+/// GC copies (`relocated`), cache write-backs (`evictions`) and checkpoints. At 84.7 %
+/// of capacity (`S41_FREE=4`) it shows the run settling after about 30,000 writes at
+/// about 70 programs a 2 KiB write (DESIGN 5, "Above 80 % of capacity").
+#[test]
+#[ignore = "exploration: S41_FREE, S41_OPS, S41_SEED, S41_EVERY"]
+fn probe_gc_profile() {
+    let free = env("S41_FREE", 4usize);
+    let ops: u64 = env("S41_OPS", 100_000);
+    let seed: u64 = env("S41_SEED", 1);
+    let every: u64 = env("S41_EVERY", 10_000);
+    let mut sim = fresh(41);
+    let mut fs = vol(&mut sim);
+    let files = filled(&mut fs, free);
+    let mut last = (now(&fs), fs.store().flash().counters(), fs.store().stats());
+    let mut tick = |fs: &mut V<'_>, i: u64| {
+        if i % every == every - 1 {
+            let t = now(fs);
+            let c = fs.store().flash().counters();
+            let s = fs.store().stats();
+            let d = c - last.1;
+            let n = every as f64;
+            println!(
+                "ops {:>6}: {:.2} ms/op; per op: {:.2} reads ({:.2} oob), {:.2} programs, {:.3} erases; relocated {:.2}, evictions {:.2}, checkpoints {}, pages_programmed {:.2}",
+                i + 1,
+                (t - last.0) as f64 / 1e6 / n,
+                d.reads as f64 / n,
+                d.oob_reads as f64 / n,
+                d.programs as f64 / n,
+                d.erases as f64 / n,
+                (s.relocated_pages - last.2.relocated_pages) as f64 / n,
+                (s.index_evictions - last.2.index_evictions) as f64 / n,
+                s.checkpoints - last.2.checkpoints,
+                (s.pages_programmed - last.2.pages_programmed) as f64 / n,
+            );
+            last = (t, c, s);
+        }
+    };
+    let run = overwrites_mixed(&mut fs, &files, seed, ops, false, 0, &mut tick);
+    report(&run);
+}
+
+/// EXPLORATION (stop 42): mounts after a cut sampled every `S41_EVERY` (97) calls once
+/// `S41_WARM` (30,000) random 2 KiB overwrites have taken the volume to its steady
+/// state (the `mount_after_cut_*` tests above sample the first 8,000 calls, before
+/// it).
+#[test]
+#[ignore = "exploration: S41_FREE, S41_WARM, S41_OPS, S41_EVERY, S41_SMALL"]
+fn probe_mount_steady() {
+    let free = env("S41_FREE", 4usize);
+    let warm: u64 = env("S41_WARM", 30_000);
+    let ops: u64 = env("S41_OPS", 3_000);
+    let every: u64 = env("S41_EVERY", 97);
+    let mut sim = fresh(41);
+    let mut fs = vol(&mut sim);
+    let files = filled(&mut fs, free);
+    let run = overwrites_mixed(&mut fs, &files, 1, warm, false, 0, &mut |_, _| {});
+    report(&run);
+    let mut worst = (0.0f64, String::new());
+    let mut over = 0;
+    let mut n = 0;
+    let mut tick = |fs: &mut V<'_>, i: u64| {
+        if i % every == every - 1 {
+            let (ms, what) = mount_copy(fs.store().flash());
+            n += 1;
+            if ms > MOUNT_CUT_BOUND_MS {
+                over += 1;
+            }
+            if ms > worst.0 {
+                worst = (ms, what);
+            }
+        }
+    };
+    let small = env("S41_SMALL", 0u64);
+    let run = overwrites_mixed(&mut fs, &files, 2, ops, false, small, &mut tick);
+    report(&run);
+    println!(
+        "mount after cut: worst {:.2} ms ({}); {over} of {n} over {MOUNT_CUT_BOUND_MS} ms",
+        worst.0, worst.1
+    );
 }
