@@ -106,9 +106,6 @@ pub(crate) struct Dev<F, P, const BLOCKS: usize> {
     /// What a crash recovery would redo since the last checkpoint, in tag reads (see
     /// [`Dev::recovery_work`]).
     recovery_work: u32,
-    /// A collection is copying a page to the cold head: the cache write-backs it
-    /// causes are not work a crash recovery redoes (see [`Dev::took_page`]).
-    copying: bool,
     /// Payload reads so far, for the read-disturb probe (see [`Dev::probe_block`]).
     probes: u16,
     /// A block the probe found corrections in, or a window block a read flagged for
@@ -148,7 +145,6 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
             index_unchecked: false,
             index_pages: 0,
             recovery_work: 0,
-            copying: false,
             probes: 0,
             disturbed: u16::MAX,
         }
@@ -293,25 +289,14 @@ impl<F, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.recovery_work
     }
 
-    /// Head `head` took a page (programmed or failed): recovery would redo it. A
-    /// cache write-back while a collection copies a page to the cold head counts
-    /// nothing: a crash recovery drops the copies of its window instead of replaying
-    /// them (see the `recovery` module), so it never loads what the copy's lookups and
-    /// mapping loaded. (Counted, those write-backs forced a checkpoint every two 2 KiB
-    /// writes on a W25N01GV 85 % full, about 70 programs a write, stop 42.)
+    /// Head `head` took a page (programmed or failed): recovery would redo it.
     pub fn took_page(&mut self, head: usize) {
-        let w = match head {
-            INDEX_HEAD if self.copying => 0,
-            INDEX_HEAD => INDEX_WRITE_BACK_WORK,
-            _ => 1,
+        let w = if head == INDEX_HEAD {
+            INDEX_WRITE_BACK_WORK
+        } else {
+            1
         };
         self.recovery_work = self.recovery_work.saturating_add(w);
-    }
-
-    /// A collection starts (`true`) or ends (`false`) copying one page to the cold head
-    /// (see [`Dev::took_page`]).
-    pub fn copying(&mut self, on: bool) {
-        self.copying = on;
     }
 }
 
@@ -346,7 +331,6 @@ impl<F: NandFlash, P, const BLOCKS: usize> Dev<F, P, BLOCKS> {
         self.index_unchecked = false;
         self.index_pages = 0;
         self.recovery_work = 0;
-        self.copying = false;
         self.probes = 0;
         self.disturbed = u16::MAX;
     }

@@ -377,7 +377,9 @@ impl<
             // window (small windows), there are no slices: whole collections keep the
             // pool up (an independent review found slices on a 5-block window refusing
             // writes at 77% of capacity).
-            if pool >= floor && self.sliced_band(floor) {
+            let window = self.dev.sb().window_blocks as u32;
+            let sliced_band = comfortable.saturating_sub(floor) >= window;
+            if pool >= floor && sliced_band {
                 let near = pool < floor + NEAR_FLOOR_BLOCKS;
                 if (sliced || collections > 0) && !near {
                     return Ok(());
@@ -444,14 +446,6 @@ impl<
             fresh = false;
         }
         Err(Fault::NoSpace)
-    }
-
-    /// Whether the band between `floor` and the comfortable pool is a window wide or
-    /// more, so that operations collect in slices above the floor (see
-    /// `make_room_within`); narrower bands (small windows) collect whole victims.
-    pub(crate) fn sliced_band(&self, floor: u32) -> bool {
-        let window = self.dev.sb().window_blocks as u32;
-        self.pool_comfortable().saturating_sub(floor) >= window
     }
 
     /// The page copies an operation of `need` window pages makes above the floor (of

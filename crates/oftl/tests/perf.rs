@@ -246,11 +246,7 @@ fn random_overwrites_at_40_percent_fill() {
     // Slices sized to the room a checkpoint would leave, instead of whole collections
     // below the band's upper half (stop 41): -0.3% programs, -1.4% copies (was 73,102
     // programs, 38,485 write-backs, 5,522 copies).
-    // A collection's write-backs no longer count as recovery work where collection
-    // runs in slices (a crash recovery drops the cold copies, stop 42): fewer
-    // checkpoints, -1.0% programs (was 72,906 programs, 38,397 write-backs, 5,446
-    // copies).
-    assert_eq!((small.0, small.3, small.4), (72_187, 38_856, 5_484));
+    assert_eq!((small.0, small.3, small.4), (72_906, 38_397, 5_446));
     // The smallest window this build allows (4 blocks): bounded idle steps leave victims
     // half collected across checkpoints that free them (a regression test: resuming such
     // a victim after a head had reused its block erased live pages).
@@ -260,8 +256,6 @@ fn random_overwrites_at_40_percent_fill() {
     // Checkpoints for recovery work: was (76,834, 36,139, 5,559).
     // A fresh window's own blocks hold what the smallest window promises when a head
     // carries no page (one more block then): was (80,313, 34,709, 5,737).
-    // (Stop 42 leaves this window's accounting as it was: its band is too narrow for
-    // slices, see `gc_advance`.)
     assert_eq!(
         (smallest.0, smallest.3, smallest.4),
         (79_140, 35_989, 5_894)

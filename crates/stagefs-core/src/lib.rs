@@ -47,9 +47,8 @@
 //! per component, about 0.14 ms on the W25N01GV. Paths have no depth limit, so a rename
 //! never makes a file unreachable; single calls stay within 50 ms for paths of up to
 //! 300 components (49 ms measured at 340). Garbage collection runs in bounded slices
-//! inside calls and in [`Fs::step`]: random 2 KiB overwrites on a W25N01GV kept
-//! within 50 ms up to 91.5 % of the store's capacity (42 ms at its steady state,
-//! `tests/review_s41.rs`; DESIGN 5).
+//! inside calls and in [`Fs::step`]; with random overwrites above about 80 % of the
+//! store's capacity a call can still take longer (oftl's DESIGN 5).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
