@@ -291,8 +291,16 @@ impl<
                 }
                 Err(_) => false,
             };
-            if !again || attempt >= CKPT_ATTEMPTS {
+            if !again {
                 return r;
+            }
+            if attempt >= CKPT_ATTEMPTS {
+                // Every attempt failed to program or to read back: a worn part. The
+                // durable checkpoint and the window still hold what RAM holds, so the
+                // store keeps serving reads instead of failing (a worn volume's mount,
+                // whose sync needs a checkpoint, failed for good: wear-out seed 7114).
+                self.go_read_only(crate::ReadOnlyReason::CheckpointBlocks);
+                return Err(Fault::ReadOnly);
             }
             attempt += 1;
             self.ckpt.switch = true;

@@ -467,8 +467,9 @@ pub enum Health {
 pub enum ReadOnlyReason {
     /// Mounted by [`Oftl::mount_damaged`] with [`Damaged::Salvage`].
     Salvage,
-    /// Fewer than two good checkpoint blocks are left: a checkpoint could only be
-    /// written over the one the store mounts from.
+    /// Fewer than two good checkpoint blocks are left (a checkpoint could only be
+    /// written over the one the store mounts from), or a checkpoint failed to program
+    /// or to read back on every attempt.
     CheckpointBlocks,
     /// Grown bad blocks left fewer good blocks than the live data plus what collection
     /// and crash recovery need (the shrink floor, see [`Oftl::min_good_blocks`]), or a

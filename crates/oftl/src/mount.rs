@@ -374,6 +374,9 @@ impl<
                 self.dev.index_block_unchecked();
                 self.check_recorded_window()?;
             } else {
+                // The index head's block the loaded checkpoint recorded: its pages are
+                // that checkpoint's index, not the failed attempt's cache below.
+                let recorded = self.dev.index_block();
                 match self.recover(more) {
                     Ok(true) => {}
                     // A page taken for a torn tail reads after all: mount again.
@@ -392,7 +395,12 @@ impl<
                             .session
                             .read_only()
                             .unwrap_or(ReadOnlyReason::GoodBlocks);
-                        let tried = self.dev.index_block();
+                        // The block the failed attempt's index head started, if it
+                        // started one: a recovery whose restate failed wrote nothing,
+                        // and the recorded block holds the loaded checkpoint's index
+                        // pages, which the erase lost when the reload loaded an older
+                        // one and the first came back at a later mount (review s43).
+                        let tried = self.dev.index_block().filter(|&b| Some(b) != recorded);
                         self.reload_for_replay()?;
                         self.dev.take_whole_again(tried);
                         self.session.replay_in_ram_only();

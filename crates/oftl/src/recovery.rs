@@ -673,7 +673,21 @@ impl<
             self.skip_attempt_numbers(&sc);
             self.ckpt.switch_block();
             // Still recovering: the checkpoint's index flush may need more blocks.
-            self.checkpoint(false)?;
+            let writable = self.session.read_only().is_none();
+            match self.checkpoint(false) {
+                Ok(()) => {}
+                // The recovery is complete in RAM; only its checkpoint could not be
+                // written (no checkpoint block left, or every attempt failed): the
+                // store is read-only with the state the recovery reached. Replaying
+                // again in RAM, as after a recovery that ran out of room, wrote cache
+                // pages into blocks the failed attempts' index points into, and an
+                // attempt that reads well at a later mount is the newest checkpoint
+                // there (review s43: acknowledged pages read `Corrupted`).
+                Err(Fault::ReadOnly) if writable && self.session.read_only().is_some() => {
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
             if short {
                 self.go_read_only(crate::ReadOnlyReason::GoodBlocks);
             }

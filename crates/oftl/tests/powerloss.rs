@@ -1101,12 +1101,118 @@ fn replay() {
         small_units(many_objects(), "objects-many-small"),
         small_units(gc_heavy(), "gc-heavy-small"),
         small_units(transactions(), "transactions-small"),
+        spread(40, 3, profile::TINY, "spread-tiny"),
+        spread(40, 4, tiny128(), "spread-128"),
+        spread(40, 4, tiny256(), "spread-256"),
+        spread(40, 3, profile::TINY, "spread-tiny-rc"),
+        spread(40, 3, tiny128(), "spread-128-rc"),
     ];
     let s = scenarios
         .iter()
         .find(|s| token.split('@').next() == Some(s.name))
         .expect("token names a known scenario");
     powerloss::replay(s, &token).unwrap();
+}
+
+/// 128 pages per block, 64 blocks of 2 KiB pages (16 MiB): a cut block has two runs of
+/// `RELOCATE_RUN` pages.
+fn tiny128() -> Profile {
+    let mut p = profile::TINY;
+    p.name = "tiny-128ppb";
+    p.geometry = nand_hal::Geometry::new(2048, 64, 128, 64, 1, 1, 1);
+    p
+}
+
+/// 256 pages per block.
+fn tiny256() -> Profile {
+    let mut p = profile::TINY;
+    p.name = "tiny-256ppb";
+    p.geometry = nand_hal::Geometry::new(2048, 64, 256, 64, 1, 1, 1);
+    p
+}
+
+/// Many owners in every data block: `objs` objects, then rounds of one-page writes
+/// going round the objects in a scrambled order (each page its own owner's), with
+/// attribute changes (metadata pages), log appends and flushes mixed in, so the
+/// block the data head is programming at a cut holds pages of many owners, of
+/// several kinds, interleaved.
+fn spread(objs: usize, rounds: u32, profile: Profile, name: &'static str) -> Objects {
+    let mut preload = vec![Op::CreateLog];
+    for i in 0..objs {
+        preload.push(Op::Create);
+        preload.push(w(1 + i, 0, 2048 * 2, 1 + i as u32));
+    }
+    preload.push(Op::Sync);
+    let mut ops = Vec::new();
+    let mut k = 0u32;
+    for r in 0..rounds {
+        for j in 0..objs {
+            let slot = 1 + (j * 7 + r as usize * 3) % objs;
+            ops.push(w(slot, (r as u64 % 3) * 2048, 2048, 1000 + k));
+            k += 1;
+            if j % 5 == 4 {
+                ops.push(Op::SetAttr {
+                    slot,
+                    v: (k % 250) as u8,
+                });
+            }
+            if j % 6 == 5 {
+                ops.push(Op::Append {
+                    slot: 0,
+                    len: 100 + (k as usize * 37) % 900,
+                    seed: k,
+                });
+            }
+            if j % 4 == 3 {
+                ops.push(Op::Flush { slot });
+            }
+        }
+        if r == 0 {
+            ops.push(Op::Sync);
+        }
+    }
+    Objects {
+        profile,
+        name,
+        preload,
+        ops,
+        para: false,
+        soft: false,
+        small: false,
+        ckpt: 0,
+    }
+}
+
+/// Many owners in the block the data head is programming at a cut (review s43): a
+/// crash recovery moves that block's pages owner by owner, in runs of 64 with each tag
+/// read twice. Every cut of every kind, recovery cuts sampled.
+#[test]
+fn exhaustive_spread_owners() {
+    let s = spread(40, 3, profile::TINY, "spread-tiny");
+    let mut sw = Sweep::exhaustive(43);
+    sw.recovery_cuts = RecoveryCuts::Sample;
+    sweep_ok(&s, &sw, 500);
+}
+
+/// The same with 128 and 256 pages per block (two and four runs of 64 in a cut block),
+/// random cuts, and every write of the recoveries after some of them cut too.
+#[test]
+fn spread_owners_big_blocks() {
+    for (p, name) in [(tiny128(), "spread-128"), (tiny256(), "spread-256")] {
+        let mut sw = clean_and_random(Sweep::exhaustive(43));
+        sw.schedule = Schedule::Random { runs: 150 };
+        sw.recovery_cuts = RecoveryCuts::Sample;
+        sweep_ok(&spread(40, 4, p, name), &sw, 100);
+    }
+    for (p, name) in [
+        (profile::TINY, "spread-tiny-rc"),
+        (tiny128(), "spread-128-rc"),
+    ] {
+        let mut sw = clean_and_random(Sweep::exhaustive(44));
+        sw.schedule = Schedule::Random { runs: 30 };
+        sw.recovery_cuts = RecoveryCuts::Exhaustive;
+        sweep_ok(&spread(40, 3, p, name), &sw, 20);
+    }
 }
 
 /// Cases the soak found, replayed on every test run. Bit errors on a never-programmed
@@ -1159,6 +1265,11 @@ fn soak() {
         small_units(many_objects(), "objects-many-small"),
         small_units(gc_heavy(), "gc-heavy-small"),
         small_units(transactions(), "transactions-small"),
+        spread(40, 3, profile::TINY, "spread-tiny"),
+        spread(40, 4, tiny128(), "spread-128"),
+        spread(40, 4, tiny256(), "spread-256"),
+        spread(40, 3, profile::TINY, "spread-tiny-rc"),
+        spread(40, 3, tiny128(), "spread-128-rc"),
     ];
     let faults = [
         FaultConfig {

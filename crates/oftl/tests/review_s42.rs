@@ -33,31 +33,12 @@
 
 mod common;
 use common::lifecycle::Lifecycle;
+use common::{env, Rng};
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, ObjKind, ObjectId};
 
 type Sim = SimNand<HeapStorage>;
-
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 const MOUNT_CUT_BOUND_MS: f64 = 100.0;
 

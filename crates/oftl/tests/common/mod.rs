@@ -714,6 +714,14 @@ impl Pending {
     }
 }
 
+/// The value of environment variable `name` (explorations' knobs), or `default`.
+pub fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A small xorshift generator for seeded test workloads.
 pub struct Rng(pub u64);
 
