@@ -43,7 +43,8 @@
 //! rewrites each bucket once for all its staged names. That pays only when several
 //! records land in one bucket between patches (a file rewritten often); when a patch
 //! writes about as many buckets as it had records (many files touched once), inline
-//! staging is bypassed for the next [`INLINE_PROBE`] commits. Any change of a staged name
+//! staging is bypassed for the next [`INLINE_PROBE`] commits, twice as many after each
+//! such patch in a row (up to [`INLINE_PROBE_MAX`]). Any change of a staged name
 //! that does not go through the log (remove, rename, attributes, growing into an object,
 //! a bypassed commit) patches first, so the log never holds a record older than a
 //! name's directory entry: replay applies inline records in order, unconditionally. A
@@ -63,8 +64,12 @@ use crate::Fs;
 pub const LIVE: usize = 8;
 /// Inline files with staged contents since the last patch.
 pub const INLINE_STAGED: usize = 8;
-/// Commits of inline files that bypass staging after a patch showed it did not pay.
+/// Commits of inline files that bypass staging after a patch showed it did not pay;
+/// each further patch that shows it again doubles the bypass, up to
+/// [`INLINE_PROBE_MAX`], and one that pays sets it back to this.
 pub const INLINE_PROBE: u16 = 256;
+/// The longest bypass of inline staging (see [`INLINE_PROBE`]).
+pub const INLINE_PROBE_MAX: u16 = 4096;
 /// Commits of file objects that bypass staging after a patch showed it did not pay
 /// (then one more patch's worth is staged to measure again).
 pub const OBJECT_PROBE: u16 = 4096;
@@ -160,6 +165,9 @@ pub(crate) struct Staging {
     inline_records: u32,
     /// Inline commits left to bypass.
     inline_skip: u16,
+    /// Inline commits the next bypass takes (doubles while probes show staging does
+    /// not pay).
+    inline_backoff: u16,
     /// Object commits left to bypass.
     object_skip: u16,
     /// Since the last patch, for the staged object commits: what writing them home
@@ -189,6 +197,7 @@ impl Staging {
         inline: heapless::Vec::new(),
         inline_records: 0,
         inline_skip: 0,
+        inline_backoff: INLINE_PROBE,
         object_skip: 0,
         object_direct: 0,
         object_cost: 0,
@@ -611,8 +620,14 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         // Staging cost a sector per record and a bucket per write; writing home directly
         // a bucket per record.
-        if writes * 4 >= records * 3 && self.tuning.bypass {
-            self.stage.inline_skip = INLINE_PROBE;
+        if self.tuning.bypass {
+            let b = &mut self.stage;
+            if writes * 4 >= records * 3 {
+                b.inline_skip = b.inline_backoff;
+                b.inline_backoff = b.inline_backoff.saturating_mul(2).min(INLINE_PROBE_MAX);
+            } else {
+                b.inline_backoff = INLINE_PROBE;
+            }
         }
         Ok(())
     }

@@ -368,6 +368,71 @@ fn the_bypass_sends_scattered_fsyncs_home_and_tuning_switches_it() {
     }
 }
 
+/// Rewriting many small files once each (the `many` workload) stages nothing that pays:
+/// each probe of inline staging (8 records, then a patch that writes as many buckets)
+/// doubles the next bypass, from 256 commits up to 4,096. A file rewritten over and over
+/// is staged again once the bypass has run out, and a crash keeps every closed file.
+#[test]
+fn inline_staging_probes_back_off_while_they_do_not_pay() {
+    // `stage::INLINE_PROBE_MAX`.
+    const INLINE_PROBE_MAX: usize = 4096;
+    let mut sim = SimNand::heap(profile::TINY, FaultPlan::seeded(43));
+    let files = 2000usize;
+    let mut want = vec![Vec::new(); files];
+    {
+        let mut fs = vol(&mut sim);
+        fs.format().unwrap();
+        fs.create_dir("/d").unwrap();
+        let mut rewrite = |fs: &mut Vol<'_>, i: usize, v: u32| {
+            let f = fs
+                .open(&format!("/d/f{i}"), create().truncate(true))
+                .unwrap();
+            let data = pattern(v, 64);
+            fs.write(f, &data).unwrap();
+            fs.close(f).unwrap();
+            want[i] = data;
+        };
+        for i in 0..files {
+            rewrite(&mut fs, i, i as u32);
+        }
+        fs.sync().unwrap();
+        // Probes at about 0, 264, 784 and 1,816 commits after the last one that paid
+        // (while the directory was small, buckets took several records each): 56 sector
+        // programs, 149 with a bypass of 256 commits after every probe.
+        let before = fs.store().flash().counters();
+        let rounds = 3000usize;
+        for k in 0..rounds {
+            rewrite(&mut fs, k % files, 1000 + k as u32);
+        }
+        let sectors = (fs.store().flash().counters() - before).partial_programs;
+        println!("{sectors} sector programs in {rounds} rewrites");
+        assert!(
+            sectors <= 64,
+            "{sectors} sector programs in {rounds} rewrites"
+        );
+        // One file rewritten past the longest bypass stages again.
+        let hot = INLINE_PROBE_MAX + 8 * 64;
+        let mut staged_tail = 0;
+        for k in 0..hot {
+            let before = fs.store().flash().counters();
+            rewrite(&mut fs, 7, 10_000 + k as u32);
+            if k >= hot - 256 {
+                staged_tail += (fs.store().flash().counters() - before).partial_programs;
+            }
+        }
+        assert!(
+            staged_tail >= 200,
+            "{staged_tail} sector programs in the last 256 rewrites of one file"
+        );
+        // No unmount: a crash.
+    }
+    let mut fs = vol(&mut sim);
+    fs.mount().unwrap();
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&read_all(&mut fs, &format!("/d/f{i}")), w, "file {i}");
+    }
+}
+
 /// The borrowed view works with code written against `embedded-io` (and `std::io`).
 #[test]
 fn file_views_speak_embedded_io_and_std_io() {
