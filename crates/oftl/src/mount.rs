@@ -622,13 +622,20 @@ impl<
         // Past every number that may be on flash (see the rules above).
         let top = max_seq.map_or(c.seq, |m| newer(m, c.seq));
         // An unmarked checkpoint may be a torn page that read well this once: the one
-        // before it stays loadable until this session commits a checkpoint.
+        // before it stays loadable until this session commits a checkpoint. The marked
+        // one when it is older and in another block: the unmarked ones between may be
+        // attempts whose programs failed but landed (review s43c: the spare was such
+        // a page, a restate erased the marked checkpoint's block, and the mount failed
+        // `Corrupted` whenever neither failed page read).
         let spare = if marked {
             None
         } else {
+            let older = |o: &&Candidate| seq_cmp(o.seq, c.seq).is_lt() && o.cur != c.cur;
             cands
                 .iter()
-                .find(|o| seq_cmp(o.seq, c.seq).is_lt() && o.cur != c.cur)
+                .filter(older)
+                .find(|o| marker.is_some_and(|(m, _)| m == o.seq))
+                .or_else(|| cands.iter().find(older))
                 .map(|o| o.cur)
         };
         let clean = clean && !marked && newest_is_loaded && unknown == 0;
