@@ -331,7 +331,7 @@ fn diff(a: &Tree, b: &Tree) -> String {
 
 fn check(fs: &mut V<'_>, allowed: &[Tree], what: &str) -> Result<Tree, String> {
     let got = observe(fs).map_err(|e| format!("{what}: observe failed: {e:?}"))?;
-    if allowed.iter().any(|t| *t == got) {
+    if allowed.contains(&got) {
         Ok(got)
     } else {
         Err(format!(
