@@ -40,6 +40,10 @@ struct Sink {
 /// More attempts a checkpoint gets after one fails to program or to read back.
 const CKPT_ATTEMPTS: u32 = 3;
 
+/// The numbers one checkpoint call may take (one per attempt): a page a mount cannot
+/// read may be the last of that many attempts, the others leaving no trace.
+pub(crate) const CKPT_NUMBERS: u32 = CKPT_ATTEMPTS + 1;
+
 /// Reads of each page of a loaded, unmarked checkpoint's block that must agree, with
 /// nothing corrected, before its spare is given up (see `release_spare`).
 const STABLE_READS: u32 = 8;
@@ -85,6 +89,10 @@ pub(crate) struct CkptPos {
     /// Checkpoint blocks (by index) that did not read back what this session just
     /// wrote to them: not used again until the next mount.
     avoid: u16,
+    /// Checkpoint blocks (by index) where the mount found pages it could not read above
+    /// the newest it could: erased before this session's first checkpoint attempt
+    /// (see `purge_stale_blocks`).
+    stale: u16,
 }
 
 impl CkptPos {
@@ -101,6 +109,7 @@ impl CkptPos {
         attempt_first: 0,
         needs_marker: false,
         avoid: 0,
+        stale: 0,
     };
 
     /// Flash holds a clean checkpoint of the current state (a clean mount, or one
@@ -132,7 +141,9 @@ impl CkptPos {
     /// A mount loaded checkpoint block `cur`'s newest checkpoint: the next one is
     /// numbered `seq` and goes to page `next_page` there, or to the other block when
     /// `switch`; `spare` is an older block kept loadable, `fell_back` says the mount
-    /// went back past something it could not load.
+    /// went back past something it could not load; `stale` are the blocks holding
+    /// pages it could not read above the newest it could.
+    #[allow(clippy::too_many_arguments)]
     pub fn loaded(
         &mut self,
         seq: u32,
@@ -141,7 +152,10 @@ impl CkptPos {
         spare: Option<usize>,
         fell_back: bool,
         switch: bool,
+        stale: u16,
     ) {
+        let keep = (1u16 << cur) | spare.map_or(0, |s| 1 << s);
+        self.stale = stale & !keep;
         self.seq = seq;
         self.cur = cur;
         self.durable = Some(cur);
@@ -157,6 +171,7 @@ impl CkptPos {
     #[cfg(feature = "alloc")]
     pub fn rebuilt(&mut self, seq: u32) {
         self.seq = seq;
+        self.stale = 0;
         self.cur = 0;
         self.next_page = 0;
         self.switch = true;
@@ -335,6 +350,7 @@ impl<
     /// failing that too the store turns read-only ([`Fault::ReadOnly`],
     /// [`crate::ReadOnlyReason::CheckpointBlocks`]), nothing changed on flash.
     fn place_checkpoint(&mut self, pages: u32) -> Result<(), FaultOf<F>> {
+        self.purge_stale_blocks()?;
         let ppb = self.dev.ppb();
         if self.ckpt.verify && !self.ckpt.switch {
             self.ckpt.verify = false;
@@ -362,6 +378,33 @@ impl<
                 return Err(Fault::ReadOnly);
             }
             self.ckpt.switch = false;
+        }
+        Ok(())
+    }
+
+    /// Erases the checkpoint blocks where the mount found pages it could not read above
+    /// the newest it could (`ckpt.stale`; never the loaded checkpoint's nor the spare's).
+    /// Such a page may be an attempt a failed session wrote (programs that reported
+    /// failure but landed, or that did not read back) under a number this session's
+    /// mount could only bound: were it to read well at a later mount, it could pass
+    /// for a checkpoint newer than this session's (an independent review, stop 44:
+    /// three attempts leaving no trace and a fourth landing unreadable let a later
+    /// session write the fourth's number again, and a mount that read the old page
+    /// loaded it, rolling acknowledged writes back). Erased before anything else is
+    /// written, every page a mount could not read is either gone or in a block this
+    /// session never writes, whose numbers the mount's count bounds.
+    fn purge_stale_blocks(&mut self) -> Result<(), FaultOf<F>> {
+        while self.ckpt.stale != 0 {
+            let i = self.ckpt.stale.trailing_zeros() as usize;
+            let b = self.dev.sb().ckpt_blocks()[i];
+            if self.dev.table().get(b).state() != BlockState::Bad {
+                match self.dev.flash_mut().erase(b) {
+                    Ok(()) => self.dev.table_mut().erased(b),
+                    Err(e) if e.kind() == ErrorKind::EraseFailed => self.dev.retire_now(b)?,
+                    Err(e) => return Err(Fault::Flash(e)),
+                }
+            }
+            self.ckpt.stale &= !(1 << i);
         }
         Ok(())
     }

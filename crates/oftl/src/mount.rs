@@ -8,6 +8,7 @@
 
 use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 
+use crate::checkpoint::CKPT_NUMBERS;
 use crate::errors::{Fault, FormatError, Mismatch, MountError, WriteError};
 use crate::format::backpointer::{PageKind, MAX_TX_DELTA};
 use crate::format::checkpoint::{
@@ -477,9 +478,12 @@ impl<
     /// - Every page of the checkpoint blocks is read with retries; only a clean read of
     ///   an erased slot counts as erased.
     /// - The next checkpoint's sequence number is past every number that may be on
-    ///   flash: the newest readable checkpoint or marker page, plus one for every page
+    ///   flash: the newest readable checkpoint or marker page, plus four for every page
     ///   above a block's newest readable page that does not read (a torn or unstable
-    ///   page could be a checkpoint one number newer each).
+    ///   page could be a checkpoint newer each, as the last of four attempts whose
+    ///   three first left no trace). The blocks of those pages are erased before the
+    ///   session's first checkpoint attempt, but for the loaded one's and the spare's
+    ///   (`purge_stale_blocks`).
     /// - Two complete checkpoints with one number (never written by this format) are
     ///   told apart by rotation: the one whose block follows the other's in the
     ///   superblock's list (or, in one block, the later one) is newer.
@@ -497,6 +501,7 @@ impl<
         let mut marker: Option<(u32, PageAddr)> = None;
         let mut max_seq: Option<u32> = None;
         let mut unknown = 0u32;
+        let mut stale = 0u16;
         let n_ckpt = self.dev.sb().ckpt_blocks().len();
         let mut last_used = [None::<u32>; MAX_CKPT_BLOCKS];
         let mut top_ok = [false; MAX_CKPT_BLOCKS];
@@ -537,6 +542,7 @@ impl<
                     _ => {
                         if !readable_seen {
                             unknown += 1;
+                            stale |= 1 << cur;
                         }
                         continue;
                     }
@@ -643,12 +649,13 @@ impl<
         // that does not read is not something to append after: after an unclean
         // shutdown the next checkpoint goes to another, freshly erased block.
         self.ckpt.loaded(
-            top.wrapping_add(unknown),
+            top.wrapping_add(unknown.saturating_mul(CKPT_NUMBERS)),
             c.cur,
             last_used[c.cur].map_or(0, |u| u + 1),
             spare,
             !newest_is_loaded || unknown > 0,
             !clean || !top_ok[c.cur],
+            stale,
         );
         Ok(clean)
     }
