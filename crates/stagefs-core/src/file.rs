@@ -510,7 +510,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Ok(p)
     }
 
-    /// Sets the file's size (zeros when it grows). Durable on return.
+    /// Sets the file's size (zeros when it grows). Durable on return. A failure changes
+    /// nothing, but for a file opened with `truncate` and not committed since that has
+    /// outgrown inline storage: there the handle may keep the new size (only bytes
+    /// written since the open, never durable, are at stake).
     pub fn truncate(&mut self, f: File, size: u64) -> Result<(), Error<S::FlashError>> {
         let i = self.handle(f)?;
         if !self.handles[i].write {
@@ -524,13 +527,23 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         let h = &mut self.handles[i];
         if h.obj == 0 {
-            let old = h.size as usize;
-            if (size as usize) > old {
-                h.inline[old..size as usize].fill(0);
+            let (old, was_dirty) = (h.size, h.dirty);
+            if size > old {
+                h.inline[old as usize..size as usize].fill(0);
             }
             h.size = size;
             h.dirty = true;
-            return self.commit(i);
+            let r = self.commit(i);
+            if r.is_err() {
+                // Nothing changed on flash: nor in the handle, or the next commit
+                // would make the refused truncate durable (an independent review,
+                // stop 44: a truncate refused with `NoSpace` on a full volume, and
+                // the close after it cut 190 acknowledged bytes).
+                let h = &mut self.handles[i];
+                h.size = old;
+                h.dirty = was_dirty;
+            }
+            return r;
         }
         let obj = h.obj;
         // Older staged records of the object must never be replayed over this.

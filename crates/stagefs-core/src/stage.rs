@@ -891,7 +891,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         // Objects with data records: their version, and whether a record applied (only
         // those go home: the others may be another object of a reused id, or gone).
         let mut versions: heapless::Vec<(u32, u64, bool), LIVE> = heapless::Vec::new();
-        match self.replay_records(stream, start, end, repair, &mut versions) {
+        let mut r = self.replay_records(stream, start, end, repair, &mut versions);
+        if matches!(r, Err(Error::NoSpace)) && self.collect_for_replay(&versions) {
+            versions.clear();
+            self.stage = Staging::EMPTY;
+            r = self.replay_records(stream, start, end, repair, &mut versions);
+        }
+        match r {
             Ok(cut) => self.stage.cut = cut,
             Err(Error::NoSpace | Error::ReadOnly) => {
                 // A store too full (or too worn) to take the records back into their
@@ -940,6 +946,30 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         // Patched and trimmed: nothing past the cut is left to read.
         self.stage.cut = u64::MAX;
         Ok(dropped)
+    }
+
+    /// A replay found no room for the records: drops what it applied and collects
+    /// garbage (at most [`crate::STEP_ALL_COPIES`] copies a block, as
+    /// [`Fs::step_all`]); whether the replay may try again (the collection met no
+    /// error but running out of room). The room a full volume had
+    /// before the cut may be
+    /// garbage that only collection gives back: without this, the volume mounted
+    /// read-only at every mount, and a read-only volume refuses the removes that would
+    /// make room (an independent review's random walk on a full volume, stop 44).
+    fn collect_for_replay(&mut self, versions: &[(u32, u64, bool)]) -> bool {
+        for &(o, _, applied) in versions.iter() {
+            if applied {
+                self.store.discard(o);
+            }
+        }
+        for _ in 0..self.store.block_count().saturating_mul(4) {
+            match self.store.gc_step(crate::STEP_ALL_COPIES / 4) {
+                Ok(true) => {}
+                Ok(false) | Err(Error::NoSpace | Error::ReadOnly) => break,
+                Err(_) => return false,
+            }
+        }
+        true
     }
 
     /// The next record of the log at or after `lsn` in `b` (see `Store::log_read`),
