@@ -135,7 +135,7 @@ impl Repair {
         self.report.unreadable_pages()
     }
 
-    /// Whether the store's tables were rebuilt from a full scan ([`Fs::mount_rebuild`]).
+    /// Whether the store's tables were rebuilt from a full scan (`Fs::mount_rebuild`, feature `alloc`).
     pub fn rebuilt(&self) -> bool {
         self.report.rebuilt()
     }
@@ -474,6 +474,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// a `budget` of 0, which patches but collects nothing). Call it when the
     /// device is otherwise idle; foreground operations do the same work only when they
     /// must (a full staging list, a full store).
+    ///
+    /// On a volume too full to patch or to collect it fails with [`Error::NoSpace`]
+    /// and nothing is lost: the staged records stay in the log (a remove or a truncate
+    /// makes room; so may later collection).
     pub fn step(&mut self, budget: u32) -> Result<bool, Error<S::FlashError>> {
         self.mounted()?;
         self.patch()?;

@@ -18,6 +18,9 @@
 //! Run: `cargo test --release -p stagefs-core --test review_s43c -- --nocapture`
 //! (`SEEDS` scales the sweeps).
 
+mod support;
+use support::Rng;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -78,7 +81,7 @@ impl NandFlash for Hk<'_> {
     fn program(&mut self, page: PageAddr, column: u32, data: &[u8], oob: &[u8]) -> Result<(), E> {
         let b = self.sim.geometry().block_of(page).0;
         let mut c = self.ctl.borrow_mut();
-        if c.ckpt.contains(&b) && std::env::var("VERBOSE").is_ok() && c.mode.is_some() {
+        if c.ckpt.contains(&b) && verbose() && c.mode.is_some() {
             println!(
                 "PROGRAM ckpt block {} page {} (mode {:?})",
                 b,
@@ -119,7 +122,7 @@ impl NandFlash for Hk<'_> {
     }
     fn erase(&mut self, block: BlockAddr) -> Result<(), E> {
         let c = self.ctl.borrow();
-        if c.ckpt.contains(&block.0) && std::env::var("VERBOSE").is_ok() {
+        if c.ckpt.contains(&block.0) && verbose() {
             println!("ERASE ckpt block {} (mode {:?})", block.0, c.mode);
         }
         drop(c);
@@ -156,16 +159,6 @@ fn ckpt_blocks(states: &[oftl::BlockInfo]) -> Vec<u32> {
         .map(|(i, _)| i as u32)
         .collect();
     reserved[2..].to_vec()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 const INL: [&str; 6] = ["/s0", "/s1", "/s2", "/d/s3", "/d/s4", "/s5"];
@@ -352,6 +345,138 @@ fn crash(sim: &mut Sim) {
     sim.arm(FaultPlan::seeded(s));
 }
 
+fn verbose() -> bool {
+    std::env::var("VERBOSE").is_ok()
+}
+
+/// Formats a volume holding `/d`, two logs, `/big` and the inline files, synced, and
+/// points the hook at its checkpoint blocks; returns the tree it holds.
+fn populate(fs: &mut V<'_>, ctl: &Rc<RefCell<Ctl>>) -> Tree {
+    let mut t = Tree::new();
+    fs.format().unwrap();
+    fs.create_dir("/d").unwrap();
+    t.insert("/d".into(), Node::Dir);
+    let puts = LOGS
+        .iter()
+        .map(|p| Op::Put(p, 1000, 1))
+        .chain([Op::Put("/big", 5000, 2)])
+        .chain(INL.iter().map(|p| Op::Put(p, 50, 3)));
+    for op in puts {
+        apply(fs, &op).unwrap();
+        t = done(&t, &Act::O(op));
+    }
+    fs.sync().unwrap();
+    ctl.borrow_mut().ckpt = ckpt_blocks(fs.store().blocks());
+    t
+}
+
+/// Every change in `tries` is refused (with `ReadOnly`, or as invalid).
+fn refuses_changes(fs: &mut V<'_>, tries: &[Act], what: &str) -> Result<(), String> {
+    for a in tries {
+        match run_act(fs, a) {
+            Err(Error::ReadOnly | Error::NotFound | Error::Exists) => {}
+            other => return Err(format!("{what}: after turn, {a:?} gave {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+/// With `VERBOSE`: after a failed mount, mounts again a few times and tries a repair,
+/// printing how each compares with the last allowed tree.
+fn explain_mount_failure(sim: &mut Sim, ctl: &Rc<RefCell<Ctl>>, allowed: &[Tree]) {
+    if !verbose() {
+        return;
+    }
+    let show = |fs: &mut V<'_>| match observe(fs) {
+        Ok(g) => format!(
+            " diff vs allowed:{} ro {}",
+            diff(allowed.last().unwrap(), &g),
+            fs.read_only()
+        ),
+        Err(e) => format!(" observe: {e:?}"),
+    };
+    for k in 0..4 {
+        let mut fs = vol(sim, ctl.clone());
+        let r = fs.mount();
+        let seen = if r.is_ok() {
+            show(&mut fs)
+        } else {
+            String::new()
+        };
+        println!("mount again {k}: {r:?}{seen}");
+    }
+    let mut fs = vol(sim, ctl.clone());
+    let rep = fs.mount_repair();
+    let seen = if rep.is_ok() {
+        show(&mut fs)
+    } else {
+        String::new()
+    };
+    println!(
+        "repair: {:?}{seen}",
+        rep.as_ref().map(|r| r.staged_bytes_dropped())
+    );
+}
+
+/// Heals the part and mounts three times (cut, unmount, cut), checking the tree
+/// against `allowed` and writing `acts` random acts after each writable mount; then a
+/// final mount and check. Returns whether a healed mount was still read-only.
+fn healed_mounts(
+    sim: &mut Sim,
+    ctl: &Rc<RefCell<Ctl>>,
+    r: &mut Rng,
+    mut allowed: Vec<Tree>,
+    acts: usize,
+    what: &str,
+) -> Result<bool, String> {
+    ctl.borrow_mut().mode = Some(Mode::Off);
+    let mut ro_after_heal = false;
+    for m in 0..3 {
+        let mut fs = vol(sim, ctl.clone());
+        if let Err(e) = fs.mount() {
+            drop(fs);
+            explain_mount_failure(sim, ctl, &allowed);
+            return Err(format!("{what}: healed mount {m}: {e:?}"));
+        }
+        let seen = check(&mut fs, &allowed, &format!("{what} healed mount {m}"))?;
+        if verbose() {
+            println!(
+                "healed mount {m}: outcome {:?} of {}; ro {}",
+                allowed.iter().position(|t| *t == seen),
+                allowed.len(),
+                fs.read_only()
+            );
+        }
+        if fs.read_only() {
+            ro_after_heal = true;
+            allowed = vec![seen];
+            drop(fs);
+            crash(sim);
+            continue;
+        }
+        let mut t2 = seen;
+        for i in 0..acts {
+            let a = next_act(r, &t2);
+            run_act(&mut fs, &a)
+                .map_err(|e| format!("{what}: healed mount {m} act {i} {a:?}: {e:?}"))?;
+            t2 = done(&t2, &a);
+        }
+        allowed = vec![t2];
+        if m == 1 {
+            fs.unmount()
+                .map_err(|e| format!("{what}: healed unmount: {e:?}"))?;
+        } else {
+            drop(fs);
+            crash(sim);
+        }
+    }
+    let mut fs = vol(sim, ctl.clone());
+    fs.mount()
+        .map_err(|e| format!("{what}: final mount: {e:?}"))?;
+    check(&mut fs, &allowed, &format!("{what} final"))?;
+    Ok(ro_after_heal)
+}
+
 /// Builds a volume, runs `pre` random acts, turns checkpoint failures on (`mode`),
 /// runs acts until one fails; then checks every call refuses with ReadOnly and reads
 /// show the acknowledged tree; ends the session (`cut`: a power cut, else unmount),
@@ -367,27 +492,12 @@ fn scenario(
     let ctl = Rc::new(RefCell::new(Ctl::default()));
     let mut sim = fresh(seed);
     let mut r = Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1);
-    let mut t: Tree = Tree::new();
     let mut allowed: Vec<Tree>;
     let failed_act;
     {
         let mut fs = vol(&mut sim, ctl.clone());
-        fs.format().unwrap();
-        fs.create_dir("/d").unwrap();
-        t.insert("/d".into(), Node::Dir);
-        for p in LOGS {
-            apply(&mut fs, &Op::Put(p, 1000, 1)).unwrap();
-            t = done(&t, &Act::O(Op::Put(p, 1000, 1)));
-        }
-        apply(&mut fs, &Op::Put("/big", 5000, 2)).unwrap();
-        t = done(&t, &Act::O(Op::Put("/big", 5000, 2)));
-        for p in INL {
-            apply(&mut fs, &Op::Put(p, 50, 3)).unwrap();
-            t = done(&t, &Act::O(Op::Put(p, 50, 3)));
-        }
-        fs.sync().unwrap();
-        ctl.borrow_mut().ckpt = ckpt_blocks(fs.store().blocks());
-        if std::env::var("VERBOSE").is_ok() {
+        let mut t = populate(&mut fs, &ctl);
+        if verbose() {
             println!("ckpt blocks {:?}", ctl.borrow().ckpt);
         }
         for i in 0..pre {
@@ -435,7 +545,7 @@ fn scenario(
             &allowed,
             &format!("in session after {failed_act:?}"),
         )?;
-        if std::env::var("VERBOSE").is_ok() {
+        if verbose() {
             println!("turn at act {k} {failed_act:?}; in-session tree is outcome {:?} of {}; health {:?}", allowed.iter().position(|t| *t == seen), allowed.len(), fs.store().health());
         }
         // Not narrowed: a failed fsync of a staged file leaves its bytes readable in
@@ -451,14 +561,7 @@ fn scenario(
             Act::O(Op::Mkdir("/zz")),
             Act::Poke("/big", 10, 10, 9),
         ];
-        for a in &tries {
-            match run_act(&mut fs, a) {
-                Err(Error::ReadOnly) => {}
-                // Refusals of invalid requests are fine.
-                Err(Error::NotFound | Error::Exists) => {}
-                other => return Err(format!("after turn, {a:?} gave {other:?}")),
-            }
-        }
+        refuses_changes(&mut fs, &tries, "in session")?;
         match fs.step(8) {
             Ok(_) | Err(Error::ReadOnly) => {}
             other => return Err(format!("after turn, step gave {other:?}")),
@@ -476,37 +579,13 @@ fn scenario(
     }
     for m in 0..sick_mounts {
         let mut fs = vol(&mut sim, ctl.clone());
-        match fs.mount() {
-            Ok(()) => {}
-            Err(e) => {
-                if std::env::var("VERBOSE").is_ok() {
-                    drop(fs);
-                    let mut fs = vol(&mut sim, ctl.clone());
-                    let r2 = fs.mount();
-                    println!("mount again: {r2:?}");
-                    drop(fs);
-                    let mut fs = vol(&mut sim, ctl.clone());
-                    let rep = fs.mount_repair();
-                    println!(
-                        "repair: {:?}",
-                        rep.as_ref().map(|r| r.staged_bytes_dropped())
-                    );
-                    if rep.is_ok() {
-                        let got = observe(&mut fs);
-                        match got {
-                            Ok(g) => println!(
-                                "after repair: diff vs allowed:{}",
-                                diff(allowed.last().unwrap(), &g)
-                            ),
-                            Err(e) => println!("observe after repair: {e:?}"),
-                        }
-                    }
-                }
-                return Err(format!("sick mount {m}: {e:?}"));
-            }
+        if let Err(e) = fs.mount() {
+            drop(fs);
+            explain_mount_failure(&mut sim, &ctl, &allowed);
+            return Err(format!("sick mount {m}: {e:?}"));
         }
         let seen = check(&mut fs, &allowed, &format!("sick mount {m}"))?;
-        if std::env::var("VERBOSE").is_ok() {
+        if verbose() {
             println!(
                 "sick mount {m}: outcome {:?} of {}; ro {}",
                 allowed.iter().position(|t| *t == seen),
@@ -526,114 +605,52 @@ fn scenario(
             crash(&mut sim);
         } else {
             let u = fs.unmount();
-            if std::env::var("VERBOSE").is_ok() {
+            if verbose() {
                 println!("sick unmount {m}: {u:?}");
             }
         }
     }
-    ctl.borrow_mut().mode = Some(Mode::Off);
-    let mut ro_after_heal = false;
-    for m in 0..3 {
-        let mut fs = vol(&mut sim, ctl.clone());
-        if let Err(e) = fs.mount() {
-            if std::env::var("VERBOSE").is_ok() {
-                drop(fs);
-                for k in 0..4 {
-                    let mut fs = vol(&mut sim, ctl.clone());
-                    let r2 = fs.mount();
-                    print!("healed mount again {k}: {r2:?}");
-                    if r2.is_ok() {
-                        match observe(&mut fs) {
-                            Ok(g) => println!(
-                                " diff vs allowed:{} ro {}",
-                                diff(allowed.last().unwrap(), &g),
-                                fs.read_only()
-                            ),
-                            Err(e) => println!(" observe: {e:?}"),
-                        }
-                        let _ = fs.unmount();
-                    } else {
-                        println!();
-                    }
-                }
-                let mut fs = vol(&mut sim, ctl.clone());
-                let rep = fs.mount_repair();
-                println!(
-                    "repair: {:?}",
-                    rep.as_ref().map(|r| r.staged_bytes_dropped())
-                );
-                if rep.is_ok() {
-                    match observe(&mut fs) {
-                        Ok(g) => println!(
-                            "after repair: diff vs allowed:{}",
-                            diff(allowed.last().unwrap(), &g)
-                        ),
-                        Err(e) => println!("observe after repair: {e:?}"),
-                    }
-                }
-            }
-            return Err(format!("healed mount {m}: {e:?}"));
-        }
-        let seen = check(&mut fs, &allowed, &format!("healed mount {m}"))?;
-        if std::env::var("VERBOSE").is_ok() {
-            println!(
-                "healed mount {m}: outcome {:?} of {}; ro {}",
-                allowed.iter().position(|t| *t == seen),
-                allowed.len(),
-                fs.read_only()
-            );
-        }
-        if fs.read_only() {
-            ro_after_heal = true;
-            drop(fs);
-            crash(&mut sim);
-            continue;
-        }
-        let mut t2 = seen;
-        for i in 0..30 {
-            let a = next_act(&mut r, &t2);
-            run_act(&mut fs, &a).map_err(|e| format!("healed mount {m} act {i} {a:?}: {e:?}"))?;
-            t2 = done(&t2, &a);
-        }
-        allowed = vec![t2];
-        if m == 1 {
-            fs.unmount().map_err(|e| format!("healed unmount: {e:?}"))?;
-        } else {
-            drop(fs);
-            crash(&mut sim);
-        }
-    }
-    let mut fs = vol(&mut sim, ctl.clone());
-    fs.mount().map_err(|e| format!("final mount: {e:?}"))?;
-    check(&mut fs, &allowed, "final")?;
+    let ro_after_heal = healed_mounts(&mut sim, &ctl, &mut r, allowed, 30, "")?;
     Ok(format!(
         "failed at {failed_act:?}; read-only after heal: {ro_after_heal}; hits {}",
         ctl.borrow().hits
     ))
 }
 
+/// Runs one case, catching a panic: its message when it held; `None`, the failure
+/// printed under `what`, when it did not.
+fn run_case(what: &str, case: impl FnOnce() -> Result<String, String>) -> Option<String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(case)) {
+        Ok(Ok(m)) => {
+            if verbose() {
+                println!("{what}: ok {m}");
+            }
+            Some(m)
+        }
+        Ok(Err(m)) => {
+            println!("{what}: FAIL {m}");
+            None
+        }
+        Err(_) => {
+            println!("{what}: PANIC");
+            None
+        }
+    }
+}
+
 fn sweep(seeds: std::ops::Range<u64>, mode: Mode, cut: bool, sick: usize) -> usize {
     let mut bad = 0;
     for seed in seeds {
         let pre = (seed % 97) as usize;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            scenario(seed, pre, mode, cut, sick)
-        })) {
-            Ok(Ok(m)) => {
-                if std::env::var("VERBOSE").is_ok() {
-                    println!("seed {seed} ok: {m}")
-                }
+        match run_case(
+            &format!("seed {seed} {mode:?} cut {cut} sick {sick}"),
+            || scenario(seed, pre, mode, cut, sick),
+        ) {
+            Some(m) => {
                 let k = m.split(['(', ';']).next().unwrap_or("").to_string();
                 *KINDS.lock().unwrap().entry(k).or_insert(0) += 1;
             }
-            Ok(Err(m)) => {
-                bad += 1;
-                println!("seed {seed} {mode:?} cut {cut} sick {sick}: FAIL {m}");
-            }
-            Err(_) => {
-                bad += 1;
-                println!("seed {seed} {mode:?} cut {cut} sick {sick}: PANIC");
-            }
+            None => bad += 1,
         }
     }
     bad
@@ -852,22 +869,12 @@ fn retry_after_readonly_fsync() {
             (Mode::Mixed, "/d/x", 600),
         ] {
             let pre = (seed % 11) as usize * 5;
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if run_case(&format!("retry seed {seed} {mode:?} {path}"), || {
                 retry_scenario(seed, pre, mode, path, len)
-            })) {
-                Ok(Ok(m)) => {
-                    if std::env::var("VERBOSE").is_ok() {
-                        println!("retry seed {seed} {mode:?} {path}: ok {m}")
-                    }
-                }
-                Ok(Err(m)) => {
-                    bad += 1;
-                    println!("retry seed {seed} {mode:?} {path}: FAIL {m}");
-                }
-                Err(_) => {
-                    bad += 1;
-                    println!("retry seed {seed} {mode:?} {path}: PANIC");
-                }
+            })
+            .is_none()
+            {
+                bad += 1;
             }
         }
     }
@@ -893,26 +900,11 @@ fn scenario2(seed: u64, skip: u64, mode: Mode, then: Then) -> Result<String, Str
     let ctl = Rc::new(RefCell::new(Ctl::default()));
     let mut sim = fresh(seed);
     let mut r = Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1);
-    let mut t: Tree = Tree::new();
     let mut allowed: Vec<Tree>;
     let mut note = String::new();
     {
         let mut fs = vol(&mut sim, ctl.clone());
-        fs.format().unwrap();
-        fs.create_dir("/d").unwrap();
-        t.insert("/d".into(), Node::Dir);
-        for p in LOGS {
-            run_act(&mut fs, &Act::O(Op::Put(p, 1000, 1))).unwrap();
-            t = done(&t, &Act::O(Op::Put(p, 1000, 1)));
-        }
-        run_act(&mut fs, &Act::O(Op::Put("/big", 5000, 2))).unwrap();
-        t = done(&t, &Act::O(Op::Put("/big", 5000, 2)));
-        for p in INL {
-            run_act(&mut fs, &Act::O(Op::Put(p, 50, 3))).unwrap();
-            t = done(&t, &Act::O(Op::Put(p, 50, 3)));
-        }
-        fs.sync().unwrap();
-        ctl.borrow_mut().ckpt = ckpt_blocks(fs.store().blocks());
+        let mut t = populate(&mut fs, &ctl);
         for i in 0..(seed % 13) * 3 {
             let a = next_act(&mut r, &t);
             if matches!(a, Act::O(Op::Sync) | Act::Step(_)) {
@@ -1024,17 +1016,13 @@ fn scenario2(seed: u64, skip: u64, mode: Mode, then: Then) -> Result<String, Str
             if fs.read_only() {
                 let seen = check(&mut fs, &allowed, &format!("{note} in session"))?;
                 allowed = vec![seen];
-                for a in [
+                let tries = [
                     Act::O(Op::Append("/log", 10, 9)),
                     Act::O(Op::Put("/s0", 10, 9)),
                     Act::O(Op::Rename("/big", "/big2")),
                     Act::O(Op::Mkdir("/zz")),
-                ] {
-                    match run_act(&mut fs, &a) {
-                        Err(Error::ReadOnly) | Err(Error::NotFound) | Err(Error::Exists) => {}
-                        other => return Err(format!("{note}: after turn, {a:?} gave {other:?}")),
-                    }
-                }
+                ];
+                refuses_changes(&mut fs, &tries, &note)?;
                 check(
                     &mut fs,
                     &allowed,
@@ -1064,42 +1052,9 @@ fn scenario2(seed: u64, skip: u64, mode: Mode, then: Then) -> Result<String, Str
         drop(fs);
         crash(&mut sim);
     }
-    {
-        let mut c = ctl.borrow_mut();
-        c.mode = Some(Mode::Off);
+    if healed_mounts(&mut sim, &ctl, &mut r, allowed, 20, &note)? {
+        note += "ro after heal; "
     }
-    for m in 0..3 {
-        let mut fs = vol(&mut sim, ctl.clone());
-        fs.mount()
-            .map_err(|e| format!("{note}: healed mount {m}: {e:?}"))?;
-        let seen = check(&mut fs, &allowed, &format!("{note} healed mount {m}"))?;
-        if fs.read_only() {
-            note += "ro after heal; ";
-            allowed = vec![seen];
-            drop(fs);
-            crash(&mut sim);
-            continue;
-        }
-        let mut t2 = seen;
-        for i in 0..20 {
-            let a = next_act(&mut r, &t2);
-            run_act(&mut fs, &a)
-                .map_err(|e| format!("{note}: healed mount {m} act {i} {a:?}: {e:?}"))?;
-            t2 = done(&t2, &a);
-        }
-        allowed = vec![t2];
-        if m == 1 {
-            fs.unmount()
-                .map_err(|e| format!("{note}: healed unmount: {e:?}"))?;
-        } else {
-            drop(fs);
-            crash(&mut sim);
-        }
-    }
-    let mut fs = vol(&mut sim, ctl.clone());
-    fs.mount()
-        .map_err(|e| format!("{note}: final mount: {e:?}"))?;
-    check(&mut fs, &allowed, &format!("{note} final"))?;
     Ok(note)
 }
 
@@ -1122,22 +1077,13 @@ fn ckpt_fail_at_each_point_of_a_call() {
             for mode in [Mode::FailProgram, Mode::Flip, Mode::Mixed] {
                 for skip in 0..12 {
                     runs += 1;
-                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        scenario2(seed, skip, mode, then)
-                    })) {
-                        Ok(Ok(m)) => {
-                            if std::env::var("VERBOSE").is_ok() {
-                                println!("s2 seed {seed} {then:?} {mode:?} skip {skip}: ok {m}")
-                            }
-                        }
-                        Ok(Err(m)) => {
-                            bad += 1;
-                            println!("s2 seed {seed} {then:?} {mode:?} skip {skip}: FAIL {m}");
-                        }
-                        Err(_) => {
-                            bad += 1;
-                            println!("s2 seed {seed} {then:?} {mode:?} skip {skip}: PANIC");
-                        }
+                    if run_case(
+                        &format!("s2 seed {seed} {then:?} {mode:?} skip {skip}"),
+                        || scenario2(seed, skip, mode, then),
+                    )
+                    .is_none()
+                    {
+                        bad += 1;
                     }
                 }
             }
@@ -1346,22 +1292,13 @@ fn backoff_cuts() {
         let at = 200 + r.below(total as u64 - 200) as usize;
         let op = 1 + r.below(12);
         let kind = nand_hal::sim::CutKind::ALL[r.below(5) as usize];
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            backoff_run(seed, total, Some((at, op, kind)))
-        })) {
-            Ok(Ok(m)) => {
-                if std::env::var("VERBOSE").is_ok() {
-                    println!("backoff seed {seed}: ok {m}");
-                }
-            }
-            Ok(Err(m)) => {
-                bad += 1;
-                println!("backoff seed {seed} at {at} op {op} {kind:?}: FAIL {m}");
-            }
-            Err(_) => {
-                bad += 1;
-                println!("backoff seed {seed} at {at} op {op} {kind:?}: PANIC");
-            }
+        if run_case(
+            &format!("backoff seed {seed} at {at} op {op} {kind:?}"),
+            || backoff_run(seed, total, Some((at, op, kind))),
+        )
+        .is_none()
+        {
+            bad += 1;
         }
     }
     assert_eq!(bad, 0);

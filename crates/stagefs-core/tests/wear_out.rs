@@ -14,6 +14,9 @@
 //!   records still in the staging log included (reads overlay them), after a cut and
 //!   after a clean unmount, and refuses every change with `ReadOnly`.
 
+mod support;
+use support::Rng;
+
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand};
 use nand_hal::ErrorKind;
 use oftl::{Config, Greedy, Health, Oftl};
@@ -47,17 +50,6 @@ fn worn_part(seed: u64, endurance: u32) -> Sim {
             ..FaultConfig::default()
         }),
     )
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 const FILES: [&str; 6] = ["/a", "/b", "/c", "/d/x", "/d/y", "/d/z"];

@@ -95,3 +95,16 @@ pub fn fill_volume(fs: &mut Vol<'_>) -> Vec<String> {
     }
     made
 }
+
+/// A seeded xorshift generator for the randomized scenarios (the seed must not be 0).
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next draw, below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
