@@ -83,6 +83,13 @@ pub const REPLAY_PAGES: u32 = 64;
 /// Reads of a staging log record, each through the store's own retries, that must all
 /// find it lost before a repair drops it and what follows (see `Fs::next_commit`).
 const REPAIR_READS: u32 = 16;
+
+/// Collection steps a mount's replay that finds no room may take, the replay tried
+/// again after each (see `collect_for_replay`).
+const REPLAY_COLLECT_STEPS: u32 = 8;
+/// Page copies of each of those steps.
+const REPLAY_COLLECT_COPIES: u32 = 64;
+
 /// Bytes of a log sector's payload (a 512-byte program unit less its 20-byte trailer):
 /// what one staged sector holds.
 const SECTOR_PAYLOAD: usize = 492;
@@ -892,10 +899,19 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         // those go home: the others may be another object of a reused id, or gone).
         let mut versions: heapless::Vec<(u32, u64, bool), LIVE> = heapless::Vec::new();
         let mut r = self.replay_records(stream, start, end, repair, &mut versions);
-        if matches!(r, Err(Error::NoSpace)) && self.collect_for_replay(&versions) {
+        for _ in 0..REPLAY_COLLECT_STEPS {
+            if !matches!(r, Err(Error::NoSpace)) {
+                break;
+            }
+            let Some(more) = self.collect_for_replay(&versions) else {
+                break;
+            };
             versions.clear();
             self.stage = Staging::EMPTY;
             r = self.replay_records(stream, start, end, repair, &mut versions);
+            if !more {
+                break;
+            }
         }
         match r {
             Ok(cut) => self.stage.cut = cut,
@@ -949,27 +965,26 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     }
 
     /// A replay found no room for the records: drops what it applied and collects
-    /// garbage (at most [`crate::STEP_ALL_COPIES`] copies a block, as
-    /// [`Fs::step_all`]); whether the replay may try again (the collection met no
-    /// error but running out of room). The room a full volume had
-    /// before the cut may be
-    /// garbage that only collection gives back: without this, the volume mounted
-    /// read-only at every mount, and a read-only volume refuses the removes that would
-    /// make room (an independent review's random walk on a full volume, stop 44).
-    fn collect_for_replay(&mut self, versions: &[(u32, u64, bool)]) -> bool {
+    /// garbage, one step of [`REPLAY_COLLECT_COPIES`] page copies, for the replay to
+    /// try again; `None` when the collection failed (other than finding no room), else
+    /// whether more collection would do useful work. The room a full volume had before
+    /// the cut may be garbage that only collection gives back: without this, the
+    /// volume mounted read-only at every mount, and a read-only volume refuses the
+    /// removes that would make room (an independent review's random walk on a full
+    /// volume, stop 44). One step at a time, the replay tried after each: a collection
+    /// run to the end on a full volume churned about 30 erases a block at such a mount
+    /// (review s44c).
+    fn collect_for_replay(&mut self, versions: &[(u32, u64, bool)]) -> Option<bool> {
         for &(o, _, applied) in versions.iter() {
             if applied {
                 self.store.discard(o);
             }
         }
-        for _ in 0..self.store.block_count().saturating_mul(4) {
-            match self.store.gc_step(crate::STEP_ALL_COPIES / 4) {
-                Ok(true) => {}
-                Ok(false) | Err(Error::NoSpace | Error::ReadOnly) => break,
-                Err(_) => return false,
-            }
+        match self.store.gc_step(REPLAY_COLLECT_COPIES) {
+            Ok(more) => Some(more),
+            Err(Error::NoSpace | Error::ReadOnly) => Some(false),
+            Err(_) => None,
         }
-        true
     }
 
     /// The next record of the log at or after `lsn` in `b` (see `Store::log_read`),
