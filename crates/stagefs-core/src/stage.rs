@@ -86,7 +86,7 @@ const REPAIR_READS: u32 = 16;
 
 /// Collection steps a mount's replay that finds no room may take, the replay tried
 /// again after each (see `collect_for_replay`).
-const REPLAY_COLLECT_STEPS: u32 = 8;
+const REPLAY_COLLECT_STEPS: u32 = 16;
 /// Page copies of each of those steps.
 const REPLAY_COLLECT_COPIES: u32 = 64;
 
@@ -973,7 +973,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// removes that would make room (an independent review's random walk on a full
     /// volume, stop 44). One step at a time, the replay tried after each: a collection
     /// run to the end on a full volume churned about 30 erases a block at such a mount
-    /// (review s44c).
+    /// (review s44c); [`REPLAY_COLLECT_STEPS`] is what a collection a cut tore needs
+    /// (with 8, a mount that fell back read-only made nothing durable and the next
+    /// one started over, read-only again).
     fn collect_for_replay(&mut self, versions: &[(u32, u64, bool)]) -> Option<bool> {
         for &(o, _, applied) in versions.iter() {
             if applied {
