@@ -162,9 +162,13 @@ fn fsck_repair_again_after_a_cut_during_the_rebuild() {
         let mut out = String::new();
         let (code, _) = fsck::run(&mut c, "img", true, &mut out);
         // A page the cut tore is, without checkpoints, a page whose owner cannot be
-        // named: fsck may say it cannot tell which file it belonged to (exit 4).
+        // named: fsck may say it cannot tell which file it belonged to (exit 4). A cut
+        // late in the repair, once its checkpoint committed, leaves a repaired volume
+        // that checks clean (exit 0; since stop 44 the session after a rebuild erases
+        // the checkpoint blocks whose pages did not read, which moved the cuts). Every
+        // file is checked below either way.
         assert!(
-            code == 1 || (code == 4 && out.contains("cannot tell which")),
+            code == 1 || code == 0 || (code == 4 && out.contains("cannot tell which")),
             "cut {k}:\n{out}"
         );
         check_files(&mut c, &want, &format!("cut {k}"));
