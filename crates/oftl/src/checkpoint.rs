@@ -83,6 +83,8 @@ pub(crate) struct CkptPos {
     frontier_known: bool,
     /// First page of the last checkpoint written (or attempted) in the current block.
     attempt_first: u32,
+    /// A checkpoint of this session landed in the current block (its pages read).
+    good_here: bool,
     /// Flash holds a clean checkpoint and nothing changed since: the first change
     /// writes a fresh checkpoint and its marker first (see `write_marker`).
     needs_marker: bool,
@@ -93,6 +95,9 @@ pub(crate) struct CkptPos {
     /// the newest it could: erased before this session's first checkpoint attempt
     /// (see `purge_stale_blocks`).
     stale: u16,
+    /// The loaded checkpoint's and the spare's blocks among those: erased once this
+    /// session's first marked checkpoint is durable in another block.
+    stale_kept: u16,
 }
 
 impl CkptPos {
@@ -107,9 +112,11 @@ impl CkptPos {
         fell_back: false,
         frontier_known: false,
         attempt_first: 0,
+        good_here: false,
         needs_marker: false,
         avoid: 0,
         stale: 0,
+        stale_kept: 0,
     };
 
     /// Flash holds a clean checkpoint of the current state (a clean mount, or one
@@ -156,6 +163,7 @@ impl CkptPos {
     ) {
         let keep = (1u16 << cur) | spare.map_or(0, |s| 1 << s);
         self.stale = stale & !keep;
+        self.stale_kept = stale & keep;
         self.seq = seq;
         self.cur = cur;
         self.durable = Some(cur);
@@ -172,6 +180,9 @@ impl CkptPos {
     pub fn rebuilt(&mut self, seq: u32) {
         self.seq = seq;
         self.stale = 0;
+        // Its pages did not count: every other checkpoint block goes once its first
+        // checkpoint is durable (they may hold pages that do not read).
+        self.stale_kept = u16::MAX;
         self.cur = 0;
         self.next_page = 0;
         self.switch = true;
@@ -227,7 +238,7 @@ impl<
         // failure leaves RAM ahead of flash. Running out of checkpoint blocks only
         // turns the store read-only (reads are served from RAM, nothing more is
         // written); anything else poisons the handle.
-        match self.commit_checkpoint(clean, most) {
+        match self.commit_checkpoint(clean, !clean, most) {
             Ok(()) => {}
             Err(Fault::ReadOnly) => return Err(Fault::ReadOnly),
             Err(e) => {
@@ -243,10 +254,6 @@ impl<
             self.ckpt.clean_on_flash();
         } else {
             self.ckpt.changed_since_clean();
-        }
-        if !clean {
-            // Its window is about to be used: say so (see `mark_checkpoint_used`).
-            self.mark_checkpoint_used()?;
         }
         for b in (0..self.dev.geo().blocks()).map(BlockAddr) {
             let bi = self.dev.table().get(b);
@@ -266,21 +273,39 @@ impl<
             + 1
     }
 
-    /// Writes the checkpoint of the state in RAM (its place settled) and reads it back;
-    /// one that fails to program or to read back is written again (up to
+    /// Writes the checkpoint of the state in RAM (its place settled), reads it back and,
+    /// with `mark` (its window is about to be used), programs its marker; one that fails
+    /// to program, to read back or to take its marker is written again (up to
     /// [`CKPT_ATTEMPTS`] more times), under the next number (a number is never used
     /// twice), in another checkpoint block. Then the
     /// block it landed in holds the newest checkpoint a mount would load.
-    fn commit_checkpoint(&mut self, clean: bool, most: u32) -> Result<(), FaultOf<F>> {
+    fn commit_checkpoint(&mut self, clean: bool, mark: bool, most: u32) -> Result<(), FaultOf<F>> {
         let mut attempt = 0;
         loop {
             let r = self
                 .write_checkpoint(clean)
-                .and_then(|(first, total, seq)| self.verify_checkpoint(first, total, seq));
+                .and_then(|(first, total, seq)| self.verify_checkpoint(first, total, seq))
+                .and_then(|()| {
+                    if mark {
+                        self.mark_checkpoint_used()
+                    } else {
+                        Ok(())
+                    }
+                });
             let again = match &r {
                 Ok(()) => {
                     self.ckpt.durable = Some(self.ckpt.cur);
                     self.ckpt.spare = None;
+                    self.ckpt.good_here = true;
+                    if mark && self.ckpt.stale_kept != 0 {
+                        // The blocks the mount kept as fallbacks are no longer needed:
+                        // their unreadable pages go now (see `purge_stale_blocks`).
+                        let n = self.dev.sb().ckpt_blocks().len() as u32;
+                        let all = (1u32 << n).wrapping_sub(1) as u16;
+                        self.ckpt.stale |= self.ckpt.stale_kept & all & !(1 << self.ckpt.cur);
+                        self.ckpt.stale_kept = 0;
+                        self.purge_stale_blocks()?;
+                    }
                     return Ok(());
                 }
                 // It does not read back. A block this attempt erased for it (neither
@@ -330,11 +355,16 @@ impl<
     /// which recovery reuses; were the skipped one to read well at a later mount (an
     /// unstable torn page), that mount would take it for the newest and find its index
     /// overwritten. Now it can never be taken again.
+    ///
+    /// It is marked like any checkpoint whose window is used (recovery writes into
+    /// it): unmarked, a later mount that could not read it fell back past it, to the
+    /// skipped checkpoint when that one read again, and found its index pages
+    /// overwritten by this recovery (`Corrupted` reads; an independent review, stop 45).
     #[inline(never)]
     pub(crate) fn restate_checkpoint(&mut self) -> Result<(), FaultOf<F>> {
         let most = self.largest_checkpoint();
         self.place_checkpoint(most)?;
-        self.commit_checkpoint(false, most)?;
+        self.commit_checkpoint(false, true, most)?;
         self.dev.stats_mut().checkpoints += 1;
         Ok(())
     }
@@ -344,8 +374,12 @@ impl<
     /// reliably erased, a failed attempt) moves to the next usable checkpoint block,
     /// erasing it. When no other block is usable it appends after what the current
     /// block holds if this session erased that block (so it knows which pages were
-    /// programmed: a torn page can read as erased), it has room and the next page reads
-    /// erased (no erase: the newest checkpoint stays); failing that it gives up the
+    /// programmed: a torn page can read as erased) and holds only its failed attempts,
+    /// it has room and the next page reads erased (no erase: the newest checkpoint
+    /// stays). Not after a checkpoint that landed there: two failed attempts that do
+    /// not read above it would look to a later mount like a newer checkpoint and its
+    /// marker, both lost (`mount::check_lost_markers`, stop 45); a block of failed
+    /// attempts only, with nothing readable, is taken for older. Failing that it gives up the
     /// spare of an unmarked checkpoint that reads stable (`release_spare`), and
     /// failing that too the store turns read-only ([`Fault::ReadOnly`],
     /// [`crate::ReadOnlyReason::CheckpointBlocks`]), nothing changed on flash.
@@ -366,6 +400,7 @@ impl<
             let usable = room
                 && self.ckpt.avoid & (1 << self.ckpt.cur) == 0
                 && self.ckpt.frontier_known
+                && !self.ckpt.good_here
                 && self.dev.table().get(cur).state() != BlockState::Bad
                 && self.page_erased(self.ckpt_page(self.ckpt.next_page))?
                 && self.failed_pages_read_used()?;
@@ -383,7 +418,8 @@ impl<
     }
 
     /// Erases the checkpoint blocks where the mount found pages it could not read above
-    /// the newest it could (`ckpt.stale`; never the loaded checkpoint's nor the spare's).
+    /// the newest it could (`ckpt.stale`; the loaded checkpoint's and the spare's only
+    /// once a marked checkpoint of this session is durable in another block).
     /// Such a page may be an attempt a failed session wrote (programs that reported
     /// failure but landed, or that did not read back) under a number this session's
     /// mount could only bound: were it to read well at a later mount, it could pass
@@ -392,7 +428,10 @@ impl<
     /// session write the fourth's number again, and a mount that read the old page
     /// loaded it, rolling acknowledged writes back). Erased before anything else is
     /// written, every page a mount could not read is either gone or in a block this
-    /// session never writes, whose numbers the mount's count bounds.
+    /// session never writes, whose numbers the mount's count bounds. The loaded and
+    /// spare blocks' go after the first marked commit: two unreadable pages there look
+    /// like a lost checkpoint and marker to later mounts, which refuse with
+    /// `MediaLoss` a block whose age they cannot tell (`mount::check_lost_markers`).
     fn purge_stale_blocks(&mut self) -> Result<(), FaultOf<F>> {
         while self.ckpt.stale != 0 {
             let i = self.ckpt.stale.trailing_zeros() as usize;
@@ -554,12 +593,16 @@ impl<
     /// Programs the marker of the checkpoint just written (its sequence number, in the
     /// next page of its block): from now on that checkpoint's window may hold data, so
     /// a mount must never fall back past it (see `mount::load_newest_checkpoint`).
-    /// A marker that fails to program is left as it is; the next checkpoint goes to a
-    /// fresh block.
+    ///
+    /// A marker that fails to program fails the attempt (`ProgramFailed`): the
+    /// checkpoint is written again, under the next number, in a fresh block. Using the
+    /// window of a checkpoint without a marker broke the mount's rule that falling
+    /// back past an unmarked checkpoint is safe: with that checkpoint unreadable at a
+    /// later mount, acknowledged writes rolled back (an independent review, stop 45).
     fn mark_checkpoint_used(&mut self) -> Result<(), FaultOf<F>> {
         if self.ckpt.next_page >= self.dev.ppb() {
-            self.ckpt.switch = true;
-            return Ok(());
+            // `place_checkpoint` leaves room for it: never reached.
+            return Err(Fault::Internal);
         }
         let page = self.ckpt_page(self.ckpt.next_page);
         self.ckpt.next_page += 1;
@@ -568,17 +611,9 @@ impl<
             ..Backpointer::single(PageKind::Marker, 0, 0, 0)
         };
         self.scratch.page_mut().fill(0xFF);
-        match self
-            .dev
+        self.dev
             .program_at(page, self.scratch.page_mut(), &bp, true)
-        {
-            Ok(()) => Ok(()),
-            Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::ProgramFailed => {
-                self.ckpt.switch = true;
-                Ok(())
-            }
-            Err(e) => Err(Fault::Flash(e)),
-        }
+            .map_err(Fault::Flash)
     }
 
     /// Writes the checkpoint stream; returns its first page, page count and sequence.
@@ -676,6 +711,7 @@ impl<
                     self.dev.table_mut().erased(b);
                     self.ckpt.cur = i;
                     self.ckpt.next_page = 0;
+                    self.ckpt.good_here = false;
                     self.ckpt.switch = false;
                     self.ckpt.frontier_known = true;
                     return Ok(true);

@@ -73,8 +73,10 @@ pub enum MountError<E> {
     /// Recovery needed more free blocks than the device has.
     NoSpace,
     /// A page that later pages prove was written after the last checkpoint (or a newer
-    /// checkpoint whose use a marker proves) stays unreadable after retries, and what it
-    /// held cannot be told: mounting normally would pass an older state off as current.
+    /// checkpoint whose use a marker proves, or checkpoint pages that may be such a
+    /// checkpoint and its marker) stays unreadable after retries, and what it held
+    /// cannot be told: mounting normally would pass an older state off as current. A
+    /// later mount may succeed if the read errors were transient;
     /// a salvage mount ([`crate::Damaged::Salvage`]) mounts read-only past it, so the intact
     /// objects can be copied out. `page` is the device page number.
     MediaLoss {

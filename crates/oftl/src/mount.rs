@@ -31,6 +31,16 @@ struct Candidate {
     pages: u32,
 }
 
+/// The newest place in a checkpoint block where a marker may have landed and no longer
+/// reads: an unreadable page right after another (see `check_lost_markers`).
+#[derive(Clone, Copy)]
+struct LostMarker {
+    /// Page index in its block of the page that may be the marker.
+    idx: u32,
+    /// The number on the block's nearest readable page above it, if any.
+    above: Option<u32>,
+}
+
 struct Source {
     block: BlockAddr,
     first: u32,
@@ -505,6 +515,11 @@ impl<
         let n_ckpt = self.dev.sb().ckpt_blocks().len();
         let mut last_used = [None::<u32>; MAX_CKPT_BLOCKS];
         let mut top_ok = [false; MAX_CKPT_BLOCKS];
+        let mut lost = [None::<LostMarker>; MAX_CKPT_BLOCKS];
+        // The lowest-numbered readable page seen in each block.
+        let mut low_seq = [None::<u32>; MAX_CKPT_BLOCKS];
+        // Blocks with a readable marker page.
+        let mut marked_blocks = 0u16;
         let (order, in_order) = self.ckpt_search_order()?;
         // Blocks still searched after the newest one in `order` that shows a marker.
         let mut after_marker: Option<usize> = None;
@@ -532,21 +547,35 @@ impl<
             last_used[cur] = lo.checked_sub(1);
             let mut found = 0;
             let mut readable_seen = false;
+            // The page above the current one did not read, and the readable page
+            // nearest above (walking down).
+            let mut unreadable_above = false;
+            let mut above: Option<u32> = None;
             for i in (0..lo).rev() {
                 let page = self.dev.geo().page(b, i);
                 let bp = match self.dev.scan_read(page).map_err(MountError::from)? {
                     Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
                         bp
                     }
-                    Scan::Erased => continue,
+                    Scan::Erased => {
+                        unreadable_above = false;
+                        continue;
+                    }
                     _ => {
                         if !readable_seen {
                             unknown += 1;
                             stale |= 1 << cur;
                         }
+                        if unreadable_above && lost[cur].is_none() {
+                            lost[cur] = Some(LostMarker { idx: i + 1, above });
+                        }
+                        unreadable_above = true;
                         continue;
                     }
                 };
+                unreadable_above = false;
+                above = Some(bp.seq);
+                low_seq[cur] = Some(bp.seq);
                 if i + 1 == lo {
                     top_ok[cur] = true;
                 }
@@ -556,8 +585,12 @@ impl<
                     PageKind::Marker if marker.is_none_or(|(m, _)| seq_cmp(bp.seq, m).is_gt()) => {
                         marker = Some((bp.seq, page));
                         saw_marker = true;
+                        marked_blocks |= 1 << cur;
                     }
-                    PageKind::Marker => saw_marker = true,
+                    PageKind::Marker => {
+                        saw_marker = true;
+                        marked_blocks |= 1 << cur;
+                    }
                     _ if bp.commit && bp.lpn <= i => {
                         let c = Candidate {
                             seq: bp.seq,
@@ -578,7 +611,14 @@ impl<
                             let _ = cands.push(c);
                         }
                         found += 1;
-                        if found == 2 {
+                        // Two candidates, and a marker seen in the block: what lies
+                        // below is older. Without the marker the walk goes on: the
+                        // spare must be the newest marked checkpoint, and stopping at
+                        // two unmarked ones (failed attempts appended above it) chose
+                        // an older block's, whose fallback then rolled acknowledged
+                        // writes back once the real one's block was erased (review
+                        // s45b, `s45b_spare_hides_behind_two_checkpoints`).
+                        if found >= 2 && saw_marker {
                             break;
                         }
                     }
@@ -623,6 +663,9 @@ impl<
             }
         }
         let (c, clean) = loaded.ok_or(MountError::Corrupted)?;
+        if !self.session.salvaging() {
+            self.check_lost_markers(c, clean, &lost, &low_seq, marked_blocks)?;
+        }
         let newest_is_loaded = cands.first().is_some_and(|n| n.seq == c.seq);
         let marked = marker.is_some_and(|(m, _)| !seq_cmp(m, c.seq).is_lt());
         // Past every number that may be on flash (see the rules above).
@@ -658,6 +701,82 @@ impl<
             stale,
         );
         Ok(clean)
+    }
+
+    /// Fails with [`MountError::MediaLoss`] when a marker newer than the loaded
+    /// checkpoint `c` may have landed and no longer reads.
+    ///
+    /// A marker proves its checkpoint's window was programmed, so falling back past it
+    /// rolls acknowledged writes back; a readable one is caught by the marker rule, but
+    /// a checkpoint and its marker that read uncorrectable at one mount and well at the
+    /// next used to be passed over silently, and a writable session then made the older
+    /// state durable (an independent review, stop 45).
+    ///
+    /// A marker immediately follows its checkpoint's commit page, and a torn or failed
+    /// attempt leaves one unreadable page at the end of its block (the next attempt
+    /// goes to a fresh block, or, as a last resort, follows failed attempts only), so
+    /// two unreadable pages in a row may be a lost checkpoint and its marker. They are
+    /// older than `c` when they sit below `c`'s marker slot and the next page (a
+    /// checkpoint after `c` in its block comes after `c`'s marker, unless `c` is clean;
+    /// failed attempts the last resort appended after `c`, when `c`'s own program
+    /// reported failure, look like this), or a readable page above
+    /// them in their block is no newer than `c`. In another block they count only if
+    /// the block shows a readable marker (failed attempts leave none) and did not start
+    /// before `c`'s (a readable page of it older than `c`'s block's first page). A
+    /// block of which nothing reads is taken for older: a torn erase leaves one (its
+    /// old pages read uncorrectable), and refusing it would refuse an intact store for
+    /// good after a mere power cut; a whole block lost is left open.
+    fn check_lost_markers(
+        &mut self,
+        c: &Candidate,
+        c_clean: bool,
+        lost: &[Option<LostMarker>; MAX_CKPT_BLOCKS],
+        low_seq: &[Option<u32>; MAX_CKPT_BLOCKS],
+        marked_blocks: u16,
+    ) -> Result<(), MountError<F::Error>> {
+        let mut loaded_first: Option<Option<u32>> = None;
+        for (cur, l) in lost.iter().enumerate() {
+            let Some(l) = *l else { continue };
+            // Above `c` in its block, a newer checkpoint's marker comes after `c`'s own
+            // marker (unless `c` is clean: it has none) and the newer commit page.
+            let after_c = c.first + c.pages + if c_clean { 1 } else { 2 };
+            if (cur == c.cur && l.idx < after_c)
+                || l.above.is_some_and(|s| !seq_cmp(s, c.seq).is_gt())
+            {
+                continue;
+            }
+            if cur != c.cur {
+                let Some(low) = low_seq[cur] else { continue };
+                if marked_blocks & (1 << cur) == 0 {
+                    continue;
+                }
+                if loaded_first.is_none() {
+                    let b = self.dev.sb().ckpt_blocks()[c.cur];
+                    let page = self.dev.geo().page(b, 0);
+                    loaded_first =
+                        Some(match self.dev.scan_read(page).map_err(MountError::from)? {
+                            Scan::Bp(bp)
+                                if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) =>
+                            {
+                                Some(bp.seq)
+                            }
+                            _ => None,
+                        });
+                }
+                if loaded_first
+                    .flatten()
+                    .is_some_and(|f| seq_cmp(low, f).is_lt())
+                {
+                    continue;
+                }
+            }
+            let b = self.dev.sb().ckpt_blocks()[cur];
+            warn!("oftl: mount: a checkpoint marker newer than the loaded checkpoint may be lost");
+            return Err(MountError::MediaLoss {
+                page: self.dev.geo().page(b, l.idx).0,
+            });
+        }
+        Ok(())
     }
 
     /// The order in which [`Oftl::load_newest_checkpoint`] searches the checkpoint

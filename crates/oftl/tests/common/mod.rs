@@ -2,6 +2,7 @@
 //! that an OFTL's state matches one of the states the oracle allows.
 #![allow(dead_code)]
 
+pub mod ckpt_faults;
 pub mod contents;
 pub mod fill;
 pub mod hooked;
