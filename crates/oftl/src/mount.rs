@@ -31,16 +31,6 @@ struct Candidate {
     pages: u32,
 }
 
-/// The newest place in a checkpoint block where a marker may have landed and no longer
-/// reads: an unreadable page right after another (see `check_lost_markers`).
-#[derive(Clone, Copy)]
-struct LostMarker {
-    /// Page index in its block of the page that may be the marker.
-    idx: u32,
-    /// The number on the block's nearest readable page above it, if any.
-    above: Option<u32>,
-}
-
 struct Source {
     block: BlockAddr,
     first: u32,
@@ -515,9 +505,9 @@ impl<
         let n_ckpt = self.dev.sb().ckpt_blocks().len();
         let mut last_used = [None::<u32>; MAX_CKPT_BLOCKS];
         let mut top_ok = [false; MAX_CKPT_BLOCKS];
-        let mut lost = [None::<LostMarker>; MAX_CKPT_BLOCKS];
+        // Blocks with an unreadable page right after another (see `check_lost_markers`).
+        let mut pairs = 0u16;
         // The lowest-numbered readable page seen in each block.
-        let mut low_seq = [None::<u32>; MAX_CKPT_BLOCKS];
         // Blocks with a readable marker page.
         let mut marked_blocks = 0u16;
         let (order, in_order) = self.ckpt_search_order()?;
@@ -550,7 +540,6 @@ impl<
             // The page above the current one did not read, and the readable page
             // nearest above (walking down).
             let mut unreadable_above = false;
-            let mut above: Option<u32> = None;
             for i in (0..lo).rev() {
                 let page = self.dev.geo().page(b, i);
                 let bp = match self.dev.scan_read(page).map_err(MountError::from)? {
@@ -566,16 +555,14 @@ impl<
                             unknown += 1;
                             stale |= 1 << cur;
                         }
-                        if unreadable_above && lost[cur].is_none() {
-                            lost[cur] = Some(LostMarker { idx: i + 1, above });
+                        if unreadable_above {
+                            pairs |= 1 << cur;
                         }
                         unreadable_above = true;
                         continue;
                     }
                 };
                 unreadable_above = false;
-                above = Some(bp.seq);
-                low_seq[cur] = Some(bp.seq);
                 if i + 1 == lo {
                     top_ok[cur] = true;
                 }
@@ -664,7 +651,7 @@ impl<
         }
         let (c, clean) = loaded.ok_or(MountError::Corrupted)?;
         if !self.session.salvaging() {
-            self.check_lost_markers(c, clean, &lost, &low_seq, marked_blocks)?;
+            self.check_lost_markers(c, clean, pairs, &last_used, marked_blocks)?;
         }
         let newest_is_loaded = cands.first().is_some_and(|n| n.seq == c.seq);
         let marked = marker.is_some_and(|(m, _)| !seq_cmp(m, c.seq).is_lt());
@@ -726,54 +713,68 @@ impl<
     /// block of which nothing reads is taken for older: a torn erase leaves one (its
     /// old pages read uncorrectable), and refusing it would refuse an intact store for
     /// good after a mere power cut; a whole block lost is left open.
+    #[inline(never)]
     fn check_lost_markers(
         &mut self,
         c: &Candidate,
         c_clean: bool,
-        lost: &[Option<LostMarker>; MAX_CKPT_BLOCKS],
-        low_seq: &[Option<u32>; MAX_CKPT_BLOCKS],
+        pairs: u16,
+        last_used: &[Option<u32>; MAX_CKPT_BLOCKS],
         marked_blocks: u16,
     ) -> Result<(), MountError<F::Error>> {
-        let mut loaded_first: Option<Option<u32>> = None;
-        for (cur, l) in lost.iter().enumerate() {
-            let Some(l) = *l else { continue };
-            // Above `c` in its block, a newer checkpoint's marker comes after `c`'s own
-            // marker (unless `c` is clean: it has none) and the newer commit page.
-            let after_c = c.first + c.pages + if c_clean { 1 } else { 2 };
-            if (cur == c.cur && l.idx < after_c)
-                || l.above.is_some_and(|s| !seq_cmp(s, c.seq).is_gt())
+        // Above `c` in its block, a newer checkpoint's marker comes after `c`'s own
+        // marker (unless `c` is clean: it has none) and the newer commit page.
+        let after_c = c.first + c.pages + if c_clean { 1 } else { 2 };
+        for (cur, used) in last_used.iter().enumerate() {
+            if pairs & (1 << cur) == 0 || (cur != c.cur && marked_blocks & (1 << cur) == 0) {
+                continue;
+            }
+            let b = self.dev.sb().ckpt_blocks()[cur];
+            // Walk down again (rare: only blocks with such a pair) for the newest pair
+            // (`idx`: its upper page), the nearest readable page above it and the lowest
+            // readable page in the block.
+            let (mut idx, mut above, mut low) = (0, None, None);
+            let mut unreadable_above = false;
+            for i in (0..used.map_or(0, |u| u + 1)).rev() {
+                let page = self.dev.geo().page(b, i);
+                match self.dev.scan_read(page).map_err(MountError::from)? {
+                    Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
+                        if idx == 0 {
+                            above = Some(bp.seq);
+                        }
+                        low = Some(bp.seq);
+                        unreadable_above = false;
+                    }
+                    Scan::Erased => unreadable_above = false,
+                    _ => {
+                        if unreadable_above && idx == 0 {
+                            idx = i + 1;
+                        }
+                        unreadable_above = true;
+                    }
+                }
+            }
+            // The nearest readable page above the pair no newer than `c`: the pair is
+            // older too.
+            if idx == 0
+                || (cur == c.cur && idx < after_c)
+                || above.is_some_and(|s| !seq_cmp(s, c.seq).is_gt())
             {
                 continue;
             }
             if cur != c.cur {
-                let Some(low) = low_seq[cur] else { continue };
-                if marked_blocks & (1 << cur) == 0 {
-                    continue;
-                }
-                if loaded_first.is_none() {
-                    let b = self.dev.sb().ckpt_blocks()[c.cur];
-                    let page = self.dev.geo().page(b, 0);
-                    loaded_first =
-                        Some(match self.dev.scan_read(page).map_err(MountError::from)? {
-                            Scan::Bp(bp)
-                                if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) =>
-                            {
-                                Some(bp.seq)
-                            }
-                            _ => None,
-                        });
-                }
-                if loaded_first
-                    .flatten()
-                    .is_some_and(|f| seq_cmp(low, f).is_lt())
-                {
-                    continue;
+                // Nothing in the block reads: its age cannot be told.
+                let Some(low) = low else { continue };
+                let l0 = self.dev.geo().page(self.dev.sb().ckpt_blocks()[c.cur], 0);
+                if let Scan::Bp(bp) = self.dev.scan_read(l0).map_err(MountError::from)? {
+                    if seq_cmp(low, bp.seq).is_lt() {
+                        continue;
+                    }
                 }
             }
-            let b = self.dev.sb().ckpt_blocks()[cur];
             warn!("oftl: mount: a checkpoint marker newer than the loaded checkpoint may be lost");
             return Err(MountError::MediaLoss {
-                page: self.dev.geo().page(b, l.idx).0,
+                page: self.dev.geo().page(b, idx).0,
             });
         }
         Ok(())

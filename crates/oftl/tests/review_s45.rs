@@ -28,8 +28,8 @@
 //! Fixed: a failed marker fails the attempt; restates are marked; a mount refuses with
 //! `MediaLoss` when two unreadable pages in a row may be a newer checkpoint and its
 //! marker, unless nothing in their block reads (a cut erase leaves such a block: left
-//! open, with a whole block lost for a while). Now 7 of 14,400 page runs
-//! (`S45_SEEDS=1800`) and 109 of 2,400 whole-block runs still roll back. A torn erase
+//! open, with a whole block lost for a while). Now 5 of 14,400 page runs
+//! (`S45_SEEDS=1800`) and 110 of 2,400 whole-block runs still roll back. A torn erase
 //! (each bit random, fault F3) can also leave a checkpoint block's bad-block marker
 //! reading bad; two such cuts end a healed TINY part (four checkpoint blocks) read-only.
 //!
