@@ -20,7 +20,9 @@ use nand_hal::{BlockAddr, Error, ErrorKind, NandFlash, PageAddr};
 use crate::blocks::Settled;
 use crate::errors::Fault;
 use crate::format::backpointer::{Backpointer, PageKind, MAX_U24};
-use crate::format::checkpoint::{BlockState, BstEntry, CkptHeader, HeadRecord, HEADS};
+use crate::format::checkpoint::{
+    BlockState, BstEntry, CkptHeader, HeadRecord, HEADS, NO_SUCCESSOR,
+};
 use crate::format::superblock::CRC32;
 use crate::io::FaultOf;
 use crate::log::LOG_HEAD;
@@ -36,6 +38,16 @@ struct Sink {
     seq: u32,
     digest: crc::Digest<'static, u32>,
 }
+
+/// No checkpoint block (the successor fields of [`CkptPos`]).
+const NO_BLOCK: u8 = 0xFF;
+
+/// Good checkpoint blocks at most for the last resort to append failed attempts in the
+/// successor the durable checkpoint names (and for a mount not to take two unreadable
+/// pages in a row there for a lost checkpoint, `mount::check_successor`): a store
+/// this short of checkpoint blocks stays writable only so (review s45b's
+/// `failed_here` cases keep one block of four bad).
+pub(crate) const SHORT_OF_CKPT_BLOCKS: usize = 3;
 
 /// More attempts a checkpoint gets after one fails to program or to read back.
 const CKPT_ATTEMPTS: u32 = 3;
@@ -69,11 +81,11 @@ pub(crate) struct CkptPos {
     verify: bool,
     /// The checkpoint block holding the newest checkpoint a mount would load (never
     /// erased for the next one).
-    durable: Option<usize>,
+    durable: Option<u8>,
     /// After a mount that loaded a checkpoint without a marker (its program may have
     /// been torn by the cut and read well only this once): the block of the checkpoint
     /// before it, kept too until this session commits one.
-    spare: Option<usize>,
+    spare: Option<u8>,
     /// The mount went back past a checkpoint (or pages) it could not load: recovery
     /// first commits the loaded state again (see `checkpoint::restate_checkpoint`).
     fell_back: bool,
@@ -98,6 +110,21 @@ pub(crate) struct CkptPos {
     /// The loaded checkpoint's and the spare's blocks among those: erased once this
     /// session's first marked checkpoint is durable in another block.
     stale_kept: u16,
+    /// The successor the checkpoints this session writes to the current block name
+    /// (format 8): the checkpoint block erased for the ones after them
+    /// ([`NO_BLOCK`]: none).
+    succ: u8,
+    /// This session erased `succ` and wrote nothing to it since.
+    succ_ready: bool,
+    /// Checkpoint blocks (by index) holding attempts of the checkpoint call under way
+    /// that failed: not erased for a successor before the call ends (a cut erase could
+    /// leave a landed attempt's number unreadable, and a later session would write
+    /// it again).
+    tried: u16,
+    /// The successor the durable checkpoint names: never erased while that checkpoint
+    /// is the newest a mount would load (were a cut to tear the erase, its mount would
+    /// find the block unreadable and refuse, see `mount::check_successor`).
+    protect: u8,
 }
 
 impl CkptPos {
@@ -117,6 +144,10 @@ impl CkptPos {
         avoid: 0,
         stale: 0,
         stale_kept: 0,
+        succ: NO_BLOCK,
+        succ_ready: false,
+        tried: 0,
+        protect: NO_BLOCK,
     };
 
     /// Flash holds a clean checkpoint of the current state (a clean mount, or one
@@ -137,19 +168,24 @@ impl CkptPos {
     }
 
     /// Format: the first checkpoint goes to the first checkpoint block, erased, and is
-    /// numbered `first_seq`.
-    pub fn formatted(&mut self, first_seq: u32) {
+    /// numbered `first_seq`; with `successors` (format 8) it names the second, erased
+    /// too.
+    pub fn formatted(&mut self, first_seq: u32, successors: bool) {
         self.seq = first_seq.wrapping_sub(1);
         self.cur = 0;
         self.next_page = 0;
         self.frontier_known = true;
+        self.succ = if successors { 1 } else { NO_BLOCK };
+        self.succ_ready = successors;
+        self.protect = NO_BLOCK;
     }
 
     /// A mount loaded checkpoint block `cur`'s newest checkpoint: the next one is
     /// numbered `seq` and goes to page `next_page` there, or to the other block when
     /// `switch`; `spare` is an older block kept loadable, `fell_back` says the mount
     /// went back past something it could not load; `stale` are the blocks holding
-    /// pages it could not read above the newest it could.
+    /// pages it could not read above the newest it could; `successor` is the block
+    /// the loaded checkpoint names (kept unerased until a newer one is durable).
     #[allow(clippy::too_many_arguments)]
     pub fn loaded(
         &mut self,
@@ -160,14 +196,19 @@ impl CkptPos {
         fell_back: bool,
         switch: bool,
         stale: u16,
+        successor: Option<usize>,
     ) {
+        let successor = successor.filter(|&s| s != cur && Some(s) != spare && s < 16);
+        self.protect = successor.map_or(NO_BLOCK, |s| s as u8);
+        self.succ = self.protect;
+        self.succ_ready = false;
         let keep = (1u16 << cur) | spare.map_or(0, |s| 1 << s);
         self.stale = stale & !keep;
         self.stale_kept = stale & keep;
         self.seq = seq;
         self.cur = cur;
-        self.durable = Some(cur);
-        self.spare = spare;
+        self.durable = Some(cur as u8);
+        self.spare = spare.map(|s| s as u8);
         self.fell_back = fell_back;
         self.next_page = next_page;
         self.verify = true;
@@ -190,6 +231,9 @@ impl CkptPos {
         self.durable = None;
         self.spare = None;
         self.frontier_known = false;
+        self.succ = NO_BLOCK;
+        self.succ_ready = false;
+        self.protect = NO_BLOCK;
     }
 
     /// The mount went back past a checkpoint (or pages) it could not load.
@@ -267,7 +311,7 @@ impl<
     }
 
     /// Pages the largest checkpoint takes, and the marker after it.
-    fn largest_checkpoint(&self) -> u32 {
+    pub(crate) fn largest_checkpoint(&self) -> u32 {
         CkptHeader::stream_len(self.dev.geo().blocks(), crate::MAX_WINDOW as u16)
             .div_ceil(self.dev.payload())
             + 1
@@ -294,12 +338,15 @@ impl<
                 });
             let again = match &r {
                 Ok(()) => {
-                    self.ckpt.durable = Some(self.ckpt.cur);
+                    self.ckpt.durable = Some(self.ckpt.cur as u8);
                     self.ckpt.spare = None;
                     self.ckpt.good_here = true;
+                    self.ckpt.protect = self.ckpt.succ;
+                    self.ckpt.tried = 0;
                     if mark && self.ckpt.stale_kept != 0 {
                         // The blocks the mount kept as fallbacks are no longer needed:
-                        // their unreadable pages go now (see `purge_stale_blocks`).
+                        // their unreadable pages go now (see `purge_stale_blocks`;
+                        // never the successor this checkpoint names).
                         let n = self.dev.sb().ckpt_blocks().len() as u32;
                         let all = (1u32 << n).wrapping_sub(1) as u16;
                         self.ckpt.stale |= self.ckpt.stale_kept & all & !(1 << self.ckpt.cur);
@@ -321,7 +368,7 @@ impl<
                 // report `Corrupted` flash, stop 34.)
                 Err(e) if matches!(e, Fault::Corrupted) || unreadable(e) => {
                     let cur = self.ckpt.cur;
-                    if self.ckpt.durable != Some(cur) && self.ckpt.spare != Some(cur) {
+                    if self.ckpt.durable != Some(cur as u8) && self.ckpt.spare != Some(cur as u8) {
                         self.ckpt.avoid |= 1 << cur;
                     }
                     true
@@ -332,8 +379,10 @@ impl<
                 Err(_) => false,
             };
             if !again {
+                self.ckpt.tried = 0;
                 return r;
             }
+            self.ckpt.tried |= 1 << self.ckpt.cur;
             if attempt >= CKPT_ATTEMPTS {
                 // Every attempt failed to program or to read back: a worn part. The
                 // durable checkpoint and the window still hold what RAM holds, so the
@@ -379,7 +428,11 @@ impl<
     /// stays). Not after a checkpoint that landed there: two failed attempts that do
     /// not read above it would look to a later mount like a newer checkpoint and its
     /// marker, both lost (`mount::check_lost_markers`, stop 45); a block of failed
-    /// attempts only, with nothing readable, is taken for older. Failing that it gives up the
+    /// attempts only, with nothing readable, is taken for older. In the successor the
+    /// durable checkpoint names only on a store with [`SHORT_OF_CKPT_BLOCKS`] good
+    /// checkpoint blocks or fewer
+    /// (`mount::check_successor` takes two unreadable pages in a row there for a lost
+    /// checkpoint). Failing that it gives up the
     /// spare of an unmarked checkpoint that reads stable (`release_spare`), and
     /// failing that too the store turns read-only ([`Fault::ReadOnly`],
     /// [`crate::ReadOnlyReason::CheckpointBlocks`]), nothing changed on flash.
@@ -397,7 +450,15 @@ impl<
         let room = self.ckpt.next_page + pages.min(ppb) <= ppb;
         if (self.ckpt.switch || !room) && !self.switch_ckpt_block()? {
             let cur = self.dev.sb().ckpt_blocks()[self.ckpt.cur];
+            // In the successor the durable checkpoint names only on a store short of
+            // checkpoint blocks: two unreadable pages in a row there look to a mount
+            // like a lost checkpoint and its marker (`mount::check_successor`; review
+            // s45b's random runs, seed 36, and review s43c's sweeps refused every mount
+            // after two failed programs in a row; a failed program can read well at
+            // once and not later), and such a store stays writable only so.
             let usable = room
+                && (self.ckpt.cur != self.ckpt.protect as usize
+                    || self.good_ckpt_blocks() <= SHORT_OF_CKPT_BLOCKS)
                 && self.ckpt.avoid & (1 << self.ckpt.cur) == 0
                 && self.ckpt.frontier_known
                 && !self.ckpt.good_here
@@ -436,9 +497,16 @@ impl<
         while self.ckpt.stale != 0 {
             let i = self.ckpt.stale.trailing_zeros() as usize;
             let b = self.dev.sb().ckpt_blocks()[i];
-            if self.dev.table().get(b).state() != BlockState::Bad {
+            // The successor this session erased is erased already.
+            let own = i == self.ckpt.succ as usize && self.ckpt.succ_ready;
+            if !own && i != self.ckpt.cur && self.dev.table().get(b).state() != BlockState::Bad {
                 match self.dev.flash_mut().erase(b) {
-                    Ok(()) => self.dev.table_mut().erased(b),
+                    Ok(()) => {
+                        self.dev.table_mut().erased(b);
+                        if i == self.ckpt.succ as usize {
+                            self.ckpt.succ_ready = true;
+                        }
+                    }
                     Err(e) if e.kind() == ErrorKind::EraseFailed => self.dev.retire_now(b)?,
                     Err(e) => return Err(Fault::Flash(e)),
                 }
@@ -459,7 +527,7 @@ impl<
     /// instead: a cut between the spare's erase and the next commit, on a loaded
     /// checkpoint that read stable that many times and fails at the next mount.
     fn release_spare(&mut self) -> Result<bool, FaultOf<F>> {
-        if self.ckpt.spare.is_none() || self.ckpt.durable != Some(self.ckpt.cur) {
+        if self.ckpt.spare.is_none() || self.ckpt.durable != Some(self.ckpt.cur as u8) {
             return Ok(false);
         }
         let payload = self.dev.payload() as usize;
@@ -495,6 +563,15 @@ impl<
             }
         }
         Ok(true)
+    }
+
+    /// Checkpoint blocks not gone bad.
+    fn good_ckpt_blocks(&self) -> usize {
+        let sb = self.dev.sb();
+        sb.ckpt_blocks()
+            .iter()
+            .filter(|&&b| self.dev.table().get(b).state() != BlockState::Bad)
+            .count()
     }
 
     /// Settles block states and picks the next window.
@@ -631,6 +708,10 @@ impl<
             obj_cursor: self.ids.next(),
             window_len: self.dev.table().window().len() as u16,
             table_root: self.cache.table_root().0,
+            successor: self.dev.sb().successors.then_some(match self.ckpt.succ {
+                NO_BLOCK => NO_SUCCESSOR,
+                i => i as u16,
+            }),
         };
         let total = hdr.total_len.div_ceil(payload as u32);
         if total > ppb {
@@ -683,44 +764,151 @@ impl<
         Ok((first, total, hdr.seq))
     }
 
-    /// Moves checkpointing to the next usable checkpoint block, erasing it; blocks whose
-    /// erase fails are retired. Never the block holding the newest checkpoint a mount
-    /// would load (`ckpt.durable`): until the next commit page is on flash that one
-    /// stays authoritative; nor, after a mount that loaded an unmarked checkpoint, the
-    /// block of the one before it (`ckpt.spare`). `false` if there is no such block (nothing changed).
+    /// Moves checkpointing to the next usable checkpoint block; blocks whose erase
+    /// fails are retired. Never the block holding the newest checkpoint a mount would
+    /// load (`ckpt.durable`): until the next commit page is on flash that one stays
+    /// authoritative; nor, after a mount that loaded an unmarked checkpoint, the block
+    /// of the one before it (`ckpt.spare`). `false` if there is no such block (nothing
+    /// changed).
+    ///
+    /// Format 8: the checkpoints go on in the successor the current ones name when it
+    /// is still erased (this session erased it, or its first pages read erased): it is
+    /// not erased again while a checkpoint naming it is the newest (a cut erase would
+    /// leave it unreadable to a mount that loads that checkpoint, see
+    /// `mount::check_successor`; its pages a mount could not read are the exception,
+    /// see `purge_stale_blocks`). Otherwise to the next block in rotation but that
+    /// successor, erased. Then the next successor is erased (`pick_successor`).
     fn switch_ckpt_block(&mut self) -> Result<bool, FaultOf<F>> {
         let n = self.dev.sb().ckpt_blocks().len();
-        for step in 1..n {
-            let i = (self.ckpt.cur + step) % n;
-            if self.ckpt.durable == Some(i)
-                || self.ckpt.spare == Some(i)
-                || self.ckpt.avoid & (1 << i) != 0
-            {
-                continue;
-            }
-            let b = self.dev.sb().ckpt_blocks()[i];
-            if self.dev.table().get(b).state() == BlockState::Bad {
-                continue;
-            }
-            // Retired by an earlier (failed) mount after the checkpoint we loaded.
-            if self.dev.check_marker(b).map_err(Fault::Flash)? {
-                continue;
-            }
-            match self.dev.flash_mut().erase(b) {
-                Ok(()) => {
-                    self.dev.table_mut().erased(b);
-                    self.ckpt.cur = i;
-                    self.ckpt.next_page = 0;
-                    self.ckpt.good_here = false;
-                    self.ckpt.switch = false;
-                    self.ckpt.frontier_known = true;
-                    return Ok(true);
+        let mut to = None;
+        let s = self.ckpt.succ as usize;
+        if s < n
+            && self.ckpt_block_usable(s)?
+            && (self.ckpt.succ_ready || self.ckpt_block_blank(s, self.largest_checkpoint())?)
+        {
+            // Erased by this session, or erased before the checkpoint naming it and
+            // nothing written since (its first pages read erased): every page past
+            // this session's programs is erased, as after an erase.
+            to = Some(s);
+        }
+        // The successor the durable checkpoint names only when no other block is left
+        // (a store short of checkpoint blocks keeps writing).
+        'find: for last in [false, true] {
+            for step in 1..n {
+                if to.is_some() {
+                    break 'find;
                 }
-                Err(e) if e.kind() == ErrorKind::EraseFailed => self.dev.retire_now(b)?,
-                Err(e) => return Err(Fault::Flash(e)),
+                let i = (self.ckpt.cur + step) % n;
+                if (i == self.ckpt.protect as usize) != last || !self.ckpt_block_usable(i)? {
+                    continue;
+                }
+                if self.erase_ckpt_block(i)? {
+                    to = Some(i);
+                }
             }
         }
-        Ok(false)
+        let Some(i) = to else {
+            return Ok(false);
+        };
+        self.ckpt.cur = i;
+        self.ckpt.next_page = 0;
+        self.ckpt.good_here = false;
+        self.ckpt.switch = false;
+        self.ckpt.frontier_known = true;
+        self.pick_successor()?;
+        Ok(true)
+    }
+
+    /// Erases a successor for the checkpoints the current block will hold (format 8):
+    /// the next usable block in rotation but the one the durable checkpoint names;
+    /// none (they name none) when no block is left.
+    fn pick_successor(&mut self) -> Result<(), FaultOf<F>> {
+        self.ckpt.succ = NO_BLOCK;
+        self.ckpt.succ_ready = false;
+        if !self.dev.sb().successors {
+            return Ok(());
+        }
+        let n = self.dev.sb().ckpt_blocks().len();
+        // A block that did not read back this session, and the successor the durable
+        // checkpoint names, come last: erased, they may still serve (were none named,
+        // a mount could not tell this block's checkpoints lost whole), and a switch
+        // does not take the first. A block holding this call's failed attempts is
+        // never erased (a cut erase could leave a landed attempt's number unreadable
+        // to the next mount, which would write it again): it serves, unerased, only
+        // when every page reads erased (nothing landed).
+        let avoid = self.ckpt.avoid;
+        for pass in 0..2 {
+            for step in 1..n {
+                let i = (self.ckpt.cur + step) % n;
+                let tried = self.ckpt.tried & (1 << i) != 0;
+                let late = tried || avoid & (1 << i) != 0 || i == self.ckpt.protect as usize;
+                if late != (pass == 1) {
+                    continue;
+                }
+                self.ckpt.avoid &= !(1 << i);
+                let usable = self.ckpt_block_usable(i)?;
+                self.ckpt.avoid = avoid;
+                let erased = if !usable {
+                    false
+                } else if tried {
+                    self.ckpt_block_blank(i, self.dev.ppb())?
+                } else {
+                    self.erase_ckpt_block(i)?
+                };
+                if erased {
+                    self.ckpt.succ = i as u8;
+                    self.ckpt.succ_ready = true;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether checkpoint block `i` may be erased or written for a checkpoint: not the
+    /// durable checkpoint's, the spare's, one that did not read back this session, or
+    /// one gone bad.
+    fn ckpt_block_usable(&mut self, i: usize) -> Result<bool, FaultOf<F>> {
+        if self.ckpt.durable == Some(i as u8)
+            || self.ckpt.spare == Some(i as u8)
+            || self.ckpt.avoid & (1 << i) != 0
+        {
+            return Ok(false);
+        }
+        let b = self.dev.sb().ckpt_blocks()[i];
+        if self.dev.table().get(b).state() == BlockState::Bad {
+            return Ok(false);
+        }
+        // Retired by an earlier (failed) mount after the checkpoint we loaded.
+        Ok(!self.dev.check_marker(b).map_err(Fault::Flash)?)
+    }
+
+    /// Whether the first `pages` pages of checkpoint block `i` read erased (see
+    /// `page_erased`): a block taken without an erase.
+    fn ckpt_block_blank(&mut self, i: usize, pages: u32) -> Result<bool, FaultOf<F>> {
+        let b = self.dev.sb().ckpt_blocks()[i];
+        for p in 0..pages.min(self.dev.ppb()) {
+            if !self.page_erased(self.dev.geo().page(b, p))? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Erases checkpoint block `i`; `false` if the erase failed (the block is retired).
+    fn erase_ckpt_block(&mut self, i: usize) -> Result<bool, FaultOf<F>> {
+        let b = self.dev.sb().ckpt_blocks()[i];
+        match self.dev.flash_mut().erase(b) {
+            Ok(()) => {
+                self.dev.table_mut().erased(b);
+                Ok(true)
+            }
+            Err(e) if e.kind() == ErrorKind::EraseFailed => {
+                self.dev.retire_now(b)?;
+                Ok(false)
+            }
+            Err(e) => Err(Fault::Flash(e)),
+        }
     }
 
     fn put(&mut self, sink: &mut Sink, mut bytes: &[u8]) -> Result<(), FaultOf<F>> {

@@ -12,7 +12,7 @@ use crate::checkpoint::CKPT_NUMBERS;
 use crate::errors::{Fault, FormatError, Mismatch, MountError, WriteError};
 use crate::format::backpointer::{PageKind, MAX_TX_DELTA};
 use crate::format::checkpoint::{
-    BlockState, BstEntry, CkptHeader, HeadRecord, HEADER_LEN, HEADS, NONE,
+    BlockState, BstEntry, CkptHeader, HeadRecord, HEADER_LEN, HEADS, NONE, NO_SUCCESSOR,
 };
 use crate::format::superblock::{
     SbParseError, Superblock, CRC32, MAX_CKPT_BLOCKS, MIN_CKPT_BLOCKS, SB_LEN, SB_SEARCH,
@@ -180,7 +180,7 @@ impl<
                 .map_err(FormatError::Flash)?;
         }
         // The first checkpoint goes to the first checkpoint block (already erased).
-        self.ckpt.formatted(first_seq);
+        self.ckpt.formatted(first_seq, sb.successors);
         for h in 0..HEADS {
             self.dev.heads_mut().number_from(h, first_seq);
         }
@@ -631,8 +631,8 @@ impl<
                 }
             }
             match self.load_checkpoint(c) {
-                Ok(clean) => {
-                    loaded = Some((c, clean));
+                Ok(got) => {
+                    loaded = Some((c, got));
                     break;
                 }
                 Err(Fault::Flash(e)) => return Err(MountError::Flash(e)),
@@ -649,7 +649,8 @@ impl<
                 }
             }
         }
-        let (c, clean) = loaded.ok_or(MountError::Corrupted)?;
+        let (c, (clean, successor)) = loaded.ok_or(MountError::Corrupted)?;
+        let successor = successor.filter(|&s| s != NO_SUCCESSOR).map(usize::from);
         if !self.session.salvaging() {
             self.check_lost_markers(c, clean, pairs, &last_used, marked_blocks)?;
         }
@@ -674,6 +675,18 @@ impl<
                 .or_else(|| cands.iter().find(older))
                 .map(|o| o.cur)
         };
+        // The successor as the writer keeps it (`CkptPos::loaded`): not the spare's
+        // block, which a session may write to after failed attempts. And only for the
+        // newest checkpoint that reads: once a newer one was written (one that does
+        // not load now: unmarked, so falling back past it is safe), the writer may
+        // have erased and reused the older one's successor (review s43c's sweeps on
+        // the file layer refused such a fallback).
+        let successor = successor.filter(|&s| Some(s) != spare && newest_is_loaded);
+        if !self.session.salvaging() {
+            if let Some(s) = successor {
+                self.check_successor(c, s, &last_used)?;
+            }
+        }
         let clean = clean && !marked && newest_is_loaded && unknown == 0;
         // The block being programmed at the cut may hold unstable pages, and a page
         // that does not read is not something to append after: after an unclean
@@ -686,8 +699,100 @@ impl<
             !newest_is_loaded || unknown > 0,
             !clean || !top_ok[c.cur],
             stale,
+            successor,
         );
         Ok(clean)
+    }
+
+    /// Fails with [`MountError::MediaLoss`] when the successor block `s` the loaded
+    /// checkpoint `c` names (format 8) holds two pages in a row that do not read, and
+    /// shows it is not a block a cut erase left.
+    ///
+    /// The successor was erased before `c` was written and is never erased while `c`
+    /// is the newest checkpoint (`checkpoint::CkptPos::protect`), so all it holds is
+    /// newer than `c`: checkpoints and markers, and attempts that failed or were cut.
+    /// A marker follows its commit page at once and is programmed only once the
+    /// checkpoint read back; a failed attempt leaves no marker after a commit page that
+    /// did not read back, and a cut tears one page. Two pages in a row that do not read
+    /// are then a newer checkpoint's commit page and its marker (or two pages of one
+    /// attempt that both failed to read back, a double fault): falling back to `c`
+    /// would roll acknowledged writes back.
+    ///
+    /// One erase of the successor remains while `c` is the newest: a session erases
+    /// the pages a mount could not read there before its first attempt (as any stale
+    /// checkpoint block's), and a cut erase leaves nothing that reads, or old pages. So
+    /// the pair counts only when the block also shows it holds what `c`'s writer left:
+    /// a page that reads newer than `c`, or one that reads erased above the pair, and no
+    /// page older than `c`. A block lost whole with every page programmed is not told
+    /// from a cut erase (left open); one lost as pages lose their charge, with its
+    /// erased pages still erased, is, and so is a checkpoint and its marker lost at a
+    /// block's start, which `check_lost_markers` must take for older.
+    #[inline(never)]
+    fn check_successor(
+        &mut self,
+        c: &Candidate,
+        s: usize,
+        last_used: &[Option<u32>; MAX_CKPT_BLOCKS],
+    ) -> Result<(), MountError<F::Error>> {
+        let n = self.dev.sb().ckpt_blocks().len();
+        if s >= n || s == c.cur {
+            return Ok(());
+        }
+        // Its first page read erased (or it is bad): nothing was walked.
+        let Some(used) = last_used[s] else {
+            return Ok(());
+        };
+        // A store short of good checkpoint blocks appends its failed attempts in the
+        // successor as a last resort (`checkpoint::place_checkpoint`): pairs there
+        // prove nothing.
+        let mut good = 0;
+        for i in 0..n {
+            let cb = self.dev.sb().ckpt_blocks()[i];
+            if !self.dev.flash_mut().is_bad(cb).map_err(MountError::Flash)? {
+                good += 1;
+            }
+        }
+        if good <= crate::checkpoint::SHORT_OF_CKPT_BLOCKS {
+            return Ok(());
+        }
+        let b = self.dev.sb().ckpt_blocks()[s];
+        // The upper page of the first pair, and whether the block shows `c`'s writer
+        // left it (the search's end reads erased).
+        let mut pair = None;
+        let mut unreadable_below = false;
+        let mut shown = false;
+        for i in 0..=used {
+            let page = self.dev.geo().page(b, i);
+            match self.dev.scan_read(page).map_err(MountError::from)? {
+                Scan::Bp(bp) if matches!(bp.kind, PageKind::Marker | PageKind::Checkpoint) => {
+                    if !seq_cmp(bp.seq, c.seq).is_gt() {
+                        // Written before `c`: the block is not `c`'s successor as its
+                        // writer left it (a cut erase of old pages).
+                        return Ok(());
+                    }
+                    shown = true;
+                    unreadable_below = false;
+                }
+                Scan::Erased => {
+                    shown |= pair.is_some();
+                    unreadable_below = false;
+                }
+                _ => {
+                    if unreadable_below && pair.is_none() {
+                        pair = Some(page);
+                    }
+                    unreadable_below = true;
+                }
+            }
+        }
+        shown |= pair.is_some() && used + 1 < self.dev.ppb();
+        match pair {
+            Some(page) if shown => {
+                warn!("oftl: mount: the successor of the loaded checkpoint holds pages that do not read");
+                Err(MountError::MediaLoss { page: page.0 })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Fails with [`MountError::MediaLoss`] when a marker newer than the loaded
@@ -838,8 +943,9 @@ impl<
         Ok((order, in_order))
     }
 
-    /// Loads one checkpoint into RAM. Returns its clean flag.
-    fn load_checkpoint(&mut self, c: &Candidate) -> Result<bool, FaultOf<F>> {
+    /// Loads one checkpoint into RAM. Returns its clean flag and the successor it
+    /// names (format 8).
+    fn load_checkpoint(&mut self, c: &Candidate) -> Result<(bool, Option<u16>), FaultOf<F>> {
         let geo = self.dev.geo();
         let mut src = Source {
             block: self.dev.sb().ckpt_blocks()[c.cur],
@@ -918,7 +1024,7 @@ impl<
         self.ids
             .loaded(hdr.n_objects, hdr.next_obj_id, hdr.obj_cursor);
         self.cache.forget_all(PageAddr(hdr.table_root));
-        Ok(hdr.clean)
+        Ok((hdr.clean, hdr.successor))
     }
 
     fn take(&mut self, src: &mut Source, out: &mut [u8]) -> Result<(), FaultOf<F>> {

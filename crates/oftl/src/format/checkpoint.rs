@@ -8,7 +8,8 @@
 //! ```text
 //! stream offset      size            field
 //!  0                    4            magic "OCKP"
-//!  4                    2            version (3, or 4 when the object ids wrapped)
+//!  4                    2            version: 3, or 4 when the object ids wrapped;
+//!                                    5 and 6 the same with a successor (format 8)
 //!  6                    2            flags: bit 0 = clean (written by unmount)
 //!  8                    4            checkpoint sequence
 //! 12                    4            stream length in bytes, CRC included
@@ -18,10 +19,15 @@
 //!                                    (no live object has an id at or above it)
 //! 28                    2            window length (blocks)
 //! 30                    4            object table root index page (0xFFFFFFFF = none)
-//! 34                    4            version 4: the id the next object gets (the id
-//!                                    cursor, below the top: ids are being reused);
-//!                                    version 3: reserved (0xFF), the cursor is the top
-//! 38                    2            reserved (0xFF)
+//! 34                    4            versions 4, 6: the id the next object gets (the
+//!                                    id cursor, below the top: ids are being reused);
+//!                                    versions 3, 5: reserved (0xFF), the cursor is
+//!                                    the top
+//! 38                    2            versions 5, 6: the successor, the index of the
+//!                                    checkpoint block (in the superblock's list)
+//!                                    erased for the checkpoints after this block's,
+//!                                    before this checkpoint was written (0xFFFF:
+//!                                    none); versions 3, 4: reserved (0xFF)
 //! 40                   48            4 x head record (data, log, cold, index): block
 //!                                    u32 (0xFFFFFFFF = none), next page u32, next
 //!                                    sequence u32 (cold: one past its last watermark)
@@ -56,7 +62,7 @@ mod field {
     pub const WINDOW_LEN: Range<usize> = 28..30;
     pub const TABLE_ROOT: Range<usize> = 30..34;
     pub const OBJ_CURSOR: Range<usize> = 34..38;
-    pub const RESERVED: Range<usize> = 38..40;
+    pub const SUCCESSOR: Range<usize> = 38..40;
     /// A head record's fields.
     pub const HEAD_BLOCK: Range<usize> = 0..4;
     pub const HEAD_NEXT_PAGE: Range<usize> = 4..8;
@@ -75,6 +81,12 @@ const MAGIC: [u8; 4] = *b"OCKP";
 const VERSION: u16 = 3;
 /// The version of a checkpoint whose object ids wrapped (it records the id cursor).
 const VERSION_CURSOR: u16 = 4;
+/// [`VERSION`] with a successor (format 8 images).
+const VERSION_SUCC: u16 = 5;
+/// [`VERSION_CURSOR`] with a successor.
+const VERSION_SUCC_CURSOR: u16 = 6;
+/// Encoded "no successor named".
+pub const NO_SUCCESSOR: u16 = 0xFFFF;
 
 /// The fixed checkpoint header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +110,9 @@ pub struct CkptHeader {
     pub window_len: u16,
     /// Root index page of the object table, or [`NONE`].
     pub table_root: u32,
+    /// Format 8: the successor checkpoint block's index ([`NO_SUCCESSOR`]: none
+    /// named); `None` in the format of earlier images (versions 3 and 4).
+    pub successor: Option<u16>,
 }
 
 impl CkptHeader {
@@ -111,11 +126,16 @@ impl CkptHeader {
         let mut b = [0xFFu8; HEADER_LEN];
         b[field::MAGIC].copy_from_slice(&MAGIC);
         let wrapped = self.obj_cursor != self.next_obj_id;
-        put_u16(
-            &mut b,
-            field::VERSION,
-            if wrapped { VERSION_CURSOR } else { VERSION },
-        );
+        let version = match (self.successor, wrapped) {
+            (None, false) => VERSION,
+            (None, true) => VERSION_CURSOR,
+            (Some(_), false) => VERSION_SUCC,
+            (Some(_), true) => VERSION_SUCC_CURSOR,
+        };
+        put_u16(&mut b, field::VERSION, version);
+        if let Some(s) = self.successor {
+            put_u16(&mut b, field::SUCCESSOR, s);
+        }
         if wrapped {
             put_u32(&mut b, field::OBJ_CURSOR, self.obj_cursor);
         }
@@ -134,9 +154,10 @@ impl CkptHeader {
     pub fn parse(b: &[u8]) -> Result<Self, Corrupted> {
         let b = b.get(..HEADER_LEN).ok_or(Corrupted)?;
         let version = get_u16(b, field::VERSION);
-        if b[field::MAGIC] != MAGIC || !(version == VERSION || version == VERSION_CURSOR) {
+        if b[field::MAGIC] != MAGIC || !(VERSION..=VERSION_SUCC_CURSOR).contains(&version) {
             return Err(Corrupted);
         }
+        let with_cursor = version == VERSION_CURSOR || version == VERSION_SUCC_CURSOR;
         let flags = get_u16(b, field::FLAGS);
         if flags > 1 {
             return Err(Corrupted);
@@ -148,27 +169,30 @@ impl CkptHeader {
             n_blocks: get_u32(b, field::N_BLOCKS),
             n_objects: get_u32(b, field::N_OBJECTS),
             next_obj_id: get_u32(b, field::NEXT_OBJ_ID),
-            obj_cursor: match version {
-                VERSION => get_u32(b, field::NEXT_OBJ_ID),
-                _ => get_u32(b, field::OBJ_CURSOR),
+            obj_cursor: if with_cursor {
+                get_u32(b, field::OBJ_CURSOR)
+            } else {
+                get_u32(b, field::NEXT_OBJ_ID)
             },
             window_len: get_u16(b, field::WINDOW_LEN),
             table_root: get_u32(b, field::TABLE_ROOT),
+            successor: (version >= VERSION_SUCC).then(|| get_u16(b, field::SUCCESSOR)),
         };
         if h.n_blocks > (1 << 24) || h.n_objects > (1 << 24) {
             return Err(Corrupted);
         }
         // Version 3 keeps the cursor's bytes erased; version 4 records a cursor below
         // the top.
-        let cursor_ok = match version {
-            VERSION => b[field::OBJ_CURSOR] == [0xFF; 4],
-            _ => h.obj_cursor != 0 && h.obj_cursor < h.next_obj_id,
+        let cursor_ok = if with_cursor {
+            h.obj_cursor != 0 && h.obj_cursor < h.next_obj_id
+        } else {
+            b[field::OBJ_CURSOR] == [0xFF; 4]
         };
         if !cursor_ok {
             return Err(Corrupted);
         }
         if h.total_len != Self::stream_len(h.n_blocks, h.window_len)
-            || b[field::RESERVED] != [0xFF; 2]
+            || (h.successor.is_none() && b[field::SUCCESSOR] != [0xFF; 2])
         {
             return Err(Corrupted);
         }
@@ -308,8 +332,32 @@ mod tests {
             obj_cursor: 44,
             window_len: 16,
             table_root: 77,
+            successor: None,
         };
         assert_eq!(CkptHeader::parse(&h.encode()), Ok(h));
+        // Format 8: versions 5 and 6 name a successor (or none).
+        for succ in [0u16, 3, 15, NO_SUCCESSOR] {
+            let s = CkptHeader {
+                successor: Some(succ),
+                ..h
+            };
+            assert_eq!(&s.encode()[4..6], &[5, 0]);
+            assert_eq!(&s.encode()[38..40], &succ.to_le_bytes());
+            assert_eq!(CkptHeader::parse(&s.encode()), Ok(s));
+            let sw = CkptHeader { obj_cursor: 9, ..s };
+            assert_eq!(&sw.encode()[4..6], &[6, 0]);
+            assert_eq!(CkptHeader::parse(&sw.encode()), Ok(sw));
+        }
+        let mut b = h.encode();
+        b[38] = 2;
+        assert_eq!(
+            CkptHeader::parse(&b),
+            Err(Corrupted),
+            "version 3 with a successor"
+        );
+        let mut b = h.encode();
+        b[4] = 7;
+        assert_eq!(CkptHeader::parse(&b), Err(Corrupted), "version 7");
         // Ids wrapped: version 4 with the cursor; a cursor at or above the top, or 0,
         // does not parse.
         let w = CkptHeader { obj_cursor: 9, ..h };

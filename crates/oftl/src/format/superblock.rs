@@ -9,9 +9,9 @@
 //! ```text
 //! off  size  field
 //!   0     4  magic "OFTL"
-//!   4     2  format version (7; 6 and 5 are read too: the same layout with four
-//!            checkpoint blocks and bytes 163..212 erased, and for 5 bytes 161..163
-//!            erased too)
+//!   4     2  format version (8; 7 is read too: the same layout, its checkpoints
+//!            name no successor block; 6 and 5 as 7 with four checkpoint blocks and
+//!            bytes 163..212 erased, and for 5 bytes 161..163 erased too)
 //!   6     2  header length (512)
 //!   8     4  page size
 //!  12     2  spare (OOB) size
@@ -56,8 +56,11 @@ use crate::errors::{Corrupted, Mismatch};
 pub const SB_LEN: usize = 512;
 /// Blocks searched for superblock copies.
 pub const SB_SEARCH: u32 = 8;
-/// Current format version.
-pub const VERSION: u16 = 7;
+/// Current format version: checkpoints name their successor block (see
+/// [`super::checkpoint`]).
+pub const VERSION: u16 = 8;
+/// The version before successor blocks, read as this one whose checkpoints name none.
+pub const VERSION_7: u16 = 7;
 /// The version before checkpoint block counts, read as this one with four checkpoint
 /// blocks.
 pub const VERSION_6: u16 = 6;
@@ -122,6 +125,9 @@ pub struct Superblock {
     pub log_programs: u8,
     /// Payload bytes of object-table and index pages ([`WHOLE_PAGE`]: the page's).
     pub meta_unit: u16,
+    /// Checkpoints name the checkpoint block erased for their successors (format 8;
+    /// `false` for images of earlier versions, whose checkpoints keep their format).
+    pub successors: bool,
 }
 
 fn ecc_code(k: EccKind) -> u8 {
@@ -156,6 +162,7 @@ impl Superblock {
         ckpt_count: MIN_CKPT_BLOCKS as u8,
         log_programs: 1,
         meta_unit: WHOLE_PAGE,
+        successors: false,
     };
 
     /// Describes `geometry` and `caps` with the given layout choices (`partial_logs`:
@@ -200,6 +207,7 @@ impl Superblock {
             ckpt_count: n as u8,
             log_programs: if partial_logs { caps.nop.max(1) } else { 1 },
             meta_unit,
+            successors: true,
         }
     }
 
@@ -233,7 +241,8 @@ impl Superblock {
     pub fn encode(&self) -> [u8; SB_LEN] {
         let mut b = [0xFFu8; SB_LEN];
         b[field::MAGIC].copy_from_slice(&MAGIC);
-        put_u16(&mut b, field::VERSION, VERSION);
+        let version = if self.successors { VERSION } else { VERSION_7 };
+        put_u16(&mut b, field::VERSION, version);
         put_u16(&mut b, field::HEADER_LEN, SB_LEN as u16);
         put_u32(&mut b, field::PAGE_SIZE, self.page_size);
         put_u16(&mut b, field::OOB_SIZE, self.oob_size);
@@ -286,9 +295,11 @@ impl Superblock {
             return Err(SbParseError::Corrupted);
         }
         let version = get_u16(b, field::VERSION);
-        if version != VERSION && version != VERSION_6 && version != VERSION_5 {
+        if ![VERSION, VERSION_7, VERSION_6, VERSION_5].contains(&version) {
             return Err(SbParseError::Version);
         }
+        // Versions 7 and 8 share a layout.
+        let counted_layout = version == VERSION || version == VERSION_7;
         if get_u16(b, field::HEADER_LEN) as usize != SB_LEN {
             return Err(SbParseError::Corrupted);
         }
@@ -326,13 +337,14 @@ impl Superblock {
             format_id: get_u32(b, field::FORMAT_ID),
             sb_blocks: core::array::from_fn(|i| BlockAddr(get_u32(b, field::sb_block(i)))),
             ckpt_slots: core::array::from_fn(|i| BlockAddr(get_u32(b, field::ckpt_block(i)))),
-            ckpt_count: if version == VERSION {
+            ckpt_count: if counted_layout {
                 b[field::CKPT_COUNT]
             } else {
                 MIN_CKPT_BLOCKS as u8
             },
             log_programs: b[field::LOG_PROGRAMS],
             meta_unit: get_u16(b, field::META_UNIT),
+            successors: version == VERSION,
         };
         let counted = (MIN_CKPT_BLOCKS..=MAX_CKPT_BLOCKS).contains(&(sb.ckpt_count as usize));
         if !counted {
@@ -341,7 +353,7 @@ impl Superblock {
         // Slots past the count (and, before version 7, the bytes they would take) are
         // erased.
         let n = sb.ckpt_count as usize;
-        let rest_erased = if version == VERSION {
+        let rest_erased = if counted_layout {
             sb.ckpt_slots[n..].iter().all(|b| b.0 == NO_BLOCK)
         } else {
             b[field::CKPT_COUNT..field::ckpt_block(MAX_CKPT_BLOCKS - 1).end]
@@ -555,7 +567,13 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(v5.meta_unit, WHOLE_PAGE);
-        assert_eq!(v5, sample());
+        assert_eq!(
+            v5,
+            Superblock {
+                successors: false,
+                ..sample()
+            }
+        );
         assert_eq!(
             Superblock::parse(&as_version(sb.encode(), VERSION_5)),
             Err(SbParseError::Corrupted)
@@ -579,6 +597,29 @@ mod tests {
         assert_eq!(
             back.check_device(&small.geometry, &small.capabilities),
             Err(Mismatch::Geometry)
+        );
+    }
+
+    #[test]
+    fn version_7_images_name_no_successors() {
+        let mut b = sample().encode();
+        b[4..6].copy_from_slice(&VERSION_7.to_le_bytes());
+        let v7 = Superblock::parse(&resealed(b)).unwrap().unwrap();
+        assert!(!v7.successors);
+        assert_eq!(
+            v7,
+            Superblock {
+                successors: false,
+                ..sample()
+            }
+        );
+        // Written back as it was read.
+        assert_eq!(v7.encode(), resealed(b));
+        assert!(
+            Superblock::parse(&sample().encode())
+                .unwrap()
+                .unwrap()
+                .successors
         );
     }
 
