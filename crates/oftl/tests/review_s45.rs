@@ -30,7 +30,7 @@
 //! marker, unless nothing in their block reads (a cut erase leaves such a block: left
 //! open, with a whole block lost for a while). Now 5 of 14,400 page runs
 //! (`S45_SEEDS=1800`) and 110 of 2,400 whole-block runs still roll back. Format 8
-//! (stop 46, successor blocks): 0 of 2,400 page runs and 26 of 2,400 whole-block runs
+//! (stop 46, successor blocks): 0 of 14,400 page runs and 26 of 2,400 whole-block runs
 //! (the rest: a successor whose every page was programmed, lost whole, and parts that
 //! cannot name a successor; `review_s46.rs`). A torn erase
 //! (each bit random, fault F3) can also leave a checkpoint block's bad-block marker
