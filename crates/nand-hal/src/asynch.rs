@@ -86,6 +86,11 @@ pub trait NandFlash: ErrorType {
     /// As [`crate::NandFlash::is_bad`].
     async fn is_bad(&mut self, block: BlockAddr) -> Result<bool, Self::Error>;
 
+    /// As [`crate::NandFlash::is_marked`], with the same default.
+    async fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        self.is_bad(block).await
+    }
+
     /// As [`crate::NandFlash::mark_bad`].
     async fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error>;
 
@@ -176,6 +181,9 @@ impl<T: NandFlash + ?Sized> NandFlash for &mut T {
     }
     async fn is_bad(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
         T::is_bad(self, block).await
+    }
+    async fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        T::is_marked(self, block).await
     }
     async fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
         T::mark_bad(self, block).await
@@ -271,6 +279,9 @@ impl<T: NandFlash> crate::blocking::NandFlash for BlockOn<T> {
     }
     fn is_bad(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
         block_on(self.0.is_bad(block))
+    }
+    fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        block_on(self.0.is_marked(block))
     }
     fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
         block_on(self.0.mark_bad(block))

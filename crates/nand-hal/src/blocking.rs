@@ -137,6 +137,20 @@ pub trait NandFlash: ErrorType {
     /// Whether `block` carries a bad-block marker (factory or grown).
     fn is_bad(&mut self, block: BlockAddr) -> Result<bool, Self::Error>;
 
+    /// Whether `block`'s marker bytes on a marker page are all `0x00`, as
+    /// [`NandFlash::mark_bad`] writes them: a marker that was written, not bits an
+    /// interrupted erase left in the marker bytes (fault F3 leaves each bit of the block
+    /// undefined, so such a block reads bad for [`NandFlash::is_bad`] 255 times in 256).
+    /// A store that erased a block itself knows it was good, and uses this to tell a
+    /// retirement it did not record from a cut erase. Allowed on a marked block, as
+    /// `is_bad` is.
+    ///
+    /// The default answers [`NandFlash::is_bad`] (every marker counts as written): a
+    /// driver that cannot read the bytes back loses a block to such a cut instead.
+    fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        self.is_bad(block)
+    }
+
     /// Marks `block` bad. Its data is lost; later I/O to it other than `is_bad` is misuse.
     fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error>;
 
@@ -231,6 +245,9 @@ impl<T: NandFlash + ?Sized> NandFlash for &mut T {
     }
     fn is_bad(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
         T::is_bad(self, block)
+    }
+    fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        T::is_marked(self, block)
     }
     fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
         T::mark_bad(self, block)

@@ -204,6 +204,12 @@ pub fn run<F: NandFlash>(flash: &mut F, cfg: &Config, scratch: &mut [u8]) -> R<R
     if found < want {
         return Err(Failure::NoGoodBlock);
     }
+    let unmarked = !ok("is_marked", flash.is_marked(good[0]))?;
+    t.expect(
+        "is_marked of a good block",
+        unmarked,
+        "good block reads as marked",
+    )?;
     let blk = good[0];
     let page = |i: u32| g.page(blk, i);
 
@@ -369,6 +375,12 @@ pub fn run<F: NandFlash>(flash: &mut F, cfg: &Config, scratch: &mut [u8]) -> R<R
             "is_bad after mark",
             bad,
             "marked block does not read as bad",
+        )?;
+        let written = ok("is_marked after mark", flash.is_marked(victim))?;
+        t.expect(
+            "is_marked after mark",
+            written,
+            "marked block does not read as marked",
         )?;
         marked = Some(victim);
     }

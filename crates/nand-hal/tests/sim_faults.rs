@@ -159,6 +159,13 @@ fn f3_torn_erase() {
     // Indeterminate: nothing readable.
     let (mut s, p) = setup(TornMode::Random);
     assert_eq!(read(&mut s, p), Err(ErrorKind::Uncorrectable));
+    // Its marker bytes are random too: the block reads bad, but no marker was written
+    // (`is_marked`); a real mark reads as both.
+    assert!(s.is_bad(BlockAddr(6)).unwrap());
+    assert!(!s.is_marked(BlockAddr(6)).unwrap());
+    assert!(!s.is_marked(BlockAddr(7)).unwrap());
+    s.mark_bad(BlockAddr(7)).unwrap();
+    assert!(s.is_bad(BlockAddr(7)).unwrap() && s.is_marked(BlockAddr(7)).unwrap());
     // One bit erased: the old data is still there, one bit off, looking valid.
     let (mut s, _) = setup(TornMode::SomeBits);
     let g = s.geometry();

@@ -455,6 +455,10 @@ impl<F: NandFlash> NandFlash for SoftEcc<F> {
         self.inner.is_bad(block).map_err(SoftEccError::Flash)
     }
 
+    fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        self.inner.is_marked(block).map_err(SoftEccError::Flash)
+    }
+
     fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
         self.inner.mark_bad(block).map_err(SoftEccError::Flash)
     }

@@ -126,7 +126,9 @@ impl<S: SimStorage> SimNand<S> {
         let ppb = self.profile.geometry.pages_per_block() as u16;
         self.storage.blocks_mut()[block as usize].next_page = ppb;
     }
-    pub(super) fn do_is_bad(&mut self, block: BlockAddr) -> Result<bool, SimError> {
+    /// Whether `block` reads bad (a marker byte not `0xFF`), and whether it is marked
+    /// (every marker byte `0x00` on a marker page, or marked through the simulator).
+    pub(super) fn do_is_bad(&mut self, block: BlockAddr) -> Result<(bool, bool), SimError> {
         self.check_powered()?;
         let g = self.profile.geometry;
         if !g.contains_block(block) {
@@ -135,6 +137,7 @@ impl<S: SimStorage> SimNand<S> {
         let bbm = self.profile.capabilities.bad_block_marker;
         let t = self.profile.timing;
         let mut bad = self.storage.blocks()[block.0 as usize].flags & BlockState::BAD != 0;
+        let mut marked = bad;
         let ppb = g.pages_per_block();
         for page in (0..ppb)
             .filter(|&p| bbm.on_page(p, ppb))
@@ -147,10 +150,12 @@ impl<S: SimStorage> SimNand<S> {
             let (b, base) = self.locate(page);
             if let Some(cells) = self.storage.block(b) {
                 let at = base + g.page_size() as usize + bbm.offset as usize;
-                bad |= cells[at..at + bbm.len as usize].iter().any(|&x| x != 0xFF);
+                let bytes = &cells[at..at + bbm.len as usize];
+                bad |= bytes.iter().any(|&x| x != 0xFF);
+                marked |= bytes.iter().all(|&x| x == 0x00);
             }
         }
-        Ok(bad)
+        Ok((bad, marked))
     }
 
     pub(super) fn do_mark_bad(&mut self, block: BlockAddr) -> Result<(), SimError> {

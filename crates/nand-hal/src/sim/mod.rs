@@ -650,7 +650,11 @@ impl<S: SimStorage> NandFlash for SimNand<S> {
     }
 
     fn is_bad(&mut self, block: BlockAddr) -> Result<bool, SimError> {
-        self.do_is_bad(block)
+        self.do_is_bad(block).map(|(bad, _)| bad)
+    }
+
+    fn is_marked(&mut self, block: BlockAddr) -> Result<bool, SimError> {
+        self.do_is_bad(block).map(|(_, marked)| marked)
     }
 
     fn mark_bad(&mut self, block: BlockAddr) -> Result<(), SimError> {

@@ -166,6 +166,10 @@ impl<SPI: SpiDevice, D: DelayNs> NandFlash for SpiNand<SPI, D> {
         Ok(self.run(Seq::is_bad(block))?.bad())
     }
 
+    fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        Ok(self.run(Seq::is_bad(block))?.marked())
+    }
+
     fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
         self.run(Seq::mark_bad(block)).map(drop)
     }

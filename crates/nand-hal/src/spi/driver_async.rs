@@ -143,6 +143,10 @@ impl<SPI: SpiDevice, D: DelayNs> asynch::NandFlash for SpiNand<SPI, D, Async> {
         Ok(self.run(Seq::is_bad(block)).await?.bad())
     }
 
+    async fn is_marked(&mut self, block: BlockAddr) -> Result<bool, Self::Error> {
+        Ok(self.run(Seq::is_bad(block)).await?.marked())
+    }
+
     async fn mark_bad(&mut self, block: BlockAddr) -> Result<(), Self::Error> {
         self.run(Seq::mark_bad(block)).await.map(drop)
     }

@@ -239,6 +239,8 @@ pub(crate) struct Seq<'b> {
     corrected: u8,
     page_wide: bool,
     bad: bool,
+    /// `is_bad` found a marker page whose marker bytes are all `0x00`.
+    marked: bool,
     threshold: u8,
     steps: u32,
     /// The job (and its `k`) a reconfiguration interrupted, to run again after it
@@ -272,6 +274,7 @@ impl<'b> Seq<'b> {
             corrected: 0,
             page_wide: false,
             bad: false,
+            marked: false,
             threshold: 0,
             steps: 0,
             resume: None,
@@ -343,6 +346,12 @@ impl<'b> Seq<'b> {
     /// The answer of a finished `is_bad`.
     pub(crate) fn bad(&self) -> bool {
         self.bad
+    }
+
+    /// Whether the marker a finished `is_bad` found reads as written (every byte
+    /// `0x00`; see [`crate::NandFlash::is_marked`]).
+    pub(crate) fn marked(&self) -> bool {
+        self.marked
     }
 
     /// The next step; see the module docs.
@@ -884,6 +893,7 @@ impl<'b> Seq<'b> {
                 }
                 let n = chip.capabilities.bad_block_marker.len as usize;
                 self.bad = self.scratch[..n].iter().any(|&b| b != 0xFF);
+                self.marked = self.scratch[..n].iter().all(|&b| b == 0x00);
                 self.k += 1;
                 self.pc = 1;
                 if self.bad {
