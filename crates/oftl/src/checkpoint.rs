@@ -879,14 +879,20 @@ impl<
         if self.dev.table().get(b).state() == BlockState::Bad {
             return Ok(false);
         }
-        // Retired by an earlier (failed) mount after the checkpoint we loaded.
-        Ok(!self.dev.check_marker(b).map_err(Fault::Flash)?)
+        // Retired by an earlier (failed) mount after the checkpoint we loaded: a marker
+        // written, not a cut erase's bits (see `mount_load`).
+        Ok(!self.dev.check_written_marker(b).map_err(Fault::Flash)?)
     }
 
     /// Whether the first `pages` pages of checkpoint block `i` read erased (see
     /// `page_erased`): a block taken without an erase.
     fn ckpt_block_blank(&mut self, i: usize, pages: u32) -> Result<bool, FaultOf<F>> {
         let b = self.dev.sb().ckpt_blocks()[i];
+        // Bits a cut erase left in the marker bytes (not a written marker: see
+        // `ckpt_block_usable`) mean the block is not as an erase leaves it.
+        if self.dev.flash_mut().is_bad(b).map_err(Fault::Flash)? {
+            return Ok(false);
+        }
         for p in 0..pages.min(self.dev.ppb()) {
             if !self.page_erased(self.dev.geo().page(b, p))? {
                 return Ok(false);

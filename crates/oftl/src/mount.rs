@@ -317,10 +317,19 @@ impl<
         self.reset_state(sb);
         self.session.opened();
         let clean = self.load_newest_checkpoint()?;
-        // Checkpoint blocks retired after the loaded checkpoint still say "reserved".
+        // Checkpoint blocks retired after the loaded checkpoint still say "reserved":
+        // their markers are read, and only a marker written counts
+        // (`NandFlash::is_marked`). A cut erase leaves random bits in the block, its
+        // marker bytes among them (the fault model's torn erase), and a healthy part
+        // lost a checkpoint block at each such cut until it was read-only for good (an
+        // independent review, stop 47: a TINY part with four checkpoint blocks, two
+        // lost to cut erases, read-only after one more torn program). Such a block is
+        // erased before use like any other (`ckpt_block_blank`).
         for i in 0..self.dev.sb().ckpt_blocks().len() {
             let b = self.dev.sb().ckpt_blocks()[i];
-            self.dev.check_marker(b).map_err(MountError::Flash)?;
+            self.dev
+                .check_written_marker(b)
+                .map_err(MountError::Flash)?;
         }
         Ok(clean)
     }

@@ -15,7 +15,8 @@
 //!    free, never to the old window; the old window is only read. (Index and
 //!    object-table pages written after the checkpoint are a cache: never replayed.)
 //! 3. **Replay** ([`Oftl::replay_window`]) the accepted data-head pages up to the last
-//!    commit in sequence order, with the cold copies merged in, then the log sectors:
+//!    commit in sequence order (a salvage or repair with the cold copies merged in; a
+//!    normal recovery drops them, see below), then the log sectors:
 //!    metadata pages create, resize or delete objects; data pages remap and extend
 //!    sizes. A page is applied only once the next accepted page shows it was not
 //!    retried (the retry of a failed program supersedes the failed copy, whatever the
@@ -84,8 +85,27 @@
 //!
 //! Dropping a copy is always safe: the page it copied lives in a collected block,
 //! which stays intact until the next checkpoint (collected blocks become free only
-//! then), and the index still points at it if the copy is not applied. Recovery uses
-//! that three times:
+//! then), and the index still points at it if the copy is not applied. **A normal
+//! recovery (and a replay in RAM) therefore drops every copy of its window** where
+//! collection runs in slices (windows at least twice the smallest, such as the
+//! W25N01GV's 16 blocks; stop 42, again since stop 47): the collections since the
+//! checkpoint are undone, their victims count
+//! their pages valid again as the checkpoint's block table says, and the cold blocks
+//! hold nothing valid, so the cold head's cut block has nothing to move either. That
+//! keeps the collection's cache write-backs out of the work a recovery redoes
+//! (`Dev::took_page`): counted, they forced a checkpoint every two random 2 KiB writes
+//! on a W25N01GV 85 % full, about 70 programs a write, where dropping the copies left
+//! 8.9 (DESIGN 5). Scrubs and retirements are not undone that way: their blocks are
+//! failing, and what asked for the move lives in RAM, so a collection step that copied
+//! such pages checkpoints at once (`gc_advance`; an independent review, s42, lost
+//! read-disturbed data on 5 of 40 seeds when a cut every 1,024 reads undid each scrub
+//! step). A cut inside that step leaves the originals where they read well (corrected)
+//! a moment before, and a call refused `NoSpace` checkpoints what its collections freed
+//! (`make_room`: a firmware that resets on the error would otherwise start every
+//! attempt from the same victims). Smaller windows, whose collections count their
+//! write-backs anyway, replay the copies as before. A salvage or a repair, which stop at
+//! lost pages, apply the copies (a copy may be what reads of a page whose original no
+//! longer does), with three rules:
 //!
 //! - copies whose watermark is past the data head's replayed prefix reflect pages the
 //!   replay drops (a torn transaction, a lost page): dropped, like those pages;
@@ -720,15 +740,19 @@ impl<
             walk.push(b, 0).map_err(|_| Fault::Corrupted)?;
         }
         // A window block whose erase failed after the checkpoint was marked bad at once.
+        // Bits a cut erase left in the marker bytes of a block the store erased before
+        // are no marker (`Dev::check_block_marker`): the walk reads such a block as the
+        // torn erase it is.
         for (b, _) in walk.iter() {
-            if self.dev.flash_mut().is_bad(b).map_err(Fault::Flash)? {
-                if self.session.salvaging() && self.dev.table().get(b).state() != BlockState::Bad {
-                    // Its erase failed (then it holds nothing new), or its marker is
-                    // damaged and what it held cannot be read: which objects that
-                    // touches cannot be told.
-                    self.salvaged.left_out_unnamed();
-                }
-                self.dev.table_mut().found_bad(b);
+            let was_bad = self.dev.table().get(b).state() == BlockState::Bad;
+            if self.dev.check_block_marker(b).map_err(Fault::Flash)?
+                && self.session.salvaging()
+                && !was_bad
+            {
+                // Its erase failed (then it holds nothing new), or its marker is
+                // damaged and what it held cannot be read: which objects that
+                // touches cannot be told.
+                self.salvaged.left_out_unnamed();
             }
         }
         let fresh: [Track; HEADS] = core::array::from_fn(|h| Track {
@@ -1563,13 +1587,18 @@ impl<
 
     /// Applies the cold copies after `cold`'s position whose watermarks are at most
     /// `limit`, in walk order; returns how many. A copy whose metadata record does not
-    /// read back is skipped: its original is intact (see the module docs).
+    /// read back is skipped: its original is intact (see the module docs). Only a
+    /// salvage or a repair applies copies; a normal recovery drops them all (see the
+    /// module docs).
     fn replay_cold(
         &mut self,
         walk: &Walk,
         cold: &mut ColdCursor,
         limit: u32,
     ) -> Result<u32, FaultOf<F>> {
+        if !self.session.salvaging() && self.recovery_drops_copies() {
+            return Ok(0);
+        }
         let mut n = 0;
         while let Some((page, bp)) = self.cold_peek(walk, cold)? {
             if seq_cmp(bp.seq, limit).is_gt() {

@@ -321,7 +321,28 @@ impl<
         }
         let floor = self.pool_floor(room);
         let comfortable = self.pool_comfortable();
-        self.make_room_within(need, head, floor, comfortable)
+        let r = self.make_room_within(need, head, floor, comfortable);
+        if matches!(r, Err(Fault::NoSpace))
+            && self.recovery_drops_copies()
+            && self.dev.cold_since_checkpoint()
+            && self.reclaimable_blocks() > self.free_blocks()
+        {
+            // Where collection runs in slices a crash recovery drops the cold copies
+            // made since the last checkpoint (see the `recovery` module): a refusal
+            // whose collections freed a block makes them durable, or a device that is
+            // refused and then loses power (or resets, as a firmware may on an error)
+            // starts every attempt from the same victims and never gets the room back
+            // (the wear-out soak with the copies dropped on every store: a worn part
+            // left writable, every write refused, seed 2057). Not on smaller windows,
+            // whose recoveries replay the copies: there a checkpoint at each of a run
+            // of refusals only wore the part (review s37b's 4-block window at 90 %).
+            // The refusal stands either way.
+            match self.checkpoint(false) {
+                Ok(()) | Err(Fault::NoSpace) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        r
     }
 
     /// [`Oftl::make_room`] past its first checks, with the pool's floor for the
@@ -377,9 +398,7 @@ impl<
             // window (small windows), there are no slices: whole collections keep the
             // pool up (an independent review found slices on a 5-block window refusing
             // writes at 77% of capacity).
-            let window = self.dev.sb().window_blocks as u32;
-            let sliced_band = comfortable.saturating_sub(floor) >= window;
-            if pool >= floor && sliced_band {
+            if pool >= floor && self.sliced_band(floor) {
                 let near = pool < floor + NEAR_FLOOR_BLOCKS;
                 if (sliced || collections > 0) && !near {
                     return Ok(());
@@ -446,6 +465,24 @@ impl<
             fresh = false;
         }
         Err(Fault::NoSpace)
+    }
+
+    /// Whether the band between `floor` and the comfortable pool is a window wide or
+    /// more, so that operations collect in slices above the floor (see
+    /// `make_room_within`); narrower bands (small windows) collect whole victims.
+    pub(crate) fn sliced_band(&self, floor: u32) -> bool {
+        let window = self.dev.sb().window_blocks as u32;
+        self.pool_comfortable().saturating_sub(floor) >= window
+    }
+
+    /// Whether a crash recovery of this store drops the cold copies of its window
+    /// instead of replaying them (see the `recovery` module): where collection runs in
+    /// slices (a window at least twice the smallest, such as the W25N01GV's 16
+    /// blocks), whose copies' cache write-backs then count as no recovery work. It
+    /// depends on the configuration and geometry only, so the session that copied and
+    /// the recovery after it agree.
+    pub(crate) fn recovery_drops_copies(&self) -> bool {
+        self.sliced_band(self.pool_floor(Room::Grow))
     }
 
     /// The page copies an operation of `need` window pages makes above the floor (of
@@ -538,9 +575,13 @@ impl<
         }
     }
 
-    /// Whether grown bad blocks left fewer good blocks than [`Oftl::min_good_blocks`].
+    /// Whether grown bad blocks left fewer good blocks than [`Oftl::min_good_blocks`],
+    /// or so few that the store has no capacity left: such a store refuses every write
+    /// that adds a page, whatever is deleted, so it is worn out (a worn part in the
+    /// file layer's wear-out soak stayed writable with every fsync refused `NoSpace`,
+    /// seed 4509, once a crash recovery dropped the cold copies).
     pub(crate) fn too_few_good_blocks(&self) -> bool {
-        self.good_blocks() < self.min_good_blocks()
+        self.good_blocks() < self.min_good_blocks() || self.capacity_pages() == 0
     }
 
     /// Blocks neither bad nor reserved (superblock and checkpoint blocks).

@@ -54,8 +54,11 @@ const GOLDEN_LINEAR: (u64, u64, u64, u64) = (4_155, 8_500_224, 65, 1_343_742_331
 /// its pages owner by owner, which saves index write-backs when they belong to many
 /// objects; here one object): 34,092,528 -> 35,058,984 ns. Format 8 (stop 46): the crash
 /// mount's checkpoint goes on in the successor the loaded one names, which it reads
-/// first, as a mount leaves it unerased: 35,348,792.
-const GOLDEN_MOUNTS: ([u64; 2], u64, u32) = ([2_156_422, 2_478_574], 35_348_792, 136);
+/// first, as a mount leaves it unerased: 35,348,792. Stop 47: a collection's cache
+/// write-backs no longer count as recovery work on this 16-block window (its recoveries
+/// drop the cold copies), so the run before the crash checkpoints a little later:
+/// 35,374,292.
+const GOLDEN_MOUNTS: ([u64; 2], u64, u32) = ([2_156_422, 2_478_574], 35_374_292, 136);
 /// Programs, bytes programmed, erases, simulated ns: 4 MiB in 64 B appends, `sync`.
 const GOLDEN_SMALL_APPENDS: (u64, u64, u64, u64) = (2_078, 4_251_136, 33, 673_029_646);
 /// Programs, bytes programmed, erases, simulated ns: 20,000 appends of 64 B each flushed.
@@ -248,7 +251,11 @@ fn random_overwrites_at_40_percent_fill() {
     // Slices sized to the room a checkpoint would leave, instead of whole collections
     // below the band's upper half (stop 41): -0.3% programs, -1.4% copies (was 73,102
     // programs, 38,485 write-backs, 5,522 copies).
-    assert_eq!((small.0, small.3, small.4), (72_906, 38_397, 5_446));
+    // A collection's write-backs no longer count as recovery work where collection
+    // runs in slices (a crash recovery drops the cold copies, stop 42): fewer
+    // checkpoints, -1.0% programs (was 72,906 programs, 38,397 write-backs, 5,446
+    // copies).
+    assert_eq!((small.0, small.3, small.4), (72_187, 38_856, 5_484));
     // The smallest window this build allows (4 blocks): bounded idle steps leave victims
     // half collected across checkpoints that free them (a regression test: resuming such
     // a victim after a head had reused its block erased live pages).
@@ -258,6 +265,8 @@ fn random_overwrites_at_40_percent_fill() {
     // Checkpoints for recovery work: was (76,834, 36,139, 5,559).
     // A fresh window's own blocks hold what the smallest window promises when a head
     // carries no page (one more block then): was (80,313, 34,709, 5,737).
+    // (Stop 42 leaves this window's accounting as it was: its band is too narrow for
+    // slices, see `gc_advance`.)
     assert_eq!(
         (smallest.0, smallest.3, smallest.4),
         (79_140, 35_989, 5_894)

@@ -5,22 +5,24 @@
 //! Run: `cargo test --release -p oftl --features alloc --test review_s42 -- --nocapture
 //! --test-threads 1` (`--ignored` for the probes).
 //!
-//! Findings (each failed on 0860521):
+//! Findings (each failed on 0860521; fixed in stop 42):
 //! - HIGH: scrub copies were dropped too, and the scrub request lives in RAM only: a
 //!   power cut before the next checkpoint undid the scrub and forgot it, so a
 //!   read-disturbed block stayed in service; with power-on sessions shorter than a
 //!   scrub plus a checkpoint it was never moved and its pages went past ECC
 //!   (`finding_scrub_*`, `finding_cut_after_each_scrub_step_*`). 8a2f8fe: 0 of 40
-//!   seeds lost data at 1,024- and 2,048-read sessions; 0860521: 5 and 2 of 40. A
-//!   checkpoint after each scrub step fixed it (9944f0e); the wear-out soak then found
-//!   worn parts left writable with no capacity, and stop 42 reverted the drop (DESIGN
-//!   5, "Stop 42"). These tests pass again and stay as regression tests.
+//!   seeds lost data at 1,024- and 2,048-read sessions; 0860521: 5 and 2 of 40.
+//!   Fixed: a collection step that copied pages of a scrub or retirement victim
+//!   checkpoints (`gc_advance`): 0 of 40 at both, 0 of 20 with a cut after every
+//!   scrub step (`probe_read_disturb_with_cuts_after_scrubs`).
 //! - MEDIUM, pre-existing (same figures on 8a2f8fe): mount after a cut over 100 ms at
 //!   30 % of capacity with writes spread over many objects
 //!   (`finding_preexisting_mount_after_cut_over_100ms_at_30pct_spread_writes`).
 //!   Fixed: a recovery moves the cut block's pages owner by owner
-//!   (`relocate_cut_block`), so an object's index pages are written back once (105.1 ->
-//!   88.6 ms at 30 %; other fills with `probe_mount_after_cut_spread_writes`).
+//!   (`relocate_cut_block`), so an object's index pages are written back once: worst
+//!   105.1 -> 88.6 ms at 30 %; at 85 % 120.9 -> 107.3 ms (2 of 215 mounts over 100 ms,
+//!   as on 8a2f8fe); at 50 % 119.6 ms, 9 of 215 over (21 of 429 on 8a2f8fe): still a
+//!   known limit (`probe_mount_after_cut_spread_writes`).
 //!
 //! Held: copies of copies and victims half collected across a checkpoint, with second
 //! cuts inside the recovery; read disturb without cuts; powerloss soak (35,943 runs,

@@ -414,11 +414,16 @@ fn a_volume_wearing_out_under_power_cuts_loses_nothing_acknowledged() {
 /// began, and 2792 is the cut that now falls in a read-only unmount's write-back).
 /// Stop 43: a worn part whose mount after a cut could not program the checkpoint of the
 /// file layer's mount-time sync on any of its attempts, and failed (7114; the store now
-/// turns read-only).
+/// turns read-only). Stop 47, once a crash recovery drops the cold copies: a refused
+/// write's collections were undone by the remount after it, every time (2057; a
+/// refusal now checkpoints them), and a part whose good blocks no longer give the store
+/// any capacity stayed writable with every fsync refused (4509; it now turns
+/// read-only).
 #[test]
 fn worn_parts_the_soak_found() {
     for seed in [
-        1150, 1277, 1309, 1339, 1467, 1601, 1843, 2259, 2792, 2878, 2952, 4173, 7114, 8299,
+        1150, 1277, 1309, 1339, 1467, 1601, 1843, 2057, 2259, 2792, 2878, 2952, 4173, 4509, 7114,
+        8299,
     ] {
         let life = run_to_end_of_life(seed, 10 + (seed % 3) as u32 * 6, 100_000, seed % 2 == 0);
         println!("seed {seed}: {life:?}");
