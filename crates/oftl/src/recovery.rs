@@ -569,9 +569,11 @@ struct Scanned {
     /// The data head's last commit page, read once and held in the aside scratch page
     /// until step 4 relocates it (see `scratch`).
     suspect: Option<(PageAddr, Backpointer)>,
-    /// Whether the suspect page is the last page its block had programmed: nothing
-    /// after it there (no page of a transaction the cut left open, no torn program),
-    /// so the block holds only committed pages (see `relocate_suspects`).
+    /// Whether the suspect page is the last page the data head programmed: nothing
+    /// after it in its block (no page of a transaction the cut left open, no torn
+    /// program), and no unreadable page of no known head after it in the walk (a torn
+    /// first page of the head's next block), so the block holds only committed pages
+    /// and the cut dropped nothing (see `relocate_suspects`).
     suspect_last: bool,
     /// Salvage: where each head's replay stops (the first page found lost).
     loss: [Option<PageAddr>; HEADS],
@@ -833,8 +835,10 @@ impl<
         };
         let mut walk_end = walk.len();
         let mut tail = TailRun::NONE;
-        // The data head's last accepted page, and whether its block had anything
-        // programmed after it (pages of a block are walked in order, in one stretch).
+        // The data head's last accepted page, and whether anything was programmed after
+        // it: in its block (pages of a block are walked in order, in one stretch), or as
+        // an unreadable page of no known head later in the walk (the data head's next
+        // block comes after its last one).
         let mut last_data: Option<PageAddr> = None;
         let mut after_last_data = false;
         'walk: for (wi, (b, start)) in walk.iter().enumerate() {
@@ -904,6 +908,12 @@ impl<
                         Some(bp) => bp,
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
+                            // A torn page of no known head after the data head's last
+                            // page may be the data head's next one (the first of its
+                            // next block): its block must then be moved (review s48).
+                            if (log_blocks | cold_blocks) & (1 << wi) == 0 {
+                                after_last_data = true;
+                            }
                             hole.get_or_insert(page);
                             tail.unreadable(wi, page);
                             out.unread.remember(page);
