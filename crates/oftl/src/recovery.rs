@@ -25,7 +25,9 @@
 //!    were being programmed (the data head's suspect page and the log's last page from
 //!    RAM; the cold head's block back to the cold head), so they are erase-cycled
 //!    before reuse. The log head's block, when the pool has room to spare, is left to
-//!    background collection instead, which takes it first. On a worn part (too few good
+//!    background collection instead, which takes it first; so are the cold head's
+//!    where the copies are dropped, and the data head's when nothing follows its last
+//!    commit there (see `Oftl::cut_block_may_wait`). On a worn part (too few good
 //!    blocks, or a window that runs out because erases fail) the blocks are left to
 //!    collection too, their pages valid where they are (programmed whole before the
 //!    cut), and the store mounts read-only after step 5.
@@ -133,6 +135,12 @@ use crate::mount::seq_cmp;
 use crate::policy::SpacePolicy;
 use crate::space::Room;
 use crate::{ObjectId, Oftl, DATA_HEAD, INDEX_HEAD, MAX_WINDOW};
+
+/// Blocks above the growing pool floor a recovery must find before it leaves the data
+/// or cold head's cut block to collection (see `Oftl::cut_block_may_wait`): the
+/// recovery's own writes take one for the suspect page's copy and may take one for
+/// the index head; below that, it moves the block, which frees one.
+const CUT_BLOCK_SLACK: u32 = 2;
 
 /// Pages of a cut block sorted by owner at a time when recovery moves it (see
 /// `relocate_cut_block`): 256 bytes of stack.
@@ -561,6 +569,12 @@ struct Scanned {
     /// The data head's last commit page, read once and held in the aside scratch page
     /// until step 4 relocates it (see `scratch`).
     suspect: Option<(PageAddr, Backpointer)>,
+    /// Whether the suspect page is the last page the data head programmed: nothing
+    /// after it in its block (no page of a transaction the cut left open, no torn
+    /// program), and no unreadable page of no known head after it in the walk (a torn
+    /// first page of the head's next block), so the block holds only committed pages
+    /// and the cut dropped nothing (see `relocate_suspects`).
+    suspect_last: bool,
     /// Salvage: where each head's replay stops (the first page found lost).
     loss: [Option<PageAddr>; HEADS],
     /// Log pages whose sectors a later page repeats (failed programs and their
@@ -599,6 +613,7 @@ impl Scanned {
         cold_cut: (0, 0),
         log_suspect: None,
         suspect: None,
+        suspect_last: false,
         loss: [None; HEADS],
         superseded: heapless::Vec::new(),
         unread: Unread::EMPTY,
@@ -820,6 +835,12 @@ impl<
         };
         let mut walk_end = walk.len();
         let mut tail = TailRun::NONE;
+        // The data head's last accepted page, and whether anything was programmed after
+        // it: in its block (pages of a block are walked in order, in one stretch), or as
+        // an unreadable page of no known head later in the walk (the data head's next
+        // block comes after its last one).
+        let mut last_data: Option<PageAddr> = None;
+        let mut after_last_data = false;
         'walk: for (wi, (b, start)) in walk.iter().enumerate() {
             if !salvage {
                 if let Some(p) = tail.too_long() {
@@ -873,6 +894,11 @@ impl<
                     break 'walk;
                 }
                 started |= scan != Scan::Erased;
+                if scan != Scan::Erased
+                    && last_data.is_some_and(|p| self.dev.geo().block_of(p) == b)
+                {
+                    after_last_data = true;
+                }
                 let bp = match scan {
                     Scan::Bp(bp) => bp,
                     // Unreadable as a whole: a torn page, or a log page one of whose
@@ -882,6 +908,12 @@ impl<
                         Some(bp) => bp,
                         None if blank(self.scratch.page(), pu, self.blank_flips()) => continue,
                         None => {
+                            // A torn page of no known head after the data head's last
+                            // page may be the data head's next one (the first of its
+                            // next block): its block must then be moved (review s48).
+                            if (log_blocks | cold_blocks) & (1 << wi) == 0 {
+                                after_last_data = true;
+                            }
                             hole.get_or_insert(page);
                             tail.unreadable(wi, page);
                             out.unread.remember(page);
@@ -1033,6 +1065,10 @@ impl<
                     continue;
                 }
                 bound[h].accept(page, bp);
+                if h == DATA_HEAD {
+                    last_data = Some(page);
+                    after_last_data = false;
+                }
                 if salvage && !touched.contains(&bp.owner) {
                     touched_more |= touched.push(bp.owner).is_err();
                 }
@@ -1138,6 +1174,7 @@ impl<
         out.last_cold = last_cold;
         out.cold_cut = cold_cut;
         out.log_suspect = log_suspect;
+        out.suspect_last = suspect.is_some_and(|(p, _)| last_data == Some(p)) && !after_last_data;
         out.suspect = suspect;
         out.loss = loss;
         Ok(())
@@ -1478,16 +1515,21 @@ impl<
         // The rest of those blocks was programmed whole before the cut (an interrupted
         // program leaves unstable bits only in what it was programming: section 3 of
         // the shared design; the simulator's F4 does the same), and is moved so the
-        // blocks are erased before anything relies on them again. The data and cold
-        // heads' blocks are moved now: their acknowledged pages then carry numbers above
-        // the dropped tail's, which a full-scan rebuild relies on, and on a nearly full
-        // device the first writes need the blocks free. The log head's block, whose
-        // sectors carry their own numbers, is left to background collection (first in
-        // its bounded steps) when the pool has room to spare: the mount no longer
-        // copies up to a block of log pages (the `files` example's mount after a cut,
-        // nearly all log: 104 -> 86 ms).
-        let defer = self.reclaimable_blocks()
-            >= self.pool_floor(Room::Grow) + self.dev.sb().window_blocks as u32;
+        // blocks are erased before anything relies on them again. The data head's block
+        // is moved now when the cut left pages after its last commit there (a dropped
+        // tail, a torn program): its acknowledged pages then carry numbers above the
+        // dropped tail's, which a full-scan rebuild relies on. Otherwise, and for the
+        // cold head's block where a normal recovery drops the copies, the block is left
+        // to background collection (first in its bounded steps) while the pool has two
+        // blocks above its floor (on a nearly full device the first writes need the
+        // blocks free; `cut_block_may_wait`). The log head's block, whose sectors carry
+        // their own numbers, is left when the pool has a window's worth to spare: the
+        // mount no longer copies up to a block of log pages (the `files` example's mount
+        // after a cut, nearly all log: 104 -> 86 ms).
+        let reclaimable = self.reclaimable_blocks();
+        let floor = self.pool_floor(Room::Grow);
+        let defer_log = reclaimable >= floor + self.dev.sb().window_blocks as u32;
+        let defer = reclaimable >= floor + CUT_BLOCK_SLACK;
         // A store about to turn read-only for its grown bad blocks moves nothing either:
         // the erases the copies need are what a worn part fails, and the closing
         // checkpoint needs the blocks more (without it every later mount replays again,
@@ -1498,7 +1540,12 @@ impl<
             if h == INDEX_HEAD {
                 continue;
             }
-            if short || (defer && h == LOG_HEAD) {
+            let wait = if h == LOG_HEAD {
+                defer_log
+            } else {
+                defer && self.cut_block_may_wait(sc, h, b)
+            };
+            if short || wait {
                 self.leave_cut_block(b);
                 continue;
             }
@@ -1518,6 +1565,36 @@ impl<
             }
         }
         Ok(short)
+    }
+
+    /// Whether the block head `h` was programming at the cut may be left to collection
+    /// (when the pool has room to spare) instead of moved now:
+    ///
+    /// - the log head's: its sectors carry their own numbers;
+    /// - the data head's, in a normal recovery, when its last programmed page is the
+    ///   last commit (`Scanned::suspect_last`; moved from RAM before): every page there
+    ///   is committed, so no dropped tail stays on flash for a full-scan rebuild to take
+    ///   for a committed transaction, and no torn page is left to read well later;
+    /// - the cold head's, where a normal recovery drops the copies: its valid pages were
+    ///   all copied before the checkpoint, and the copies since are dropped whatever
+    ///   they read like.
+    ///
+    /// Moving them cost a mount up to a block of copies and a write-back of the index
+    /// pages of every owner there: with random writes spread over 25 objects at 50 %
+    /// of capacity, 110 pages and 143 write-backs, 119.9 ms (review s42's probe).
+    fn cut_block_may_wait(&self, sc: &Scanned, h: usize, b: BlockAddr) -> bool {
+        let normal = !self.session.salvaging();
+        match h {
+            DATA_HEAD => {
+                normal
+                    && sc.suspect_last
+                    && sc
+                        .suspect
+                        .is_some_and(|(p, _)| self.dev.geo().block_of(p) == b)
+            }
+            COLD_HEAD => normal && self.recovery_drops_copies(),
+            _ => false,
+        }
     }
 
     /// Leaves `b`, a block a head was programming at the cut, to collection with its

@@ -2,11 +2,6 @@
 //! (b6a116b: `recovery::cut_block_may_wait`, `Scanned::suspect_last`,
 //! `CUT_BLOCK_SLACK`), against its parent c33dc2a.
 //!
-//! **The change was reverted** (with dd0a9fc's fix for F1 below) before it landed: the
-//! file layer's wear-out soak lost a fsynced append with it (seed 3490; DESIGN 5,
-//! "Stop 48 tried it again"). These tests now run against stop 47's recovery, which
-//! moves the blocks: F1 and the held surfaces pass there; P1 and P2 are its own limits.
-//!
 //! # F1 (caused by the change; medium): a rebuild revives a write the recovery dropped
 //!
 //! `suspect_last` only looks at the data head's *block*: it is set when nothing after
