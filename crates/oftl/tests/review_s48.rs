@@ -85,7 +85,9 @@
 //!   (`explore_cycles`; `held_cycles_near_full_with_recovery_cuts` runs 32 of them).
 //!   (Window 4: `NoSpace` on overwrites at 88-93 % in 37-46 of 60 seeds, identical on
 //!   c33dc2a, and also without power cuts when every round ends without an unmount:
-//!   pre-existing, not triaged here.)
+//!   pre-existing; `S48_NOCUT=1` runs the cycles without cuts; stop 49 traced it to the
+//!   capacity's two blocks of GC slack at the smallest windows and a 4-page cache,
+//!   an open limit, DESIGN 5.3.)
 //! - The cold head's cut block: no case found where leaving it differs from moving it
 //!   (its copies since the checkpoint are dropped and hold what their originals held
 //!   at their watermarks; the block stays on flash in both versions until erased).
