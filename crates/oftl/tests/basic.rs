@@ -1,6 +1,6 @@
 //! End-to-end behaviour on the simulator: format, objects, clean and unclean remounts.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};

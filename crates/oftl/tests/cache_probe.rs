@@ -21,7 +21,7 @@
 //! `offset + len - 1` unchecked, before the op was validated, to find the pages whose
 //! copies it forgets.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use std::collections::BTreeMap;

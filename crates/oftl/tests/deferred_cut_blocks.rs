@@ -10,7 +10,7 @@
 
 #![cfg(feature = "alloc")]
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 use common::pages::{all_pages, kill};
 use common::{Rng, Sim};

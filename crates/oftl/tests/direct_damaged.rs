@@ -2,7 +2,7 @@
 //! repair, rebuild, lost pages) and corrupt direct records: a clear error or the right
 //! contents, never a panic.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 use common::pages::{all_pages, kill};
 use common::{bytes, cfg, Fs, Sim};

@@ -4,7 +4,7 @@
 //! `PROBE_SEEDS=N` runs N seeds per variant (20 by default); `PROBE_TRACE` prints
 //! each operation.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 use common::{bytes, cfg, Fs, Rng, Sim};
 

@@ -16,7 +16,7 @@ use nand_hal::sim::{profile, CutKind, FaultPlan, HeapStorage, PowerCut, SimNand,
 use nand_hal::BlockAddr;
 use oftl::{Config, Greedy, ObjKind, Oftl, SpacePolicy, WriteError};
 
-mod common;
+use crate::common;
 use common::fill::{check, pat};
 use common::lifecycle::Lifecycle;
 use common::Rng;

@@ -1,7 +1,7 @@
 //! Minimized cases the fuzz targets found, replayed deterministically (same seeds, same
 //! fault plans as the target).
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::profile::TINY;

@@ -5,7 +5,7 @@
 //! failed programs that leave their page in several shapes) or through plain use at the
 //! edges (a full device, the smallest window `format` accepts).
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::{bytes, tiny_raw, Rng};

@@ -14,7 +14,7 @@
 //! checkpoint records it) and a rebuild; every cut of a workload across the wrap
 //! recovers to an acknowledged state, with cuts during the recoveries too.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

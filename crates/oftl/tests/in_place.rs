@@ -1,7 +1,7 @@
 //! The in-place API: a store built once (`new`, a `const fn`) and formatted, mounted and
 //! unmounted where it lives, as firmware does with a store in a `static`.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};

@@ -11,7 +11,7 @@
 //! passed 2^29 sectors (2^25 with 512-byte metadata units: 39 days of 64-byte appends at
 //! 10 a second). Found by this file.
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::*;

@@ -4,7 +4,7 @@
 //! after a cut, each object must hold its durable state plus a prefix of its unflushed
 //! writes (or the same with the interrupted operation applied).
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::*;

@@ -4,7 +4,7 @@
 //! meet (sequential writing >= 5 MB/s with write amplification <= 1.05, clean mount
 //! < 10 ms whatever the fill, crash mount bounded by the window) are checked beside them.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};

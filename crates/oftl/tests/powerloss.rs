@@ -3,7 +3,7 @@
 //! or committed by a synchronous operation) plus, per object, a prefix of that object's
 //! unflushed writes; or the same after the one operation that was in flight, wholly.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::*;
@@ -1079,7 +1079,7 @@ fn exhaustive_with_program_failures_and_read_errors() {
     }
 }
 
-/// Re-runs one failing case: `OFTL_REPLAY='<token>' cargo test -p oftl --test powerloss replay`.
+/// Re-runs one failing case: `OFTL_REPLAY='<token>' cargo test -p oftl --test all powerloss::replay`.
 #[test]
 fn replay() {
     let Ok(token) = std::env::var("OFTL_REPLAY") else {
@@ -1241,7 +1241,7 @@ fn soak_findings() {
 /// The soak: random cut points and plan seeds over every scenario and cut kind, with
 /// noisy faults, until `OFTL_SOAK_RUNS` runs (default 100,000) have been made.
 ///
-/// `OFTL_SOAK_RUNS=100000 cargo test --release -p oftl --test powerloss soak -- --ignored --nocapture`
+/// `OFTL_SOAK_RUNS=100000 cargo test --release -p oftl --test all powerloss::soak -- --ignored --nocapture`
 #[test]
 #[ignore = "long: run explicitly"]
 fn soak() {

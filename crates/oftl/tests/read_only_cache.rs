@@ -12,7 +12,7 @@
 //! programs nothing either mounts and reads every acknowledged byte, or refuses the
 //! mount with an error.
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::read_only::OBJECTS;

@@ -9,7 +9,7 @@
 //! failed with `NoSpace`. Now a store that writes only cache pages continues the index
 //! block an earlier mount began, in its erased pages, and erases only when that is full.
 
-mod common;
+use crate::common;
 
 use common::read_only::*;
 use nand_hal::sim::{profile, FaultConfig, FaultPlan, SimNand};

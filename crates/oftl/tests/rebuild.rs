@@ -7,7 +7,7 @@
 #![cfg(feature = "alloc")]
 #![allow(dead_code)]
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::pages::{all_pages, kill};

@@ -8,7 +8,7 @@
 //! every two random 2 KiB writes (about 70 programs a write; `stagefs-core`'s
 //! `review_s41.rs`, `probe_gc_profile`).
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};

@@ -2,7 +2,7 @@
 //! re-flash): pages the old store left in blocks the new one has not erased yet must
 //! never be taken for the new store's, also after a power cut.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, HeapStorage, SimNand, TornMode};

@@ -8,7 +8,7 @@
 //! wrapper around the simulator: failed programs and power cuts at chosen checkpoint
 //! pages, everything else the simulator's own.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use std::cell::RefCell;

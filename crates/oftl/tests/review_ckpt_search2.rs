@@ -6,7 +6,7 @@
 //! marker pages, end-of-life checkpoint blocks, and a multi-session random stress with
 //! program failures of several shapes, cuts and mount-time read errors.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use std::cell::RefCell;

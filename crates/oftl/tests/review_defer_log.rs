@@ -15,7 +15,7 @@
 //! collection; program/erase failures and read errors around the collection step; the
 //! smallest windows (4 and 5 blocks) under the same, filled close to capacity.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::*;

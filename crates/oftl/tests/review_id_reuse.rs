@@ -27,7 +27,7 @@
 //! after ids were reused; nothing of an old object (buffered writes, cached index
 //! pages, data pages) shows in a new object of its id.
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::*;

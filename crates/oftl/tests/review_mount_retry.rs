@@ -11,7 +11,7 @@
 //! It found one fault the change neither caused nor fixed, kept here (fixed since); the
 //! sweep and the persistent-damage case below came with the fix.
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::*;

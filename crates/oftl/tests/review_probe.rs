@@ -3,7 +3,7 @@
 //! transient read errors in patterns), driven through a `NandFlash` wrapper around the
 //! simulator, checked against the crate's documented guarantees.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use std::cell::RefCell;

@@ -24,7 +24,7 @@
 //!   (`PROBE_CFG`, `PROBE_W`, `PROBE_SEEDS`, `PROBE_OPS`, `PROBE_CUT_EVERY`,
 //!   `PROBE_HEAVY`, `PROBE_NS`, ... see `explore_multi_cut`).
 
-mod common;
+use crate::common;
 
 use common::{bytes, observe, Model, Op, Pending, Rng};
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, Profile, SimNand};

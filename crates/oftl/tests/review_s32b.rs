@@ -15,7 +15,7 @@
 //!   contract (a failed program harms only the steps it was programming, DESIGN 1.3a);
 //!   the test pins the safe outcome, a refusal, never a wrong state.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use std::cell::RefCell;

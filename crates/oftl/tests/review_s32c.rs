@@ -38,7 +38,7 @@
 //! - Finding 3 (`finding_lost_data_block_then_cold_copies_silent`): cold copies after a
 //!   lost data block are not counted as a later replayed page: silent rollback.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use std::cell::RefCell;

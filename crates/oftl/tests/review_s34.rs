@@ -39,7 +39,7 @@
 //! a flagged window block (`gc_step` writes nothing), a flagged data-head window block
 //! scrubbed and readable after crash and remount.
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::pages::all_pages;

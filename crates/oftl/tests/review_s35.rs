@@ -3,7 +3,7 @@
 //! (`Dev::grow_window`) and a recovery that leaves the cut's blocks to collection
 //! (`relocate_suspects`).
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::*;

@@ -25,7 +25,7 @@ use nand_hal::sim::{
 };
 use oftl::{BlockState, Config, Greedy, ObjKind, Oftl, WriteError};
 
-mod common;
+use crate::common;
 use common::fill::{check, fill_to, pat, rewrite, Model};
 use common::Rng;
 

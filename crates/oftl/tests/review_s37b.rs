@@ -19,7 +19,7 @@
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, Profile, SimNand};
 use oftl::{BlockState, Config, Greedy, ObjKind, Oftl, WriteError};
 
-mod common;
+use crate::common;
 use common::fill::{check, fill_to, pat, rewrite, Model};
 use common::Rng;
 

@@ -29,7 +29,7 @@
 //!
 //! Probes that held are the passing tests below (each says what and how many).
 
-mod common;
+use crate::common;
 
 use common::read_only::*;
 use common::*;

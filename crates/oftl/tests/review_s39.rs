@@ -22,7 +22,7 @@
 //!
 //! Probes that held are the passing tests (each says what and how many).
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::*;

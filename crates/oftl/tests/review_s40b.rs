@@ -14,7 +14,7 @@
 //!   on 264a89a the same sweep also lost replays of 2 and 3 objects that way, and its
 //!   sessions poisoned themselves (`Exhausted`, then `Poisoned`) on 48 reads.
 
-mod common;
+use crate::common;
 
 use common::lifecycle::Lifecycle;
 use common::read_only::{crashed_store, OBJECTS};

@@ -5,7 +5,7 @@
 //! had dropped, 4 of 7 dropped cuts over 30,000 seeds); fixed by moving the data head's
 //! cut block at mount again, as before 435809a (DESIGN 5).
 
-mod common;
+use crate::common;
 
 use common::bytes;
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand, TornMode};

@@ -2,7 +2,7 @@
 //! copies of its window, and a collection's cache write-backs stop counting as
 //! recovery work where collection runs in slices. Compared against its parent 8a2f8fe.
 //!
-//! Run: `cargo test --release -p oftl --features alloc --test review_s42 -- --nocapture
+//! Run: `cargo test --release -p oftl --features alloc --test all review_s42:: -- --nocapture
 //! --test-threads 1` (`--ignored` for the probes).
 //!
 //! Findings (each failed on 0860521; fixed in stop 42):
@@ -37,7 +37,7 @@
 
 #![allow(dead_code)]
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 use common::{env, Rng};
 

@@ -15,9 +15,9 @@
 //!
 //! Its sweeps of the first change are `powerloss.rs`'s `spread` scenarios.
 //!
-//! Run: `cargo test --release -p oftl --features alloc --test review_s43`
+//! Run: `cargo test --release -p oftl --features alloc --test all review_s43::`
 
-mod common;
+use crate::common;
 use common::*;
 
 mod ckfail {

@@ -17,9 +17,9 @@
 //! later one (`S44_ERASED=1`, not a shape a page takes: one that read erased has no
 //! programmed cells to find later) still lose data (8 of 6,000) and are left out.
 //!
-//! Run: `cargo test --release -p oftl --features alloc --test review_s44 -- --nocapture`
+//! Run: `cargo test --release -p oftl --features alloc --test all review_s44:: -- --nocapture`
 
-mod common;
+use crate::common;
 
 use common::ckpt_faults::*;
 use common::hooked::Hooked;

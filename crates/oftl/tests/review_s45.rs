@@ -36,9 +36,9 @@
 //! (each bit random, fault F3) can also leave a checkpoint block's bad-block marker
 //! reading bad; two such cuts end a healed TINY part (four checkpoint blocks) read-only.
 //!
-//! Run: `S45_SEEDS=1800 cargo test --release -p oftl --features alloc --test review_s45 -- --nocapture`
+//! Run: `S45_SEEDS=1800 cargo test --release -p oftl --features alloc --test all review_s45:: -- --nocapture`
 
-mod common;
+use crate::common;
 
 use common::ckpt_faults::*;
 use common::hooked::Hooked;

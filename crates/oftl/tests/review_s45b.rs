@@ -49,11 +49,11 @@
 //! block, repair and rebuild mounts), random runs `cuts-only`, `real-pfail-cuts`,
 //! `flake-cuts`; no number reuse anywhere.
 //!
-//! Run: `cargo test --release -p oftl --features alloc --test review_s45b -- --nocapture`
+//! Run: `cargo test --release -p oftl --features alloc --test all review_s45b:: -- --nocapture`
 //! Random seeds: `B_FIRST=170 B_SEEDS=1 B_SHAPE=mixed B_SHOWLOG=1 ... s45b_random`.
 //! (env: `B_SEEDS`, `B_FIRST`, `B_STEP` (sweep every n-th op), `B_SHOW`, `B_KINDS`).
 
-mod common;
+use crate::common;
 
 use common::ckpt_faults::*;
 use common::hooked::{Hooked, Hooks, SimErr};

@@ -21,9 +21,9 @@
 //!   after both must succeed and read every acknowledged write (a cut erase of the
 //!   successor must not be taken for a lost block).
 //!
-//! Run: `cargo test --release -p oftl --features alloc --test review_s46 -- --nocapture`
+//! Run: `cargo test --release -p oftl --features alloc --test all review_s46:: -- --nocapture`
 
-mod common;
+use crate::common;
 
 use common::ckpt_faults::*;
 use common::hooked::Hooked;

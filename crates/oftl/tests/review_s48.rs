@@ -99,7 +99,7 @@
 
 #![cfg(feature = "alloc")]
 
-mod common;
+use crate::common;
 
 use common::bytes;
 use common::pages::all_pages;

@@ -14,7 +14,7 @@
 //! 4. `mount_damaged` (Salvage, Repair, Rebuild) across the wrap;
 //! 5. page 0 of checkpoint blocks that never reads (persistently uncorrectable).
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -33,7 +33,7 @@
 //! now that the writer leaves a block after eight failed programs in a row and recovery
 //! counts unreadable pages per block (B1: 30 refused, none silent; A1: none refused).
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use std::cell::RefCell;

@@ -1,6 +1,6 @@
 //! Bad blocks (factory and grown), scrubbing, corrupted images, and the RAM bound.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::*;

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::pages::{all_pages, changed_pages, data_head, kill, Pg};

@@ -4,7 +4,7 @@
 //! cross-head losses, power cuts and read errors during repair, two losses at once.
 #![allow(dead_code)]
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use common::pages::{all_pages, changed_pages, kill, Pg};

@@ -3,7 +3,7 @@
 //! many table pages and index leaves against a model, remounts, crash recovery,
 //! garbage collection, and which builds mount which layouts.
 
-mod common;
+use crate::common;
 use common::contents::{churn, cut_writes, state_of};
 use common::lifecycle::Lifecycle;
 use common::{bytes, Rng};

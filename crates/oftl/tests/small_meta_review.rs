@@ -7,7 +7,7 @@
 //! payload and the page, are fixed and tested in `small_meta.rs`.)
 #![cfg(feature = "alloc")]
 
-mod common;
+use crate::common;
 use common::contents::{churn, cut_writes, state_of, Contents};
 use common::lifecycle::Lifecycle;
 use common::{bytes, Rng};

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};
 use oftl::{Config, Greedy, ObjKind, Oftl, SpacePolicy, ATTR_LEN};
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 use common::Rng;
 

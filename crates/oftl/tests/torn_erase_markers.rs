@@ -11,7 +11,7 @@
 //! indeterminate torn erase or program, mounts, runs more checkpoints, and checks that
 //! no block was taken for bad and the store stays writable.
 
-mod common;
+use crate::common;
 use common::{bytes, cfg, Fs, Sim};
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, PowerCut, SimNand, TornMode};

@@ -2,7 +2,7 @@
 //! `mount` refuses such an image, and the smallest accepted window collects garbage
 //! under a GC-heavy load.
 
-mod common;
+use crate::common;
 use common::lifecycle::Lifecycle;
 
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};

@@ -1,7 +1,7 @@
 //! End-to-end behaviour of the file layer on the simulated part: namespace operations,
 //! inline and object files, listing, remount and crash.
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use stagefs_core::{Error, Kind, OpenOptions, PathError, SeekFrom, INLINE_MAX};

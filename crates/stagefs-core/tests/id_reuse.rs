@@ -10,7 +10,7 @@
 //! log's end as their version (and adopted), the first case wrote the stale bytes into
 //! the directory and the second deleted it.
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use stagefs_core::{Kind, OpenOptions, SeekFrom};

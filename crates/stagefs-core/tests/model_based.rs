@@ -4,7 +4,7 @@
 //! crash the volume must equal the model exactly; listing, reading and metadata must
 //! agree with it at every check.
 
-mod model;
+use crate::model;
 
 use model::{apply, effects, observe, valid, Node, Op, Store, Tree, Vol};
 use nand_hal::sim::{profile, FaultPlan, HeapStorage, SimNand};

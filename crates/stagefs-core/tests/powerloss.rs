@@ -4,9 +4,9 @@
 //! nothing, every closed or fsynced file as acknowledged, the operation in flight
 //! either done or not (or, for a file being replaced, its documented intermediate).
 //!
-//! `STAGEFS_SOAK_RUNS=100000 cargo test --release -p stagefs-core --test powerloss soak -- --ignored --nocapture`
+//! `STAGEFS_SOAK_RUNS=100000 cargo test --release -p stagefs-core --test all powerloss::soak -- --ignored --nocapture`
 
-mod model;
+use crate::model;
 
 use model::Expected;
 use model::{Op, Workload};

@@ -19,7 +19,7 @@
 //! 9 of 100 runs of 300,000 file reads at these rates lost a page (two flips in one ECC
 //! step of a page before its block was scrubbed).
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, FaultConfig, FaultPlan, SimNand};
 use stagefs_core::OpenOptions;
@@ -103,7 +103,7 @@ fn read_mostly_files_survive_read_disturb() {
 
 /// Longer runs and other rates, counting the runs that lost data (the residual risk in
 /// the module docs): `RD_READS=300000 RD_SEEDS=30 [RD_TH= RD_PPM= RD_EVERY=
-/// RD_MAX_LOSSES=] cargo test --release -p stagefs-core --test read_disturb soak --
+/// RD_MAX_LOSSES=] cargo test --release -p stagefs-core --test all read_disturb::soak --
 /// --ignored --nocapture`. Fails when more runs lose data than `RD_MAX_LOSSES` (0).
 #[test]
 #[ignore]

@@ -3,7 +3,7 @@
 //! it had (the commits before it), the record and everything staged after it are
 //! dropped and reported, and the volume mounts normally from then on.
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use nand_hal::PageAddr;

@@ -14,7 +14,7 @@
 //!   an unmount right after a mount, so that sweep never sees the ids wrap (fixed: the
 //!   hook checkpoints; the sweep checks the jump held).
 
-mod model;
+use crate::model;
 
 use model::{Expected, Op, Workload};
 use nand_hal::powerloss::{self, CheckError, RecoveryCuts, Scenario, Schedule, Sim, Sweep};
@@ -277,7 +277,7 @@ fn power_cuts_with_ids_reused_recovery_cuts_and_noise() {
 // ---------------------------------------------------------------------------------------
 // A removed file's slot in the staging list meets a pending object of its id
 
-mod support;
+use crate::support;
 
 use stagefs_core::OpenOptions;
 use support::{pattern, read_all, vol, write_file};

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use stagefs_core::{Error, Fs, Kind, OpenOptions, PathError, SeekFrom, INLINE_MAX};
@@ -1290,7 +1290,7 @@ fn full_device_allows_deletes() {
 // ---------------------------------------------------------------------------------
 // Power-loss sweeps with the existing model (tests/model), new workloads.
 
-mod model;
+use crate::model;
 
 use nand_hal::powerloss::{self, CheckError, Scenario, Sweep};
 

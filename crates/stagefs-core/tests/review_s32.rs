@@ -29,7 +29,7 @@
 
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

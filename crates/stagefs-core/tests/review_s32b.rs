@@ -10,7 +10,7 @@
 
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

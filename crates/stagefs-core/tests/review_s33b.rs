@@ -30,7 +30,7 @@
 //! on the read-only volume; cuts at every program/erase of a read-only mount; renames in
 //! a full deepest-level bucket.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

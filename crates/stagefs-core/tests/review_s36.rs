@@ -25,7 +25,7 @@
 
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use stagefs_core::{Error, OpenOptions, SeekFrom};

@@ -52,7 +52,7 @@
 
 #![allow(dead_code)]
 
-mod aim;
+use crate::aim;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -12,7 +12,7 @@
 
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand};
 use stagefs_core::{Error, OpenOptions, SeekFrom};

@@ -6,7 +6,7 @@
 
 #![allow(dead_code)]
 
-mod aim;
+use crate::aim;
 
 use std::cell::RefCell;
 use std::rc::Rc;

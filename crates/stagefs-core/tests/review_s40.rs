@@ -55,7 +55,7 @@
 
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand, TornMode};
 use stagefs_core::oracle::power_loss;

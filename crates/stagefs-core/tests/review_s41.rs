@@ -4,7 +4,7 @@
 //! Bounds: mount <= 10 ms clean, <= 100 ms after a cut; worst single file operation
 //! <= 50 ms.
 //!
-//! Run: `cargo test --release -p stagefs-core --test review_s41 -- --nocapture --test-threads 1`
+//! Run: `cargo test --release -p stagefs-core --test all review_s41:: -- --nocapture --test-threads 1`
 //! (`--ignored` for the known limits; each test fills a 128 MiB simulated part).
 //!
 //! Findings on f052077 (simulated ms, typical timings) and what stops 41, 42 and 47

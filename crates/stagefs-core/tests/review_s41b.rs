@@ -8,7 +8,7 @@
 //! exploration finds no drop for runs of 1 to 9 failing reads at any of the repair's
 //! 85 reads.
 
-mod support;
+use crate::support;
 
 use nand_hal::sim::{FaultConfig, FaultPlan};
 use support::staged::{expected, staged_volume, CHUNKS};

@@ -15,10 +15,10 @@
 //! byte. Fixed: the spare is the marked checkpoint when it is older and in another
 //! block.
 //!
-//! Run: `cargo test --release -p stagefs-core --test review_s43c -- --nocapture`
+//! Run: `cargo test --release -p stagefs-core --test all review_s43c:: -- --nocapture`
 //! (`SEEDS` scales the sweeps).
 
-mod support;
+use crate::support;
 use support::Rng;
 
 use std::cell::RefCell;

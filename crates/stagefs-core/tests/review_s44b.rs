@@ -11,11 +11,11 @@
 //! truncate that applies, but for the documented case of a file opened with truncate
 //! (set `S44B_SEEDS`, `S44B_TRACE`).
 //!
-//! Run: `cargo test --release -p stagefs-core --test review_s44b -- --nocapture`
+//! Run: `cargo test --release -p stagefs-core --test all review_s44b:: -- --nocapture`
 
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -11,10 +11,10 @@
 //! three mounts in a row: a read-only mount makes nothing durable, so each one started
 //! the collection over. Now 16 steps, tried again after each: 0 failures in 40 seeds.
 //!
-//! Run: `cargo test --release -p stagefs-core --test review_s44c -- --nocapture`
+//! Run: `cargo test --release -p stagefs-core --test all review_s44c:: -- --nocapture`
 #![allow(dead_code)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

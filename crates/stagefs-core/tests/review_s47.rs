@@ -24,11 +24,10 @@
 //! records and long-lived handles; a model random walk (3,000 seeds) with handles,
 //! steps, syncs, crashes and remounts.
 //!
-//! Run: `cargo test --release -p stagefs-core --test review_s47 -- --nocapture`
+//! Run: `cargo test --release -p stagefs-core --test all review_s47:: -- --nocapture`
 //! (`S47_SEEDS=3000 ... s47_walk_survey -- --ignored` for the walk's survey).
 
-mod aim;
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

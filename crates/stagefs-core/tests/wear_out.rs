@@ -14,7 +14,7 @@
 //!   records still in the staging log included (reads overlay them), after a cut and
 //!   after a clean unmount, and refuses every change with `ReadOnly`.
 
-mod support;
+use crate::support;
 use support::Rng;
 
 use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, HeapStorage, SimNand};
@@ -535,7 +535,7 @@ fn a_read_only_store_shows_the_records_in_its_staging_log() {
 }
 
 /// Many more parts to the end of their life, half of them under cuts:
-/// `WEAR_SEEDS=400 cargo test --release -p stagefs-core --test wear_out soak -- --ignored`.
+/// `WEAR_SEEDS=400 cargo test --release -p stagefs-core --test all wear_out::soak -- --ignored`.
 #[test]
 #[ignore]
 fn soak() {
