@@ -31,4 +31,5 @@ mod review_s43c;
 mod review_s44b;
 mod review_s44c;
 mod review_s47;
+mod review_s50;
 mod wear_out;
