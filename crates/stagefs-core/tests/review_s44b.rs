@@ -25,23 +25,23 @@ use support::*;
 
 type E = Error<nand_hal::sim::SimError>;
 
-fn fresh(seed: u64) -> Sim {
+pub(crate) fn fresh(seed: u64) -> Sim {
     SimNand::heap(profile::TINY, FaultPlan::seeded(seed))
 }
 
-fn crash(sim: &mut Sim) {
+pub(crate) fn crash(sim: &mut Sim) {
     sim.cut_power();
     sim.power_on();
 }
 
-fn ro() -> OpenOptions {
+pub(crate) fn ro() -> OpenOptions {
     OpenOptions::new().read(true)
 }
 
 /// Expected files (acknowledged contents).
-type Model = BTreeMap<String, Vec<u8>>;
+pub(crate) type Model = BTreeMap<String, Vec<u8>>;
 
-fn check(fs: &mut Vol<'_>, m: &Model, what: &str) {
+pub(crate) fn check(fs: &mut Vol<'_>, m: &Model, what: &str) {
     // Directories: keys "dir:/path" (values unused): each must exist as a directory,
     // and no other "/e*" directory may exist in the root.
     let dirs: Vec<&str> = m.keys().filter_map(|k| k.strip_prefix("dir:")).collect();
@@ -84,7 +84,7 @@ fn check(fs: &mut Vol<'_>, m: &Model, what: &str) {
 }
 
 /// Checks `m` now, after unmount+mount, and after a power cut + mount.
-fn check_all(sim: &mut Sim, m: &Model, what: &str) {
+pub(crate) fn check_all(sim: &mut Sim, m: &Model, what: &str) {
     {
         let mut fs = vol(sim);
         fs.mount().unwrap();
@@ -103,14 +103,14 @@ fn check_all(sim: &mut Sim, m: &Model, what: &str) {
     check(&mut fs, m, &format!("{what} (after cut)"));
 }
 
-fn model_write(v: &mut Vec<u8>, at: usize, data: &[u8]) {
+pub(crate) fn model_write(v: &mut Vec<u8>, at: usize, data: &[u8]) {
     if v.len() < at + data.len() {
         v.resize(at + data.len(), 0);
     }
     v[at..at + data.len()].copy_from_slice(data);
 }
 
-fn model_trunc(v: &mut Vec<u8>, n: usize) {
+pub(crate) fn model_trunc(v: &mut Vec<u8>, n: usize) {
     v.resize(n, 0);
 }
 
@@ -1206,25 +1206,18 @@ fn interleaved_handles_rename_parent_sync_cut() {
     }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// A random walk of whole sessions (open, a few writes/seeks/truncates, fsync, close)
 /// and namespace calls on a volume kept at the edge of full: every acknowledged byte
 /// checked in session and after remount and after a cut at intervals. Files whose
 /// session failed are dropped from the model (their state is not promised) but must
 /// still read without error.
-fn full_walk(seed: u64, steps: usize) {
+/// What [`full_walk`] calls after each step.
+pub(crate) type AfterStep<'c> = dyn FnMut(&Sim, &Model, &[String], &str) + 'c;
+
+/// `after_step` sees the part after each step (its power already cut when the step
+/// ended in a cut), the model, the files in doubt and a label (review s44c sweeps the
+/// mount there).
+pub(crate) fn full_walk(seed: u64, steps: usize, after_step: &mut AfterStep<'_>) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut sim = fresh(700 + seed);
     let mut m = Model::new();
@@ -1554,6 +1547,12 @@ fn full_walk(seed: u64, steps: usize) {
         if cut {
             crash(&mut sim);
         }
+        after_step(
+            &sim,
+            &m,
+            &doubt,
+            &format!("seed {seed} step {step} cut {cut}"),
+        );
     }
     println!("seed {seed}: errors {errs:?}, {known} failed truncates applied (opened with truncate), {} files, {} in doubt, {ro_sessions} read-only sessions, worst mount {worst_mount} programs", m.len(), doubt.len());
     // A healthy part whose volume filled up mounts writable (stop 44: the replay of a
@@ -1577,7 +1576,7 @@ fn full_walks() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     for seed in first..first + n {
-        full_walk(seed, 1200);
+        full_walk(seed, 1200, &mut |_, _, _, _| {});
     }
 }
 
@@ -1832,5 +1831,5 @@ fn maintenance_on_a_full_volume() {
 /// replay now collects garbage and tries again first.
 #[test]
 fn s44b_finding_full_volume_stayed_read_only_after_a_cut() {
-    full_walk(9, 1200);
+    full_walk(9, 1200, &mut |_, _, _, _| {});
 }

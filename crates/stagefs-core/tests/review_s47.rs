@@ -32,10 +32,11 @@ use crate::support;
 use std::collections::BTreeMap;
 
 use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand, TornMode};
-use stagefs_core::oracle::{observe, power_loss, Node};
+use stagefs_core::oracle::{observe, Node};
 use stagefs_core::{
     Error, Kind, OpenOptions, PathError, SeekFrom, Tuning, ATTR_MAX, INLINE_MAX, NAME_MAX,
 };
+use support::sweep::{cut_sweep, Cuts, Ran, Report};
 use support::{create, pattern, read_all, rw, vol, write_file, Sim, Vol};
 
 type E = nand_hal::sim::SimError;
@@ -1028,11 +1029,6 @@ fn run_script(sim: &mut Sim, case: &Case, st: &St) -> (St, Option<St>, Option<Er
     (cur, intent, r.err())
 }
 
-struct Report {
-    runs: u64,
-    failures: Vec<String>,
-}
-
 /// Cuts the script at every program/erase index (`stride` apart) with each of `kinds`,
 /// then (with `recovery`) also cuts the first recovery mount at each of its programs.
 fn sweep(
@@ -1059,71 +1055,29 @@ fn sweep(
     if let Err(e) = check_after(&mut sim, &cur, &None) {
         rep.failures.push(format!("{}: uncut: {e}", case.name));
     }
-    let faults = nand_hal::sim::FaultConfig {
-        unstable_after_cut: noisy,
-        ..Default::default()
-    };
-    for (ki, &kind) in kinds.iter().enumerate() {
-        let mut at = 1 + (ki as u64 % stride);
-        while at <= n {
-            let plan = FaultPlan::seeded(seed ^ at.wrapping_mul(7919) ^ ki as u64)
-                .with_cut(at, kind)
-                .with_faults(faults);
-            let mut sim = base_sim.clone();
-            sim.arm(plan);
-            let (cur, intent, err) = run_script(&mut sim, case, &st);
-            rep.runs += 1;
-            let tag = format!(
-                "{}@{at}/{kind:?}{} (cut in step {})",
-                case.name,
-                if noisy { "/noisy" } else { "" },
-                LAST_STEPS.with(|s| s.get())
-            );
-            match &err {
-                Some(e) if power_loss(e) || !sim.is_powered() => {}
-                Some(e) => {
-                    rep.failures
-                        .push(format!("{tag}: error without a cut: {e:?}"));
-                    at += stride;
-                    continue;
-                }
-                None => {}
+    cut_sweep(
+        &base_sim,
+        n,
+        Cuts {
+            seed,
+            kinds,
+            stride,
+            recovery,
+            noisy,
+        },
+        case.name,
+        &mut |sim| {
+            let (cur, intent, err) = run_script(sim, case, &st);
+            Ran {
+                cur,
+                intent,
+                err,
+                steps: LAST_STEPS.with(|s| s.get()),
             }
-            sim.cut_power();
-            sim.power_on();
-            sim.disarm();
-            if recovery && err.is_some() {
-                // Cut the recovery mount at each of its programs/erases.
-                let mut probe = sim.clone();
-                probe.arm(FaultPlan::seeded(1));
-                {
-                    let mut fs = vol(&mut probe);
-                    let _ = fs.mount();
-                }
-                let m = probe.ops_since_arm();
-                for k in 1..=m {
-                    let mut s2 = sim.clone();
-                    s2.arm(FaultPlan::seeded(k).with_cut(k, kind));
-                    {
-                        let mut fs = vol(&mut s2);
-                        let _ = fs.mount();
-                    }
-                    s2.cut_power();
-                    s2.power_on();
-                    s2.disarm();
-                    rep.runs += 1;
-                    if let Err(e) = check_after(&mut s2, &cur, &intent) {
-                        rep.failures
-                            .push(format!("{tag} + recovery cut {k}/{m}: {e}"));
-                    }
-                }
-            }
-            if let Err(e) = check_after(&mut sim, &cur, &intent) {
-                rep.failures.push(format!("{tag}: {e}"));
-            }
-            at += stride;
-        }
-    }
+        },
+        &mut check_after,
+        &mut rep,
+    );
     println!(
         "{}: {n} programs/erases uncut, {} runs, {} failures",
         case.name,

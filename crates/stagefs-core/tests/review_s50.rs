@@ -26,9 +26,10 @@ use crate::support;
 
 use std::collections::BTreeMap;
 
-use nand_hal::sim::{profile, CutKind, FaultConfig, FaultPlan, SimNand, TornMode};
-use stagefs_core::oracle::{observe, power_loss, Node};
+use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand, TornMode};
+use stagefs_core::oracle::{observe, Node};
 use stagefs_core::{Error, OpenOptions, SeekFrom, Tuning};
+use support::sweep::{self, cut_sweep, Cuts, Ran};
 use support::{create, pattern, rw, vol, Sim, Vol};
 
 type E = nand_hal::sim::SimError;
@@ -449,66 +450,32 @@ fn sweep(
     if let Err(e) = check_after(&mut sim, &cur, &None) {
         rep.failures.push(format!("{name}: uncut: {e}"));
     }
-    let faults = FaultConfig {
-        unstable_after_cut: noisy,
-        ..Default::default()
-    };
-    for (ki, &kind) in kinds.iter().enumerate() {
-        let mut at = 1 + (ki as u64 % stride);
-        while at <= n {
-            let plan = FaultPlan::seeded(seed ^ at.wrapping_mul(7919) ^ ki as u64)
-                .with_cut(at, kind)
-                .with_faults(faults);
-            let mut sim = base_sim.clone();
-            sim.arm(plan);
-            let (cur, intent, err, steps) = run_script(&mut sim, script, &st);
-            rep.runs += 1;
-            let tag = format!(
-                "{name} seed {seed} cut@{at}/{kind:?}{} (in step {steps})",
-                if noisy { "/noisy" } else { "" }
-            );
-            if let Some(e) = &err {
-                if !power_loss(e) && sim.is_powered() {
-                    rep.failures
-                        .push(format!("{tag}: error without a cut: {e:?}"));
-                    at += stride;
-                    continue;
-                }
+    let mut cuts = sweep::Report::default();
+    cut_sweep(
+        &base_sim,
+        n,
+        Cuts {
+            seed,
+            kinds,
+            stride,
+            recovery,
+            noisy,
+        },
+        name,
+        &mut |sim| {
+            let (cur, intent, err, steps) = run_script(sim, script, &st);
+            Ran {
+                cur,
+                intent,
+                err,
+                steps,
             }
-            sim.cut_power();
-            sim.power_on();
-            sim.disarm();
-            if recovery && err.is_some() {
-                let mut probe = sim.clone();
-                probe.arm(FaultPlan::seeded(1));
-                {
-                    let mut fs = vol(&mut probe);
-                    let _ = fs.mount();
-                }
-                let m = probe.ops_since_arm();
-                for k in 1..=m {
-                    let mut s2 = sim.clone();
-                    s2.arm(FaultPlan::seeded(k).with_cut(k, kind));
-                    {
-                        let mut fs = vol(&mut s2);
-                        let _ = fs.mount();
-                    }
-                    s2.cut_power();
-                    s2.power_on();
-                    s2.disarm();
-                    rep.runs += 1;
-                    if let Err(e) = check_after(&mut s2, &cur, &intent) {
-                        rep.failures
-                            .push(format!("{tag} + recovery cut {k}/{m}: {e}"));
-                    }
-                }
-            }
-            if let Err(e) = check_after(&mut sim, &cur, &intent) {
-                rep.failures.push(format!("{tag}: {e}"));
-            }
-            at += stride;
-        }
-    }
+        },
+        &mut check_after,
+        &mut cuts,
+    );
+    rep.runs += cuts.runs;
+    rep.failures.extend(cuts.failures);
     println!(
         "{name} seed {seed}: {n} programs/erases uncut, most staged (objects, inline) \
          {staged:?}, {relocated} pages relocated, {} runs, {} failures",

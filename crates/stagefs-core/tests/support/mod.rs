@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod staged;
+pub mod sweep;
 
 use nand_hal::sim::{HeapStorage, SimNand};
 use oftl::{Config, Greedy, Oftl};
@@ -100,11 +101,16 @@ pub fn fill_volume(fs: &mut Vol<'_>) -> Vec<String> {
 pub struct Rng(pub u64);
 
 impl Rng {
-    /// The next draw, below `n`.
-    pub fn below(&mut self, n: u64) -> u64 {
+    /// The next draw.
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
-        self.0 % n
+        self.0
+    }
+
+    /// The next draw, below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
     }
 }
