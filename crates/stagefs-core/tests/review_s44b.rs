@@ -1206,14 +1206,15 @@ fn interleaved_handles_rename_parent_sync_cut() {
     }
 }
 
+/// What [`full_walk`] calls after each step.
+pub(crate) type AfterStep<'c> = dyn FnMut(&Sim, &Model, &[String], &str) + 'c;
+
 /// A random walk of whole sessions (open, a few writes/seeks/truncates, fsync, close)
 /// and namespace calls on a volume kept at the edge of full: every acknowledged byte
 /// checked in session and after remount and after a cut at intervals. Files whose
 /// session failed are dropped from the model (their state is not promised) but must
 /// still read without error.
-/// What [`full_walk`] calls after each step.
-pub(crate) type AfterStep<'c> = dyn FnMut(&Sim, &Model, &[String], &str) + 'c;
-
+///
 /// `after_step` sees the part after each step (its power already cut when the step
 /// ended in a cut), the model, the files in doubt and a label (review s44c sweeps the
 /// mount there).
