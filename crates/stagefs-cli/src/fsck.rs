@@ -14,6 +14,11 @@
 //! from its directory; every other file and directory stays as it was. A directory
 //! that cannot be listed is reported and left alone (the files below it stay on flash;
 //! repairing its pages is not attempted).
+//!
+//! Once the whole tree was walked, objects of the store that no path names are a
+//! problem too (space only: what a rebuild brings back of files deleted long before,
+//! or a cut during a repair leaves); the repair deletes them
+//! ([`stagefs_core::Fs::remove_unnamed_objects`]).
 
 use std::fmt::Write as _;
 
@@ -55,12 +60,16 @@ pub struct Report {
     pub bytes: u64,
     /// Problems found.
     pub problems: Vec<Problem>,
+    /// Objects of the store that no path names (space only; a rebuild's leftovers, or
+    /// a cut during a repair): `--repair` deletes them. Looked for only when the whole
+    /// tree could be walked.
+    pub unnamed: Vec<u32>,
 }
 
 impl Report {
     /// fsck's exit code for this report.
     pub fn exit_code(&self) -> i32 {
-        if !self.problems.is_empty() {
+        if !self.problems.is_empty() || !self.unnamed.is_empty() {
             4
         } else if self.recovered {
             1
@@ -77,6 +86,16 @@ pub fn check(v: &mut Vol<'_>, recovered: bool) -> Report {
         ..Report::default()
     };
     walk(v, "/", &mut r);
+    if r.problems.is_empty() {
+        match v.unnamed_objects() {
+            Ok(u) => r.unnamed = u,
+            Err(e) => r.problems.push(Problem {
+                path: "/".into(),
+                repairable: false,
+                words: format!("the store's objects cannot be listed: {e}"),
+            }),
+        }
+    }
     r
 }
 
@@ -416,18 +435,21 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
     if !repair {
         return (r.exit_code() as u8, false);
     }
+    let deleted = remove_unnamed(&mut v, &r, out);
+    let unnamed_left = !r.unnamed.is_empty() && !deleted;
     if r.problems.is_empty() {
-        if !r.recovered {
-            return (0, false);
+        if !r.recovered && !deleted {
+            return (if unnamed_left { 4 } else { 0 }, false);
         }
-        // Keep the recovery: the image then mounts without replaying the crash again.
+        if r.recovered {
+            // Keep the recovery: the image then mounts without replaying the crash
+            // again.
+            let _ = writeln!(out, "repaired: the recovered state saved (a clean unmount)");
+        }
         return match v.unmount() {
-            Ok(()) => {
-                let _ = writeln!(out, "repaired: the recovered state saved (a clean unmount)");
-                (1, true)
-            }
+            Ok(()) => (if unnamed_left { 4 } else { 1 }, true),
             Err(e) => {
-                let _ = writeln!(out, "unmounting after the recovery failed: {e}");
+                let _ = writeln!(out, "unmounting after the repair failed: {e}");
                 (4, false)
             }
         };
@@ -437,6 +459,9 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
         let _ = writeln!(out, "repaired: {a}");
     }
     let mut after = check(&mut v, false);
+    if remove_unnamed(&mut v, &after, out) {
+        after.unnamed.clear();
+    }
     after.problems.append(&mut sticky);
     out.push_str("after repair: ");
     describe(out, name, &after);
@@ -447,7 +472,28 @@ pub fn run(sim: &mut Sim, name: &str, repair: bool, out: &mut String) -> (u8, bo
         );
         return (4, false);
     }
-    (if after.problems.is_empty() { 1 } else { 4 }, true)
+    (if after.exit_code() == 4 { 4 } else { 1 }, true)
+}
+
+/// Deletes the unnamed objects `r` found, saying so in `out`; whether any were.
+fn remove_unnamed(v: &mut Vol<'_>, r: &Report, out: &mut String) -> bool {
+    if r.unnamed.is_empty() {
+        return false;
+    }
+    match v.remove_unnamed_objects() {
+        Ok(n) => {
+            let _ = writeln!(
+                out,
+                "repaired: {n} object{} no path names deleted (space given back)",
+                if n == 1 { "" } else { "s" }
+            );
+            n > 0
+        }
+        Err(e) => {
+            let _ = writeln!(out, "unnamed objects not deleted: {e}");
+            false
+        }
+    }
 }
 
 /// A rebuilt copy of `sim` (unmounted cleanly), what its rebuild said and the paths it
@@ -649,6 +695,16 @@ fn say_rollback(v: &mut Vol<'_>, rep: &stagefs_core::Repair, out: &mut String) {
 pub fn describe(out: &mut String, name: &str, r: &Report) {
     for p in &r.problems {
         let _ = writeln!(out, "problem: {p}");
+    }
+    if !r.unnamed.is_empty() {
+        let _ = writeln!(
+            out,
+            "problem: {} object{} of the store no path names (space only; `--repair` \
+             deletes them): {:?}",
+            r.unnamed.len(),
+            if r.unnamed.len() == 1 { "" } else { "s" },
+            r.unnamed
+        );
     }
     let _ = writeln!(
         out,
@@ -894,5 +950,47 @@ mod tests {
             want.extend_from_slice(&[0x50 + i; 64]);
         }
         assert_eq!(got, want);
+    }
+
+    /// Objects no path names (what a rebuild can bring back, or a cut during a repair
+    /// leave): a check reports them and writes nothing, `--repair` deletes them and
+    /// nothing else, and the volume checks clean after.
+    #[test]
+    fn repair_deletes_objects_no_path_names() {
+        let mut sim = crate::image::blank(&TINY);
+        {
+            let mut v = volume::over(&mut sim);
+            v.format().unwrap();
+            v.create_dir("/d").unwrap();
+            volume::write_file(&mut v, "/d/a", &[7u8; 3000]).unwrap();
+            volume::write_file(&mut v, "/s", &[8u8; 40]).unwrap();
+            let s = v.store_mut();
+            for i in 0..2u8 {
+                let o = s.create(oftl::ObjKind::Object).unwrap();
+                s.write(o, 0, &[i; 2500]).unwrap();
+                s.flush(o).unwrap();
+            }
+            v.unmount().unwrap();
+        }
+        let before = sim.counters().programs;
+        let mut out = String::new();
+        assert_eq!(run(&mut sim, "img", false, &mut out), (4, false), "{out}");
+        assert!(
+            out.contains("2 objects of the store no path names"),
+            "{out}"
+        );
+        assert_eq!(sim.counters().programs, before, "a check writes nothing");
+        let mut out = String::new();
+        assert_eq!(run(&mut sim, "img", true, &mut out), (1, true), "{out}");
+        assert!(
+            out.contains("repaired: 2 objects no path names deleted"),
+            "{out}"
+        );
+        let mut out = String::new();
+        assert_eq!(run(&mut sim, "img", false, &mut out), (0, false), "{out}");
+        let mut v = volume::over(&mut sim);
+        v.mount().unwrap();
+        assert_eq!(volume::read_file(&mut v, "/d/a").unwrap(), vec![7u8; 3000]);
+        assert_eq!(volume::read_file(&mut v, "/s").unwrap(), vec![8u8; 40]);
     }
 }

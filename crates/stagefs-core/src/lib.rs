@@ -56,6 +56,9 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
 // First: the message macros the modules below use.
 #[macro_use]
 mod fmt;
@@ -68,6 +71,8 @@ mod io;
 mod namespace;
 #[cfg(feature = "oracle")]
 pub mod oracle;
+#[cfg(feature = "alloc")]
+mod orphans;
 mod path;
 mod readdir;
 mod stage;

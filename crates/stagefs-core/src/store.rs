@@ -105,6 +105,12 @@ pub trait Store {
     fn pages_programmed(&self) -> u64;
     /// Erase blocks the store manages (bounds loops over whole collections).
     fn block_count(&self) -> u32;
+    /// The lowest live object id above `after` (the lowest of all for `None`): a walk
+    /// over every object, log streams included (see `Fs::unnamed_objects`).
+    fn next_object(
+        &mut self,
+        after: Option<ObjectId>,
+    ) -> Result<Option<ObjectId>, Error<Self::FlashError>>;
 }
 
 impl<
@@ -295,6 +301,13 @@ impl<
 
     fn block_count(&self) -> u32 {
         Oftl::blocks(self).len() as u32
+    }
+
+    fn next_object(
+        &mut self,
+        after: Option<ObjectId>,
+    ) -> Result<Option<ObjectId>, Error<F::Error>> {
+        Ok(Oftl::next_object(self, after)?)
     }
 
     fn is_object(&mut self, obj: ObjectId) -> Result<bool, Error<F::Error>> {

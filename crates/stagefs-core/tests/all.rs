@@ -32,4 +32,6 @@ mod review_s44b;
 mod review_s44c;
 mod review_s47;
 mod review_s50;
+#[cfg(feature = "alloc")]
+mod unnamed;
 mod wear_out;
