@@ -2,9 +2,9 @@
 //! inline files, files with objects, staged appends) on the simulated `TINY` part, shut
 //! down cleanly or not, then damaged (bytes overwritten anywhere in data or spare, whole
 //! pages scribbled); mounting must then fail with an error or succeed, and a mounted
-//! volume must answer listing, reads, writes, renames, removals and unmount with
-//! results or errors: never a panic, a hang (libFuzzer's timeout) or an out-of-bounds
-//! access. A volume that does not mount goes through `fsck --repair`'s mounts (the
+//! volume must answer listing, reads, writes, renames, removals, the search for objects
+//! no path names and unmount with results or errors: never a panic, a hang (libFuzzer's
+//! timeout) or an out-of-bounds access. A volume that does not mount goes through `fsck --repair`'s mounts (the
 //! repair for lost window pages, then the rebuild from a full scan) under the same
 //! rules.
 
@@ -154,5 +154,8 @@ fuzz_target!(|input: Input| {
     }
     let _ = fs.create_dir("/new");
     let _ = fs.step(4);
+    // What `fsck --repair` does last: objects no path names are listed and deleted.
+    let _ = fs.unnamed_objects();
+    let _ = fs.remove_unnamed_objects();
     let _ = fs.unmount();
 });

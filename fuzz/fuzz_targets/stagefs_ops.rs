@@ -5,7 +5,8 @@
 //! fuzzer-chosen program/erase (clean or torn) and, as the fuzzer chooses, failed
 //! programs, transient uncorrectable reads and unstable pages. After the cut the volume
 //! is mounted again (replaying the staging log) and its whole tree must equal the
-//! acknowledged state or one the operation in flight may leave. Nothing may panic; a
+//! acknowledged state or one the operation in flight may leave, and no object may be
+//! left that no path names (`Fs::unnamed_objects`). Nothing may panic; a
 //! valid request refused while the power is on, or a misuse of the NAND, is a failure.
 
 #![no_main]
@@ -37,6 +38,8 @@ enum FOp {
     Remove(u8),
     Rename(u8, u8),
     Sync,
+    /// `Fs::unnamed_objects`: a writable volume never leaves an object no path names.
+    Unnamed,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -64,6 +67,7 @@ fn op_of(f: FOp) -> Op {
         FOp::Remove(p) => Op::Remove(path(p)),
         FOp::Rename(a, b) => Op::Rename(path(a), path(b)),
         FOp::Sync => Op::Sync,
+        FOp::Unnamed => unreachable!("not a tree operation"),
     }
 }
 
@@ -101,6 +105,16 @@ fuzz_target!(|input: Input| {
         let mut fs: Vol<'_> = Fs::new(Store::new(&mut sim, CONFIG, Greedy::DEFAULT));
         if fs.mount().is_ok() {
             for f in input.ops.iter().take(40) {
+                if let FOp::Unnamed = f {
+                    match fs.unnamed_objects() {
+                        Ok(u) => assert!(u.is_empty(), "objects no path names: {u:?}"),
+                        Err(e) => {
+                            assert!(!is_refusal(&e), "unnamed_objects refused: {e:?}");
+                            break;
+                        }
+                    }
+                    continue;
+                }
                 let op = op_of(*f);
                 if !valid(&now, &op) {
                     continue;
@@ -145,6 +159,10 @@ fuzz_target!(|input: Input| {
         Err(e) => panic!("mount after the cut: {e:?}"),
     }
     let seen = observe(&mut fs).expect("read back");
+    // Nothing a cut leaves is an object no path names (a truncate-opened file's new
+    // object is deleted by the replay).
+    let unnamed = fs.unnamed_objects().expect("list the objects");
+    assert!(unnamed.is_empty(), "objects no path names after the cut: {unnamed:?}");
     assert!(
         seen == now || in_flight.contains(&seen),
         "tree matches no allowed state:\n  seen {seen:?}\n  acknowledged {now:?}\n  in flight {in_flight:?}"

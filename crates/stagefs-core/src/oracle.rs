@@ -6,7 +6,8 @@
 //! The states an operation may leave follow the guarantees in the crate docs: a
 //! namespace operation is all or nothing, a file written whole keeps its old contents
 //! until its close commits the new ones (a new file exists, empty, from its open), an
-//! fsynced append is all there or not.
+//! fsynced append is all there or not; and a writable volume holds no object that no
+//! path names (`Fs::unnamed_objects`).
 
 use std::collections::BTreeMap;
 use std::format;
@@ -351,6 +352,16 @@ impl<const PAGE: usize, const BLOCKS: usize, const CACHE: usize> Scenario
             Err(e) => return Err(format!("read back: {e:?}").into()),
         };
         if seen == o.now || o.in_flight.contains(&seen) {
+            // Nor does a cut leave an object no path names (a truncate-opened file's
+            // new object is deleted by the replay; a read-only volume replays nothing).
+            if !fs.read_only() {
+                match fs.unnamed_objects() {
+                    Ok(u) if u.is_empty() => {}
+                    Ok(u) => return Err(format!("objects no path names: {u:?}").into()),
+                    Err(e) if power_loss(&e) => return Err(CheckError::PowerLoss),
+                    Err(e) => return Err(format!("unnamed objects: {e:?}").into()),
+                }
+            }
             return Ok(());
         }
         let diff = |want: &Tree| {

@@ -29,7 +29,9 @@ use crate::{Fs, VOLUME_OBJECT};
 impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// The store's objects that no path names, ascending (see the module docs).
     /// Refused with [`Error::Busy`] while a file is open (a file opened with truncate
-    /// may own an object its commit has not named yet).
+    /// may own an object its commit has not named yet); [`Error::Corrupted`] when an
+    /// object has two names (only damage makes one, and a directory named twice would
+    /// make the walk endless).
     pub fn unnamed_objects(&mut self) -> Result<Vec<u32>, Error<S::FlashError>> {
         let v = self.mounted()?;
         if self.handles.iter().any(|h| h.open) {
@@ -51,7 +53,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 }
                 path.push_str(&name);
                 if let Some(o) = self.location(&path)?.object {
-                    named.insert(o);
+                    // No object has two names: a second one (a directory met again
+                    // would make the walk endless) is damage, and nothing is deleted.
+                    if !named.insert(o) {
+                        return Err(Error::Corrupted);
+                    }
                 }
                 if kind == Kind::Dir {
                     dirs.push(path);
