@@ -102,8 +102,9 @@ enum Cmd {
         /// Repair in place, never by reformatting: a store that does not mount is
         /// replayed up to its first lost page, or rebuilt from a scan of every page's
         /// tag when its checkpoints, index pages or superblock do not read; then
-        /// damaged files are moved aside (what still reads goes to /lost+found) so the
-        /// image mounts clean with every undamaged file.
+        /// damaged files are moved aside (what still reads goes to /lost+found) and
+        /// objects no path names deleted, so the image mounts clean with every
+        /// undamaged file.
         #[arg(long)]
         repair: bool,
     },
