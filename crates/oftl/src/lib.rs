@@ -312,6 +312,16 @@ pub struct Config {
     /// checkpoints). Each costs a block of capacity and a few reads at every mount
     /// (about 0.4 ms on SPI NAND). Recorded in the superblock.
     pub checkpoint_blocks: u8,
+    /// The format makes an image for another part (a factory image written onto parts
+    /// with bad blocks of their own), not a store on this one: its erases are then not
+    /// counted, so the store reads the factory marker of each block before that block's
+    /// first erase in use, whatever value a datasheet gives such markers. In place
+    /// (`false`, the default), format's erases count: the block was good then, so a
+    /// later erase the power cuts, whose random bits land in the marker bytes, does not
+    /// retire it (only a marker that reads as written does; a healthy part lost a block
+    /// at 255 of 256 such cuts in a block's first erase since format, and a full volume
+    /// then refused every write, independent review s51). Not recorded.
+    pub for_image: bool,
 }
 
 impl Config {
@@ -324,7 +334,14 @@ impl Config {
             format_id: 1,
             log_partial_programs: true,
             checkpoint_blocks: 0,
+            for_image: false,
         }
+    }
+
+    /// Sets [`Config::for_image`].
+    pub const fn for_image(mut self, on: bool) -> Self {
+        self.for_image = on;
+        self
     }
 
     /// Sets [`Config::checkpoint_blocks`].

@@ -149,7 +149,8 @@ impl<
         let fixed = &*fixed;
         let sb = describe([fixed[0], fixed[1]], &fixed[2..]);
         self.dev.set_superblock(sb);
-        self.erase_leftovers(fixed).map_err(FormatError::Flash)?;
+        self.erase_leftovers(fixed, !config.for_image)
+            .map_err(FormatError::Flash)?;
         let mut good = 0u32;
         for b in (0..geo.blocks()).map(BlockAddr) {
             if self.dev.table().get(b).state() == BlockState::Bad {
@@ -198,15 +199,18 @@ impl<
     /// after the checkpoint (a lost page, or worse, replayed). A cut before the
     /// superblock leaves the part unformatted. Blocks whose erase fails are marked bad.
     ///
-    /// These erases are not counted: a block this store never erased itself still has
-    /// its bad-block marker read before it joins the window (a factory image written
-    /// onto a part with bad blocks of its own, see `Dev::may_join_window`).
-    fn erase_leftovers(&mut self, fixed: &[BlockAddr]) -> Result<(), F::Error> {
+    /// These erases count (the block was good then: a later cut erase's random marker
+    /// bits do not retire it, `Dev::check_block_marker`), except for an image
+    /// ([`Config::for_image`]): a block the store never erased itself still has its
+    /// bad-block marker read before it joins the window (a factory image written onto a
+    /// part with bad blocks of its own, see `Dev::may_join_window`).
+    fn erase_leftovers(&mut self, fixed: &[BlockAddr], count: bool) -> Result<(), F::Error> {
         for b in (0..self.dev.geo().blocks()).map(BlockAddr) {
             if fixed.contains(&b) || self.dev.table().get(b).state() == BlockState::Bad {
                 continue;
             }
             match self.dev.flash_mut().erase(b) {
+                Ok(()) if count => self.dev.table_mut().erased(b),
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::EraseFailed => {
                     self.dev.table_mut().found_bad(b);

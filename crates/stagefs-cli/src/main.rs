@@ -313,7 +313,7 @@ fn mkfs(profile: &Profile, from: Option<&Path>, bad: &[u32], image: &Path) -> Re
             .map_err(|e| format!("marking block {b} bad: {e:?}"))?;
     }
     let files = {
-        let mut v = volume::over(&mut sim);
+        let mut v = volume::over_for_image(&mut sim);
         v.format().map_err(|e| say("formatting", e))?;
         let files = match from {
             Some(dir) => {

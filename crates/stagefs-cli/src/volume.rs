@@ -53,6 +53,14 @@ pub fn over(sim: &mut Sim) -> Box<Vol<'_>> {
     Box::new(Fs::new(store(sim)))
 }
 
+/// [`over`], configured to format a factory image (`oftl::Config::for_image`): its
+/// format erases are not counted, so the part the image is written onto has each
+/// block's factory marker read before the block's first use.
+pub fn over_for_image(sim: &mut Sim) -> Box<Vol<'_>> {
+    let config = config_for_geometry(&sim.geometry()).for_image(true);
+    Box::new(Fs::new(Oftl::new(sim, config, Greedy::DEFAULT)))
+}
+
 /// Loads `path` as an image of `profile`, with a readable error.
 pub fn load(profile: &Profile, path: &Path) -> Result<Sim, String> {
     image::load_file(profile, path).map_err(|e| format!("{}: {e}", path.display()))

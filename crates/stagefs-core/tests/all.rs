@@ -32,6 +32,7 @@ mod review_s44b;
 mod review_s44c;
 mod review_s47;
 mod review_s50;
+mod review_s51;
 #[cfg(feature = "alloc")]
 mod unnamed;
 mod wear_out;
