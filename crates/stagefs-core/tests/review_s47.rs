@@ -1,7 +1,10 @@
 //! Review s47: an independent attempt to break the file layer (`Fs`): open options,
 //! holes, truncates across the inline limit, handles, renames, paths, attributes,
 //! listings, and power cuts over short scripts with long-lived handles and staged
-//! records (own harness: every program/erase index, several cut kinds).
+//! records (every program/erase index, several cut kinds; the model and sweep are
+//! `support::tree`'s, shared with review s50 since stop 52: a file written since its
+//! commit may read each byte as any state written since, where this review's own model
+//! allowed only the last, and the check after each cut also fsyncs and steps).
 //!
 //! Findings (failing tests on 7806a07 with stop 47's first oftl changes):
 //! - `s47_finding_one_torn_checkpoint_program_leaves_the_volume_read_only_for_good`: on
@@ -31,19 +34,13 @@ use crate::support;
 
 use std::collections::BTreeMap;
 
-use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand, TornMode};
+use nand_hal::sim::{CutKind, FaultPlan, TornMode};
 use stagefs_core::oracle::{observe, Node};
-use stagefs_core::{
-    Error, Kind, OpenOptions, PathError, SeekFrom, Tuning, ATTR_MAX, INLINE_MAX, NAME_MAX,
-};
-use support::sweep::{cut_sweep, Cuts, Ran, Report};
+use stagefs_core::{Error, Kind, OpenOptions, PathError, SeekFrom, ATTR_MAX, INLINE_MAX, NAME_MAX};
+use support::tree::{self, assert_report, fresh, Ctx, Report, KINDS};
 use support::{create, pattern, read_all, rw, vol, write_file, Sim, Vol};
 
 type E = nand_hal::sim::SimError;
-
-fn fresh(seed: u64) -> Sim {
-    SimNand::heap(profile::TINY, FaultPlan::seeded(seed))
-}
 
 fn ro() -> OpenOptions {
     OpenOptions::new().read(true)
@@ -673,364 +670,17 @@ fn s47_seek_edges() {
 }
 
 // ---------------------------------------------------------------------------------
-// Power-cut harness
+// Power-cut sweeps (`support::tree`)
 // ---------------------------------------------------------------------------------
 
-/// What a file may read as after a cut.
-#[derive(Clone, Debug, PartialEq)]
-enum Alt {
-    /// Exactly its durable contents.
-    No,
-    /// Written since its last fsync/close (not truncate-opened): each byte the durable
-    /// one or the written one, a length between the two.
-    Prefix(Vec<u8>),
-    /// Truncate-opened and written since: the durable contents only (the writes land
-    /// with the next fsync/close); the Vec is what that commit will make durable.
-    Hidden(Vec<u8>),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum X {
-    Dir,
-    F(Vec<u8>, Alt),
-}
-
-type St = BTreeMap<String, X>;
-
-struct Ctx<'f, 'a> {
-    fs: &'f mut Vol<'a>,
-    cur: St,
-    intent: Option<St>,
-    steps: usize,
-}
-
-fn w_of(x: &X) -> Vec<u8> {
-    match x {
-        X::F(d, Alt::No) => d.clone(),
-        X::F(_, Alt::Prefix(w) | Alt::Hidden(w)) => w.clone(),
-        X::Dir => panic!("a dir"),
-    }
-}
-
-impl<'f, 'a> Ctx<'f, 'a> {
-    /// Runs `call`; `change` is what it does to the expected state once it returns.
-    fn op<T>(
-        &mut self,
-        call: impl FnOnce(&mut Vol<'a>) -> Result<T, Error<E>>,
-        change: impl FnOnce(&mut St),
-    ) -> Result<T, Error<E>> {
-        let mut next = self.cur.clone();
-        change(&mut next);
-        self.intent = Some(next);
-        let r = call(self.fs);
-        if TRACE.with(|t| *t.borrow()) {
-            let st = self.fs.staging_status().unwrap();
-            println!(
-                "step {}: ok={} inline={} objs={} lsn {}..{}",
-                self.steps,
-                r.is_ok(),
-                st.staged_inline,
-                st.staged_objects,
-                st.first_lsn,
-                st.end_lsn
-            );
-        }
-        let r = r?;
-        self.cur = self.intent.take().unwrap();
-        self.steps += 1;
-        Ok(r)
-    }
-
-    // Expected-state edits.
-    fn mkdir(st: &mut St, p: &str) {
-        st.insert(p.to_string(), X::Dir);
-    }
-    fn created(st: &mut St, p: &str) {
-        st.entry(p.to_string()).or_insert(X::F(Vec::new(), Alt::No));
-    }
-    /// A write of `data` at `at` (not yet durable).
-    fn wrote(st: &mut St, p: &str, at: usize, data: &[u8]) {
-        let x = st.get_mut(p).unwrap();
-        let mut w = w_of(x);
-        if w.len() < at {
-            w.resize(at, 0);
-        }
-        if w.len() < at + data.len() {
-            w.resize(at + data.len(), 0);
-        }
-        w[at..at + data.len()].copy_from_slice(data);
-        let X::F(_, alt) = x else { panic!() };
-        *alt = match alt {
-            Alt::Hidden(_) => Alt::Hidden(w),
-            _ => Alt::Prefix(w),
-        };
-    }
-    fn durable(st: &mut St, p: &str) {
-        let x = st.get_mut(p).unwrap();
-        let w = w_of(x);
-        *x = X::F(w, Alt::No);
-    }
-    fn trunc_open(st: &mut St, p: &str) {
-        let x = st.get_mut(p).unwrap();
-        let X::F(_, alt) = x else { panic!() };
-        *alt = Alt::Hidden(Vec::new());
-    }
-    /// `Fs::truncate` (durable on return).
-    fn truncated(st: &mut St, p: &str, size: usize) {
-        let x = st.get_mut(p).unwrap();
-        let mut w = w_of(x);
-        w.resize(size, 0);
-        *x = X::F(w, Alt::No);
-    }
-    fn renamed(st: &mut St, from: &str, to: &str) {
-        let moved: Vec<(String, X)> = st
-            .iter()
-            .filter(|(k, _)| *k == from || k.starts_with(&format!("{from}/")))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (k, _) in &moved {
-            st.remove(k);
-        }
-        st.remove(to);
-        for (k, v) in moved {
-            st.insert(format!("{to}{}", &k[from.len()..]), v);
-        }
-    }
-    fn removed(st: &mut St, p: &str) {
-        st.remove(p);
-    }
-
-    // Calls with their expected effects.
-    fn mkdir_(&mut self, p: &str) -> Result<(), Error<E>> {
-        self.op(|fs| fs.create_dir(p), |st| Self::mkdir(st, p))
-    }
-    fn rmdir_(&mut self, p: &str) -> Result<(), Error<E>> {
-        self.op(|fs| fs.remove_dir(p), |st| Self::removed(st, p))
-    }
-    fn remove_(&mut self, p: &str) -> Result<(), Error<E>> {
-        self.op(|fs| fs.remove(p), |st| Self::removed(st, p))
-    }
-    fn rename_(&mut self, a: &str, b: &str) -> Result<(), Error<E>> {
-        self.op(|fs| fs.rename(a, b), |st| Self::renamed(st, a, b))
-    }
-    fn open_(
-        &mut self,
-        p: &str,
-        o: OpenOptions,
-        truncate: bool,
-    ) -> Result<stagefs_core::File, Error<E>> {
-        self.op(
-            |fs| fs.open(p, o),
-            |st| {
-                Self::created(st, p);
-                if truncate {
-                    Self::trunc_open(st, p);
-                }
-            },
-        )
-    }
-    /// A write at the handle's position `at` (the caller tracks it).
-    fn write_(
-        &mut self,
-        f: stagefs_core::File,
-        p: &str,
-        at: usize,
-        data: &[u8],
-    ) -> Result<(), Error<E>> {
-        self.op(
-            |fs| {
-                // The model's offset must be where the write lands (a harness check).
-                let pos = fs.seek(f, SeekFrom::Current(0))?;
-                let len = fs.len(f)?;
-                assert!(
-                    pos == at as u64 || len == at as u64,
-                    "model offset {at}, pos {pos}, len {len}"
-                );
-                fs.write(f, data).map(|n| assert_eq!(n, data.len()))
-            },
-            |st| Self::wrote(st, p, at, data),
-        )
-    }
-    fn fsync_(&mut self, f: stagefs_core::File, p: &str) -> Result<(), Error<E>> {
-        self.op(|fs| fs.fsync(f), |st| Self::durable(st, p))
-    }
-    fn close_(&mut self, f: stagefs_core::File, p: &str) -> Result<(), Error<E>> {
-        self.op(|fs| fs.close(f), |st| Self::durable(st, p))
-    }
-    fn truncate_(&mut self, f: stagefs_core::File, p: &str, size: usize) -> Result<(), Error<E>> {
-        self.op(
-            |fs| fs.truncate(f, size as u64),
-            |st| Self::truncated(st, p, size),
-        )
-    }
-    /// A whole file written: open with create+truncate, write, close.
-    fn put_(&mut self, p: &str, data: &[u8]) -> Result<(), Error<E>> {
-        let f = self.open_(p, create().truncate(true), true)?;
-        self.write_(f, p, 0, data)?;
-        self.close_(f, p)
-    }
-    fn len_of(&self, p: &str) -> usize {
-        w_of(&self.cur[p]).len()
-    }
-}
-
-fn file_ok(c: &[u8], d: &[u8], alt: &Alt) -> bool {
-    match alt {
-        Alt::No | Alt::Hidden(_) => c == d,
-        Alt::Prefix(w) => {
-            let (lo, hi) = (d.len().min(w.len()), d.len().max(w.len()));
-            c.len() >= lo
-                && c.len() <= hi
-                && c.iter()
-                    .enumerate()
-                    .all(|(i, b)| d.get(i) == Some(b) || w.get(i) == Some(b))
-        }
-    }
-}
-
-fn matches(t: &BTreeMap<String, Node>, st: &St) -> Result<(), String> {
-    let a: Vec<&String> = t.keys().collect();
-    let b: Vec<&String> = st.keys().collect();
-    if a != b {
-        return Err(format!("paths {a:?} vs expected {b:?}"));
-    }
-    for (k, x) in st {
-        match (x, &t[k]) {
-            (X::Dir, Node::Dir) => {}
-            (X::F(d, alt), Node::File(c)) => {
-                if !file_ok(c, d, alt) {
-                    return Err(format!(
-                        "{k}: {} bytes (head {:?}) vs durable {} bytes, alt {}",
-                        c.len(),
-                        &c[..c.len().min(8)],
-                        d.len(),
-                        match alt {
-                            Alt::No => "none".to_string(),
-                            Alt::Prefix(w) => format!("prefix of {}", w.len()),
-                            Alt::Hidden(w) => format!("hidden {}", w.len()),
-                        }
-                    ));
-                }
-            }
-            _ => return Err(format!("{k}: kind differs")),
-        }
-    }
-    Ok(())
-}
-
-type Script = fn(&mut Ctx<'_, '_>) -> Result<(), Error<E>>;
+type CaseFn = fn(&mut Ctx<'_, '_>) -> Result<(), Error<E>>;
 
 struct Case {
     name: &'static str,
-    preload: Script,
-    script: Script,
+    preload: CaseFn,
+    script: CaseFn,
 }
 
-/// Mounts and checks the volume against `cur`/`intent`, sizes included, then that it
-/// takes a change and remounts with it. Returns an error description.
-fn check_after(sim: &mut Sim, cur: &St, intent: &Option<St>) -> Result<(), String> {
-    let mut fs = vol(sim);
-    fs.mount().map_err(|e| format!("mount: {e:?}"))?;
-    check_mounted(&mut fs, cur, intent)
-}
-
-fn check_mounted(fs: &mut Vol<'_>, cur: &St, intent: &Option<St>) -> Result<(), String> {
-    let t = observe(fs).map_err(|e| format!("observe: {e:?}"))?;
-    let r1 = matches(&t, cur);
-    let r2 = intent.as_ref().map(|i| matches(&t, i));
-    match (&r1, &r2) {
-        (Ok(()), _) | (_, Some(Ok(()))) => {}
-        (Err(a), None) => return Err(format!("state: {a}")),
-        (Err(a), Some(Err(b))) => return Err(format!("neither state: before: {a}; after: {b}")),
-    }
-    for (k, n) in &t {
-        if let Node::File(c) = n {
-            let m = fs.metadata(k).map_err(|e| format!("metadata {k}: {e:?}"))?;
-            if m.size != c.len() as u64 {
-                return Err(format!("{k}: metadata size {} vs {} read", m.size, c.len()));
-            }
-        }
-    }
-    // Writable: a new file, a rewrite of each file, a remount.
-    let probe = pattern(77, 300);
-    let r: Result<(), Error<E>> = (|| {
-        let f = fs.open("/__probe", create().truncate(true))?;
-        fs.write(f, &probe)?;
-        fs.close(f)?;
-        for (k, n) in &t {
-            if let Node::File(c) = n {
-                let f = fs.open(k, OpenOptions::new().append(true))?;
-                fs.write(f, b"++")?;
-                fs.close(f)?;
-                let _ = c;
-            }
-        }
-        fs.unmount()
-    })();
-    r.map_err(|e| format!("not writable after the cut: {e:?}"))?;
-    fs.mount().map_err(|e| format!("second mount: {e:?}"))?;
-    let t2 = observe(fs).map_err(|e| format!("observe 2: {e:?}"))?;
-    if t2.get("/__probe") != Some(&Node::File(probe)) {
-        return Err("probe file lost".into());
-    }
-    for (k, n) in &t {
-        if let Node::File(c) = n {
-            let mut w = c.clone();
-            w.extend_from_slice(b"++");
-            if t2.get(k) != Some(&Node::File(w)) {
-                return Err(format!("{k}: appended bytes lost across a clean remount"));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The formatted, preloaded part (unmounted), and the expected state.
-fn base(case: &Case, seed: u64) -> (Sim, St) {
-    let mut sim = fresh(seed);
-    let st = {
-        let mut fs = vol(&mut sim);
-        fs.format().unwrap();
-        let mut c = Ctx {
-            fs: &mut fs,
-            cur: St::new(),
-            intent: None,
-            steps: 0,
-        };
-        (case.preload)(&mut c).unwrap();
-        let st = c.cur.clone();
-        fs.unmount().unwrap();
-        st
-    };
-    (sim, st)
-}
-
-/// Runs the script on `sim` (its plan armed by the caller); returns the states and the
-/// error that stopped it.
-fn run_script(sim: &mut Sim, case: &Case, st: &St) -> (St, Option<St>, Option<Error<E>>) {
-    let mut fs = vol(sim);
-    if let Err(e) = fs.mount() {
-        LAST_STEPS.with(|s| s.set(usize::MAX));
-        return (st.clone(), None, Some(e));
-    }
-    let mut c = Ctx {
-        fs: &mut fs,
-        cur: st.clone(),
-        intent: None,
-        steps: 0,
-    };
-    let r = (case.script)(&mut c);
-    LAST_STEPS.with(|s| s.set(c.steps));
-    let (cur, intent) = (c.cur.clone(), c.intent.clone());
-    if r.is_ok() {
-        // No unmount: the session ends as a cut would (closed files are durable).
-        return (cur, None, None);
-    }
-    (cur, intent, r.err())
-}
-
-/// Cuts the script at every program/erase index (`stride` apart) with each of `kinds`,
-/// then (with `recovery`) also cuts the first recovery mount at each of its programs.
 fn sweep(
     case: &Case,
     seed: u64,
@@ -1039,77 +689,16 @@ fn sweep(
     recovery: bool,
     noisy: bool,
 ) -> Report {
-    let (base_sim, st) = base(case, seed);
-    // Uncut run: how many programs/erases, and its final state.
-    let mut sim = base_sim.clone();
-    sim.arm(FaultPlan::seeded(seed));
-    let (cur, _, err) = run_script(&mut sim, case, &st);
-    assert!(err.is_none(), "{}: uncut run failed: {err:?}", case.name);
-    let n = sim.ops_since_arm();
-    sim.cut_power();
-    sim.power_on();
-    let mut rep = Report {
-        runs: 0,
-        failures: Vec::new(),
-    };
-    if let Err(e) = check_after(&mut sim, &cur, &None) {
-        rep.failures.push(format!("{}: uncut: {e}", case.name));
-    }
-    cut_sweep(
-        &base_sim,
-        n,
-        Cuts {
-            seed,
-            kinds,
-            stride,
-            recovery,
-            noisy,
-        },
+    tree::sweep(
         case.name,
-        &mut |sim| {
-            let (cur, intent, err) = run_script(sim, case, &st);
-            Ran {
-                cur,
-                intent,
-                err,
-                steps: LAST_STEPS.with(|s| s.get()),
-            }
-        },
-        &mut check_after,
-        &mut rep,
-    );
-    println!(
-        "{}: {n} programs/erases uncut, {} runs, {} failures",
-        case.name,
-        rep.runs,
-        rep.failures.len()
-    );
-    rep
-}
-
-fn assert_sweep(r: Report) {
-    for f in r.failures.iter().take(15) {
-        eprintln!("FAIL {f}");
-    }
-    assert!(
-        r.failures.is_empty(),
-        "{} failures (first: {})",
-        r.failures.len(),
-        r.failures[0]
-    );
-}
-
-const KINDS: [CutKind; 3] = [
-    CutKind::Clean,
-    CutKind::Torn(TornMode::Random),
-    CutKind::Torn(TornMode::Prefix),
-];
-
-fn no_bypass(c: &mut Ctx<'_, '_>) {
-    c.fs.set_tuning(Tuning {
-        staging: true,
-        bypass: false,
-    });
+        &case.preload,
+        &case.script,
+        seed,
+        kinds,
+        stride,
+        recovery,
+        noisy,
+    )
 }
 
 fn chunk(i: u32, n: usize) -> Vec<u8> {
@@ -1127,7 +716,7 @@ fn pre_rename(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
 
 /// Staged small fsyncs (object and inline), then renames over existing files.
 fn staged_then_rename_over(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
-    no_bypass(c);
+    c.no_bypass();
     let f = c.open_("/s/a", OpenOptions::new().append(true), false)?;
     for i in 0..4 {
         let at = c.len_of("/s/a");
@@ -1164,7 +753,7 @@ fn pre_trunc(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
 /// Truncate-at-open of staged files whose new contents outgrow 256 bytes before the
 /// close, and back.
 fn trunc_open_outgrows(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
-    no_bypass(c);
+    c.no_bypass();
     let g = c.open_("/t/s", rw(), false)?;
     c.write_(g, "/t/s", 0, &chunk(10, 50))?;
     c.fsync_(g, "/t/s")?;
@@ -1204,7 +793,7 @@ fn pre_remove(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
 
 /// Remove and re-create names with staged records.
 fn remove_recreate(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
-    no_bypass(c);
+    c.no_bypass();
     let f = c.open_("/r/x", OpenOptions::new().append(true), false)?;
     for i in 0..3 {
         let at = c.len_of("/r/x");
@@ -1245,7 +834,7 @@ fn pre_dirs(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
 /// create_dir/remove_dir/renames of directories next to staged files, a log file
 /// open throughout.
 fn dirs_next_to_staged(c: &mut Ctx<'_, '_>) -> Result<(), Error<E>> {
-    no_bypass(c);
+    c.no_bypass();
     let f = c.open_("/d/log", OpenOptions::new().append(true), false)?;
     let mut k = 0;
     let mut app = |c: &mut Ctx<'_, '_>| -> Result<(), Error<E>> {
@@ -1373,42 +962,39 @@ const CASES: [Case; 6] = [
 
 #[test]
 fn s47_cut_staged_then_rename_over() {
-    assert_sweep(sweep(&CASES[0], 11, &KINDS, 1, false, false));
+    assert_report(sweep(&CASES[0], 11, &KINDS, 1, false, false));
 }
 
 #[test]
 fn s47_cut_trunc_open_outgrows() {
-    assert_sweep(sweep(&CASES[1], 12, &KINDS, 1, false, false));
+    assert_report(sweep(&CASES[1], 12, &KINDS, 1, false, false));
 }
 
 #[test]
 fn s47_cut_remove_recreate() {
-    assert_sweep(sweep(&CASES[2], 13, &KINDS, 1, false, false));
+    assert_report(sweep(&CASES[2], 13, &KINDS, 1, false, false));
 }
 
 #[test]
 fn s47_cut_dirs_next_to_staged() {
-    assert_sweep(sweep(&CASES[3], 14, &KINDS, 1, false, false));
+    assert_report(sweep(&CASES[3], 14, &KINDS, 1, false, false));
 }
 
 #[test]
 fn s47_cut_big_dir_with_staged() {
-    assert_sweep(sweep(&CASES[4], 15, &KINDS, 3, false, false));
+    assert_report(sweep(&CASES[4], 15, &KINDS, 3, false, false));
 }
 
 #[test]
 fn s47_cut_grow_shrink_open() {
-    assert_sweep(sweep(&CASES[5], 16, &KINDS, 1, false, false));
+    assert_report(sweep(&CASES[5], 16, &KINDS, 1, false, false));
 }
 
 /// Every case again with cuts in the recovery mount after each cut, and noisy
 /// (unstable-after-cut) pages with every cut kind.
 #[test]
 fn s47_cut_recovery_and_noisy() {
-    let mut fails = Report {
-        runs: 0,
-        failures: Vec::new(),
-    };
+    let mut fails = Report::default();
     for (i, case) in CASES.iter().enumerate() {
         let stride = if i == 4 { 9 } else { 1 };
         let r = sweep(
@@ -1419,14 +1005,18 @@ fn s47_cut_recovery_and_noisy() {
             true,
             false,
         );
-        fails.runs += r.runs;
-        fails.failures.extend(r.failures);
-        let r = sweep(case, 40 + i as u64, &CutKind::ALL, stride, false, true);
-        fails.runs += r.runs;
-        fails.failures.extend(r.failures);
+        fails.add(r);
+        fails.add(sweep(
+            case,
+            40 + i as u64,
+            &CutKind::ALL,
+            stride,
+            false,
+            true,
+        ));
     }
     println!("{} runs", fails.runs);
-    assert_sweep(fails);
+    assert_report(fails);
 }
 
 thread_local! {
@@ -1434,8 +1024,6 @@ thread_local! {
     static SESSIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static CRASHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static DUMP: std::cell::RefCell<Option<(Sim, FaultPlan)>> = const { std::cell::RefCell::new(None) };
-    static LAST_STEPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    static TRACE: std::cell::RefCell<bool> = const { std::cell::RefCell::new(false) };
 }
 
 // ---------------------------------------------------------------------------------
@@ -1763,23 +1351,10 @@ fn walk(seed: u64, steps: usize, crash_cuts: bool, dump_at: Option<usize>) {
                     };
                     assert_eq!(r.is_ok(), ok, "{ctx}: rename {pick} -> {to}: {r:?}");
                     if ok && pick != to {
-                        let moved: Vec<(String, MNode)> = tree
-                            .iter()
-                            .filter(|(k, _)| below(k, pick))
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect();
-                        for (k, _) in &moved {
-                            tree.remove(k);
-                        }
-                        tree.remove(to);
-                        for (k, v) in moved {
-                            let nk = format!("{to}{}", &k[pick.len()..]);
-                            for h in handles.iter_mut() {
-                                if h.path == k {
-                                    h.path = nk.clone();
-                                }
+                        for (old, new) in tree::move_subtree(&mut tree, pick, to) {
+                            for h in handles.iter_mut().filter(|h| h.path == old) {
+                                h.path = new.clone();
                             }
-                            tree.insert(nk, v);
                         }
                     }
                 }

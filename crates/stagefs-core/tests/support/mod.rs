@@ -5,6 +5,7 @@
 
 pub mod staged;
 pub mod sweep;
+pub mod tree;
 
 use nand_hal::sim::{HeapStorage, SimNand};
 use oftl::{Config, Greedy, Oftl};
