@@ -33,6 +33,7 @@ mod review_s44c;
 mod review_s47;
 mod review_s50;
 mod review_s51;
+mod review_s52;
 #[cfg(feature = "alloc")]
 mod unnamed;
 mod wear_out;
