@@ -15,7 +15,10 @@
 //! Every operation that adds or rewrites data keeps the pool at or above the
 //! **growth floor**, collecting garbage in the foreground first; if collection cannot
 //! get there it fails with `NoSpace` before anything changes. Operations that only
-//! remove data (deletes, truncates, log trims) need only the lower **shrink floor**:
+//! remove data (deletes, truncates, log trims, transactions that grow nothing and
+//! delete objects of at least as many pages as they program, and
+//! [`Oftl::transact_removing`]'s, such as a file system's remove) need only the lower
+//! **shrink floor**:
 //! the difference, [`DELETE_RESERVE`] blocks, is room only they may use, so on a device
 //! that writes refuse as full, deletes still work (and make room). The shrink floor is
 //! what every collection needs to run at all: a smallest window
@@ -52,6 +55,10 @@ pub(crate) const DELETE_RESERVE: u32 = 2;
 
 /// Foreground collections in a row that gain no room before `make_room` gives up.
 const STALLED_COLLECTIONS: u32 = 3;
+/// [`STALLED_COLLECTIONS`] for an operation that only makes room (`Room::Shrink`),
+/// below the floor: after them it takes a fresh window (a checkpoint), as long as
+/// windows gain (see [`STALLED_WINDOWS`]), instead of giving up.
+const STALLED_SHRINK_COLLECTIONS: u32 = 6;
 /// Fresh windows in a row, below the floor, that leave the pool no larger than it has
 /// been in the call before `make_room` gives up.
 const STALLED_WINDOWS: u32 = 8;
@@ -321,7 +328,7 @@ impl<
         }
         let floor = self.pool_floor(room);
         let comfortable = self.pool_comfortable();
-        let r = self.make_room_within(need, head, floor, comfortable);
+        let r = self.make_room_within(need, head, room, floor, comfortable);
         if matches!(r, Err(Fault::NoSpace))
             && self.recovery_drops_copies()
             && self.dev.cold_since_checkpoint()
@@ -351,9 +358,23 @@ impl<
         &mut self,
         need: u64,
         head: usize,
+        room: Room,
         floor: u32,
         comfortable: u32,
     ) -> Result<(), FaultOf<F>> {
+        // What makes room on a full device gets more collections to find it, and fresh
+        // windows: the pool can sit a block below the floor after grown bad blocks,
+        // where collections of mostly valid victims gain nothing for a while, their
+        // copies and cache write-backs leaving garbage in window blocks that no
+        // collection takes before a checkpoint (review s52: removes refused on such
+        // volumes, every one or the first few; then, once a remove refused failed the
+        // sweep, one refused while five window blocks held no valid page).
+        let shrink = room == Room::Shrink;
+        let stall_limit = if shrink {
+            STALLED_SHRINK_COLLECTIONS
+        } else {
+            STALLED_COLLECTIONS
+        };
         let ppb = self.dev.ppb() as u64;
         let index = self.index_need(0, 1);
         // The largest pool this call had when it checkpointed for a fresh window below
@@ -422,15 +443,8 @@ impl<
             if budget < need + ppb + self.window_need(0) {
                 // The window cannot hold a whole victim on top of this operation.
                 if !fresh {
-                    if pool < floor {
-                        match refreshed {
-                            Some((best, _)) if pool > best => refreshed = Some((pool, 0)),
-                            Some((_, idle)) if idle + 1 >= STALLED_WINDOWS => {
-                                return Err(Fault::NoSpace)
-                            }
-                            Some((best, idle)) => refreshed = Some((best, idle + 1)),
-                            None => refreshed = Some((pool, 0)),
-                        }
+                    if pool < floor && windows_stalled(&mut refreshed, pool) {
+                        return Err(Fault::NoSpace);
                     }
                     self.checkpoint(false)?;
                     fresh = true;
@@ -459,14 +473,46 @@ impl<
             } else {
                 stalled = 0;
             }
-            if stalled >= STALLED_COLLECTIONS && self.reclaimable_blocks() < floor {
-                return Err(Fault::NoSpace);
+            let pool = self.reclaimable_blocks();
+            if stalled >= stall_limit && pool < floor {
+                if !shrink || windows_stalled(&mut refreshed, pool) {
+                    return Err(Fault::NoSpace);
+                }
+                self.checkpoint(false)?;
+                stalled = 0;
+                fresh = true;
+                continue;
             }
             fresh = false;
         }
         Err(Fault::NoSpace)
     }
+}
 
+/// Notes a fresh window taken with the pool at `pool`, below the floor, in `refreshed`
+/// (the largest pool at such a refresh in this call, and the refreshes since that had
+/// no more); whether [`STALLED_WINDOWS`] in a row gained nothing, so the call gives up.
+fn windows_stalled(refreshed: &mut Option<(u32, u32)>, pool: u32) -> bool {
+    match *refreshed {
+        Some((best, _)) if pool > best => *refreshed = Some((pool, 0)),
+        Some((_, idle)) if idle + 1 >= STALLED_WINDOWS => return true,
+        Some((best, idle)) => *refreshed = Some((best, idle + 1)),
+        None => *refreshed = Some((pool, 0)),
+    }
+    false
+}
+
+impl<
+        F: NandFlash,
+        P: SpacePolicy,
+        const PAGE: usize,
+        const BLOCKS: usize,
+        const CACHE: usize,
+        const WBUF: usize,
+        const META: usize,
+        const LOG: usize,
+    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
+{
     /// Whether the band between `floor` and the comfortable pool is a window wide or
     /// more, so that operations collect in slices above the floor (see
     /// `make_room_within`); narrower bands (small windows) collect whole victims.

@@ -108,7 +108,21 @@ impl<
     /// visible. On `Ok` they are durable (together with every earlier write to the
     /// objects they touch, which commits first).
     pub fn transact(&mut self, ops: &[TxOp<'_>]) -> Result<(), WriteError<F::Error>> {
-        self.transact_inner(ops).map_err(|e| self.fail(e))
+        self.transact_inner(ops, false).map_err(|e| self.fail(e))
+    }
+
+    /// [`Oftl::transact`] for a transaction that removes something at the caller's
+    /// level and adds no page: a file system's remove, which rewrites the directory
+    /// page that named a file whose data lived inline in it. If no op extends or
+    /// creates an object, it may use the delete reserve as deletes and truncates do,
+    /// so it goes through on a device full enough that writes are refused `NoSpace`
+    /// (a device over its capacity after grown bad blocks is full that way until data
+    /// is removed). A transaction that grows is treated as by [`Oftl::transact`].
+    ///
+    /// Only for removals: rewrites that remove nothing would take the room the reserve
+    /// keeps for them.
+    pub fn transact_removing(&mut self, ops: &[TxOp<'_>]) -> Result<(), WriteError<F::Error>> {
+        self.transact_inner(ops, true).map_err(|e| self.fail(e))
     }
 
     /// Marks the handle poisoned after a failure that may have left RAM ahead of flash.
@@ -135,7 +149,11 @@ impl<
         e.into()
     }
 
-    pub(crate) fn transact_inner(&mut self, ops: &[TxOp<'_>]) -> Result<(), FaultOf<F>> {
+    pub(crate) fn transact_inner(
+        &mut self,
+        ops: &[TxOp<'_>],
+        removing: bool,
+    ) -> Result<(), FaultOf<F>> {
         let logs = ops.iter().any(|op| {
             matches!(
                 op,
@@ -190,11 +208,13 @@ impl<
         let mut total = 0u32;
         let mut growth = 0u64;
         let mut shrink = true;
+        let mut freed = 0u64;
         for (i, op) in ops.iter().enumerate() {
-            let (n, g, shrinks) = self.op_pages(op, &ops[..i])?;
+            let (n, g, shrinks, f) = self.op_pages(op, &ops[..i])?;
             total += n;
             growth += g as u64;
             shrink &= shrinks;
+            freed += f;
         }
         if total == 0 {
             for op in ops {
@@ -207,9 +227,13 @@ impl<
         if total > MAX_TX_DELTA / 2 {
             return Err(Fault::TooLarge);
         }
-        // Only transactions that only shrink (truncates, deletes) may use the delete
-        // reserve.
-        let room = if shrink && growth == 0 {
+        // Transactions that only shrink (truncates, deletes) may use the delete
+        // reserve, and so may those that grow nothing and either delete objects of at
+        // least as many pages as they program or remove something at the caller's
+        // level (a file system's remove rewrites the directory page that named the
+        // file): on a volume over its capacity (grown bad blocks) they are what makes
+        // room again.
+        let room = if growth == 0 && (shrink || freed >= total as u64 || removing) {
             Room::Shrink
         } else {
             Room::Grow
@@ -323,13 +347,14 @@ impl<
         Ok((kind, size))
     }
 
-    /// Pages an op programs, how many of them extend the store, and whether it only
-    /// shrinks (may use the delete reserve).
+    /// Pages an op programs, how many of them extend the store, whether it only
+    /// shrinks (may use the delete reserve), and how many pages it frees (a delete: the
+    /// object's pages by its size, and its metadata page).
     fn op_pages(
         &mut self,
         op: &TxOp<'_>,
         earlier: &[TxOp<'_>],
-    ) -> Result<(u32, u32, bool), FaultOf<F>> {
+    ) -> Result<(u32, u32, bool, u64), FaultOf<F>> {
         let p = self.dev.payload() as u64;
         match *op {
             TxOp::Write { obj, offset, data } => {
@@ -338,7 +363,7 @@ impl<
                     return Err(Fault::WrongKind);
                 }
                 if data.is_empty() {
-                    return Ok((0, 0, true));
+                    return Ok((0, 0, true, 0));
                 }
                 let end = offset
                     .checked_add(data.len() as u64)
@@ -356,7 +381,7 @@ impl<
                 if !earlier.iter().any(|e| e.target().is_none_or(|t| t == obj)) {
                     growth += self.holes_among(obj, have, growth, first..=last)?;
                 }
-                Ok(((last - first + 1) as u32, growth as u32, false))
+                Ok(((last - first + 1) as u32, growth as u32, false, 0))
             }
             TxOp::Truncate { obj, size } => {
                 let (kind, cur) = self.state_after(obj, earlier)?;
@@ -367,17 +392,19 @@ impl<
                     return Err(Fault::TooLarge);
                 }
                 let tail = size < cur && size % p != 0;
-                Ok((1 + tail as u32, 0, size <= cur))
+                Ok((1 + tail as u32, 0, size <= cur, 0))
             }
-            TxOp::Create { .. } => Ok((1, 1, false)),
+            TxOp::Create { .. } => Ok((1, 1, false, 0)),
             TxOp::Delete { obj } => {
-                self.state_after(obj, earlier)?;
+                let (_, size) = self.state_after(obj, earlier)?;
                 if self.created_kind(obj, earlier).is_some() {
                     // Created and deleted in one transaction: legal, but the delete
                     // needs the object's metadata page on flash; keep it simple.
                     return Err(Fault::NotFound);
                 }
-                Ok((1, 0, true))
+                // A sparse object frees fewer: only deletes count this, and a delete
+                // may use the reserve anyway.
+                Ok((1, 0, true, size.div_ceil(p) + 1))
             }
             TxOp::SetAttrs { obj, .. } => {
                 self.state_after(obj, earlier)?;
@@ -385,7 +412,7 @@ impl<
                     // The create's metadata page is not on flash before the transaction.
                     return Err(Fault::NotFound);
                 }
-                Ok((1, 0, true))
+                Ok((1, 0, true, 0))
             }
         }
     }

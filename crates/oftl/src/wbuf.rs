@@ -299,7 +299,7 @@ impl<
         let lpn = offset / p;
         if WBUF == 0 || (end - 1) / p != lpn {
             self.flush_obj(obj, true)?;
-            return self.transact_inner(&[TxOp::Write { obj, offset, data }]);
+            return self.transact_inner(&[TxOp::Write { obj, offset, data }], false);
         }
         let lpn = lpn as u32;
         let col = (offset % p) as usize;

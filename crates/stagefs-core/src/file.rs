@@ -7,9 +7,10 @@
 //! transaction (object created, bytes written, entry changed). Writes to a file with
 //! an object go through oftl's write-back buffers; `fsync` flushes them.
 //!
-//! Opening with `truncate` makes the handle an empty inline file that replaces the
-//! old contents (and deletes the old object) only at the next `fsync`/`close`, in the
-//! same transaction as the new bytes.
+//! Opening an existing file with `truncate` makes the handle an empty inline file that
+//! replaces the old contents (and deletes the old object) only at the next
+//! `fsync`/`close`, in the same transaction as the new bytes; a file the open creates
+//! is not held back.
 
 use oftl::{ObjKind, TxOp};
 
@@ -252,6 +253,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
         let loc = namespace::locate(&mut self.store, dir, name.as_bytes(), &mut self.a)?;
         // The entry's kind, object, and where its inline bytes lie in `a`.
+        // Whether the file exists from before this open (a new one is not held back).
+        let existed = loc.found.is_some();
         let (kind, object, inline) = match loc.found {
             Some(_) if o.create_new => return Err(Error::Exists),
             Some(at) => {
@@ -296,8 +299,15 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         h.append = o.append;
         h.size = size;
         if o.truncate {
+            // Held back even when the old contents are empty: the writes before the
+            // commit land with it, not one by one as pages fill (review s52: a cut
+            // showed 2,100 bytes of an unclosed rewrite of an empty file). Not a file
+            // this open created: its create is durable at once and its writes become
+            // durable as pages fill, as without `truncate` (holding them back costs a
+            // staging-log record per file, and a repair cannot stop at a lost page
+            // once log records follow the checkpoint).
             h.dirty = dirty;
-            h.truncated = dirty;
+            h.truncated = existed;
             h.replaced = object;
         } else if object == 0 {
             match staged {

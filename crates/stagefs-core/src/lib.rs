@@ -23,8 +23,10 @@
 //!   of them is not promised, and a write not yet made durable may show in part: each
 //!   byte reads as the durable one or as one a write since wrote there, never as
 //!   anything else (an inline file: all or none).
-//! - Opening with `truncate` and the writes before the next fsync/close land together:
-//!   a cut in between leaves the old contents.
+//! - Opening an existing file with `truncate` and the writes before the next
+//!   fsync/close land together: a cut in between leaves the old contents (empty ones
+//!   too). A file the open creates (`create` with no such file) is made empty, durably,
+//!   at the open, and its writes are not held back: they become durable as above.
 //! - A store that mounts read-only (too many grown bad blocks, a worn-out part) mounts
 //!   as a read-only volume that still shows every fsynced byte: staged records cannot
 //!   be patched home without writes, so they stay in the log and reads of their files
@@ -778,7 +780,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             ops.push(TxOp::Delete { obj: e.object })
                 .map_err(|_| Error::Corrupted)?;
         }
-        self.store.transact(&ops)?;
+        self.store.transact_removing(&ops)?;
         drop(ops);
         self.forget_deleted(e.object);
         Ok(())

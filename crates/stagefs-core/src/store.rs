@@ -60,6 +60,9 @@ pub trait Store {
     fn size(&mut self, obj: ObjectId) -> Result<u64, Error<Self::FlashError>>;
     /// Applies `ops` atomically and durably.
     fn transact(&mut self, ops: &[TxOp<'_>]) -> Result<(), Error<Self::FlashError>>;
+    /// [`Store::transact`] for a remove: one that adds no page may use the room kept
+    /// for deletes (oftl's [`Oftl::transact_removing`]).
+    fn transact_removing(&mut self, ops: &[TxOp<'_>]) -> Result<(), Error<Self::FlashError>>;
     /// Makes everything durable and checkpoints.
     fn sync(&mut self) -> Result<(), Error<Self::FlashError>>;
     /// An object's user attributes.
@@ -236,6 +239,10 @@ impl<
 
     fn transact(&mut self, ops: &[TxOp<'_>]) -> Result<(), Error<F::Error>> {
         Ok(Oftl::transact(self, ops)?)
+    }
+
+    fn transact_removing(&mut self, ops: &[TxOp<'_>]) -> Result<(), Error<F::Error>> {
+        Ok(Oftl::transact_removing(self, ops)?)
     }
 
     fn sync(&mut self) -> Result<(), Error<F::Error>> {

@@ -4,18 +4,21 @@
 //! of `CutKind::ALL`: s51 used three), also in the recovery mount; wear-out of a nearly
 //! full volume with staged records pending; more seeds of 255 open handles on TINY.
 //!
-//! Harness: review s51's (model, scripts, fill, check), extended. A part is made with
-//! factory bad blocks and per-block endurance (`Part`); after the format two blocks are
-//! set to fail their next erase (bad for good) and two their next program, so they go
-//! bad while the volume fills (to `NoSpace`, then a little freed). The sweeps arm
-//! program and erase failure rates (`FAILING`: 0.3 % and 2 %) through the script, each
-//! cut run and the recovery mounts, on the sweep's seed, so a cut run replays the
-//! uncut run's failures up to its cut. A call that fails with `Poisoned`, a flash
-//! error or `ReadOnly` (the volume turned read-only) ends the script; the check then
-//! remounts as after a cut. The check: mount; the tree is the acknowledged state or the
-//! one the call in flight may leave (every fsynced/closed byte, namespace ops all or
-//! nothing, unacknowledged bytes old or new); read-only only when the store's census
-//! calls for it (good blocks under `min_good_blocks`, no capacity, or checkpoint
+//! Harness: review s51's (model, scripts, fill, sweep), extended, in
+//! `support::full_volume` (shared with review s51 since stop 53; this review's shapes
+//! run under its rules `S52`, a part that may fail); the check after each run
+//! (`check_after`), the aged parts, the staged script and the lives are this file's. A
+//! part is made with factory bad blocks and per-block endurance (`Part`); after the
+//! format two blocks are set to fail their next erase (bad for good) and two their next
+//! program, so they go bad while the volume fills (to `NoSpace`, then a little freed).
+//! The sweeps arm program and erase failure rates (`FAILING`: 0.3 % and 2 %) through
+//! the script, each cut run and the recovery mounts, on the sweep's seed, so a cut run
+//! replays the uncut run's failures up to its cut. A call that fails with `Poisoned`, a
+//! flash error or `ReadOnly` (the volume turned read-only) ends the script; the check
+//! then remounts as after a cut. The check: mount; the tree is the acknowledged state
+//! or the one the call in flight may leave (every fsynced/closed byte, namespace ops
+//! all or nothing, unacknowledged bytes old or new); read-only only when the store's
+//! census calls for it (good blocks under `min_good_blocks`, no capacity, or checkpoint
 //! blocks gone), and then every change refused; else the largest files are removed
 //! until a small inline and a 2 KiB file are taken and read back after a remount. A
 //! refused (`NoSpace`) call is checked at once to have changed nothing (namespace,
@@ -24,11 +27,11 @@
 //! programs one in twenty), then the staged script (64-byte appends with fsync on two
 //! files, larger writes on a third, truncates, steps, syncs; a fill file removed after
 //! each refusal) swept, and "lives": sessions each cut at a random program/erase and
-//! kind (torn pages unstable every other session), checked after each, until the
-//! volume mounts read-only, which then must show the same tree again and refuse
-//! changes.
+//! kind (torn pages unstable every other session), checked after each, until the volume
+//! mounts read-only, which then must show the same tree again and refuse changes.
 //!
-//! Findings (each an ignored test that fails on the current code):
+//! Findings (each a test that failed on the code reviewed; all fixed in stop 53, see
+//! docs/HISTORY.md, and the checks below now fail on them instead of counting them):
 //! - `s52_finding_grown_bad_blocks_leave_every_remove_refused` (high, availability): a
 //!   full volume whose part grows bad blocks (6 of TINY's 64, here injected erase
 //!   failures) stays writable (good blocks 52 >= `min_good_blocks` 48) with more in
@@ -48,8 +51,8 @@
 //!   file whose old contents are empty, the writes become durable without the close
 //!   (2,100 of 3,000 bytes after a cut between operations; old contents of 300 or 3,000
 //!   bytes are kept as promised). Sweeps hit it as a `Torn(MostBits)` cut of a put's
-//!   write (the torn page reads back): review s51's model rejects it; here it is
-//!   allowed and counted ("early truncate-open rewrites").
+//!   write (the torn page reads back): review s51's model rejects it; until stop 53
+//!   it was allowed and counted here.
 //!
 //! - `s52_finding_over_committed_volume_mounts_read_only_again_and_again` (high,
 //!   availability; the first finding's state at mount): a volume over its capacity
@@ -59,11 +62,22 @@
 //!   records finds no room and falls back read-only (`Stage::replay`: "until a mount
 //!   finds room"), no mount finds it, and a read-only volume refuses the removes that
 //!   would make it. Reached by a cut and a cut in the recovery mount (seed 104). The
-//!   check allows one such read-only mount if the next is writable (counted), and
-//!   counts two in a row on an over-committed store as this finding.
+//!   check allows one such read-only mount if the next is writable (counted); two in
+//!   a row are a failure (until stop 53 counted as this finding).
 //!
-//! Held otherwise (no failure; counts are cut runs, recovery-mount cuts included,
-//! every cut kind; with the findings allowed and counted). The normal tests: 4,081
+//! Stop 53: a remove is `Oftl::transact_removing` (the delete reserve), a transaction
+//! that grows nothing and deletes objects of at least as many pages as it programs
+//! gets the reserve too, a remove stalled below the floor takes fresh windows while
+//! they gain, and a truncate-open of an existing empty file is held back; the check
+//! now fails on any remove refused `NoSpace` but on a worn part over its capacity
+//! (counted). Still open: `s53_finding_removes_refused_just_above_min_good_blocks`
+//! (ignored), a volume three good blocks above `min_good_blocks` and 110 pages over
+//! its capacity that refuses the check's removes (the survey of seeds 100-102: 1,891
+//! of 25,565 cut runs, all seed 100).
+//!
+//! Held otherwise, on the code reviewed (no failure; counts are cut runs,
+//! recovery-mount cuts included, every cut kind; with the findings allowed and
+//! counted). The normal tests: 4,081
 //! (gauntlet 1,376; random scripts with recovery cuts and noisy pages 1,305; worn
 //! sweep and three lives 851; 255 handles 549). The survey (`s52_survey`), part with
 //! bad blocks and `FAILING` rates unless said: full scripts at every program/erase,
@@ -90,699 +104,68 @@
 //! 255-handle scripts (strided: a seed has 6,000 to 7,000 programs/erases).
 //!
 //! Run: `cargo test --release -p stagefs-core --all-features --test all review_s52:: --
-//! --test-threads=1` (the survey and the findings: `-- --ignored`, see each).
+//! --test-threads=1` (the survey: `-- --ignored`, see it).
 
+use crate::support::full_volume::{
+    chunk, file_ok, filled, fmut, full_script, gauntlet, handles_script, matches, no_bypass, pick,
+    prep_handles, prep_tracked, run, shape, sweep, volume, Ctx, Cuts, Mounted, Part, Report,
+    Review, Shape, St, Stop, E, F, HEALTHY, V, X,
+};
 use crate::support::{pattern, Rng, Sim};
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use nand_hal::sim::{
-    profile, BlockState as SimBlock, CutKind, FaultConfig, FaultPlan, Profile, SimError, SimNand,
-    SimStorage,
-};
+use nand_hal::sim::{profile, BlockState as SimBlock, CutKind, FaultConfig, FaultPlan, SimStorage};
 use nand_hal::BlockAddr;
-use oftl::{BlockState, Config, Greedy, Health, Oftl, ReadOnlyReason};
-use stagefs_core::oracle::{observe, power_loss, Node, Tree};
-use stagefs_core::{Error, File, Fs, Kind, OpenOptions, SeekFrom, Store, Tuning};
-
-type E = SimError;
+use oftl::{BlockState, Greedy, Oftl};
+use stagefs_core::oracle::{observe, Node, Tree};
+use stagefs_core::{Error, File, OpenOptions};
 
 // ---------------------------------------------------------------------------------
 // Parts and store shapes
 // ---------------------------------------------------------------------------------
 
-/// The part's own faults, placed at its creation and before the fill: factory bad
-/// blocks, per-block endurance (0: none), and `grown` blocks whose next erase fails
-/// (for good) and as many whose next program fails, armed after the format so they go
-/// bad while the volume fills.
-#[derive(Clone, Copy, Debug, Default)]
-struct Part {
-    factory_bad: u32,
-    endurance: u32,
-    grown: u32,
-}
-
-const HEALTHY: Part = Part {
-    factory_bad: 0,
-    endurance: 0,
-    grown: 0,
-};
 const BAD_BLOCKS: Part = Part {
     factory_bad: 4,
     endurance: 0,
     grown: 2,
 };
 
-/// What the store says of its blocks: read-only reason, good blocks (neither bad nor
-/// reserved), bad blocks, the shrink floor, capacity and use (pages).
-#[derive(Clone, Copy, Debug)]
-struct Census {
-    ro: Option<ReadOnlyReason>,
-    good: u32,
-    bad: u32,
-    min_good: u32,
-    capacity: u64,
-    used: u64,
-    ppb: u64,
-}
-
-impl Census {
-    /// More in use than the capacity less two blocks: grown bad blocks shrank it
-    /// under (or to) the data, where the finding's refusals start.
-    fn over_committed(&self) -> bool {
-        self.bad > 0 && self.used + 2 * self.ppb > self.capacity
-    }
-    /// Whether read-only is what the part's state calls for: too few good blocks for
-    /// the live data and the floors, no capacity, or the checkpoint blocks gone.
-    fn genuinely_short(&self) -> bool {
-        self.good < self.min_good
-            || self.capacity == 0
-            || self.ro == Some(ReadOnlyReason::CheckpointBlocks)
-    }
-}
-
-trait Shape {
-    type St<'a>: Store<FlashError = E>;
-    const NAME: &'static str;
-    const PROFILE: Profile;
-    fn store(sim: &mut Sim) -> Self::St<'_>;
-    fn powered(st: &Self::St<'_>) -> bool;
-    /// Valid pages over the store's capacity, in percent.
-    fn fill(st: &Self::St<'_>) -> f64;
-    fn census(st: &Self::St<'_>) -> Census;
-    fn sim(seed: u64, part: Part) -> Sim {
-        let faults = FaultConfig {
-            factory_bad: part.factory_bad,
-            endurance: part.endurance,
-            ..FaultConfig::default()
-        };
-        SimNand::heap(Self::PROFILE, FaultPlan::seeded(seed).with_faults(faults))
-    }
-}
-
-macro_rules! shape {
-    ($t:ident, $name:expr, $store:ty, $profile:expr, $window:expr) => {
-        struct $t;
-        impl Shape for $t {
-            type St<'a> = $store;
-            const NAME: &'static str = $name;
-            const PROFILE: Profile = $profile;
-            fn store(sim: &mut Sim) -> Self::St<'_> {
-                let cfg = Config {
-                    window_blocks: $window,
-                    format_id: 52,
-                    ..Default::default()
-                };
-                Oftl::new(sim, cfg, Greedy::DEFAULT)
-            }
-            fn powered(st: &Self::St<'_>) -> bool {
-                st.flash().is_powered()
-            }
-            fn fill(st: &Self::St<'_>) -> f64 {
-                100.0 * st.used_pages() as f64 / st.capacity_pages().max(1) as f64
-            }
-            fn census(st: &Self::St<'_>) -> Census {
-                let b = st.blocks();
-                Census {
-                    ro: match st.health() {
-                        Health::ReadOnly(r) => Some(r),
-                        _ => None,
-                    },
-                    good: b
-                        .iter()
-                        .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
-                        .count() as u32,
-                    bad: b.iter().filter(|b| b.state() == BlockState::Bad).count() as u32,
-                    min_good: st.min_good_blocks(),
-                    capacity: st.capacity_pages(),
-                    used: st.used_pages(),
-                    ppb: $profile.geometry.pages_per_block() as u64,
-                }
-            }
-        }
-    };
-}
+/// This review's shapes: format id 52, `S52_TRACE`, a part that may fail.
+const S52: Review = Review {
+    format_id: 52,
+    trace: "S52_TRACE",
+    failing_part: true,
+};
 
 shape!(
     Tiny,
     "tiny",
     Oftl<&'a mut Sim, 2048, 64, 4>,
     profile::TINY,
-    6
+    6,
+    S52
 );
 shape!(
     Micron,
     "mt29f1g01x40/meta512",
     Oftl<&'a mut Sim, 2048, 64, 4, 1, Greedy, 512>,
     profile::MT29F1G01.with_blocks_per_die(40),
-    5
+    5,
+    S52
 );
-
-type V<'a, S, const H: usize> = Fs<<S as Shape>::St<'a>, 2048, H>;
-
-fn volume<S: Shape, const H: usize>(sim: &mut Sim) -> Box<V<'_, S, H>> {
-    Box::new(Fs::new(S::store(sim)))
-}
-
-// ---------------------------------------------------------------------------------
-// Model (review s51's)
-// ---------------------------------------------------------------------------------
-
-/// A file the scripts write: durable contents, states written since (each byte of a
-/// read may come from any), the contents a truncate-open holds back until its commit,
-/// and whether a close failed (its unacknowledged bytes then stay possible for good:
-/// the script never writes it again).
-#[derive(Clone, Debug, Default, PartialEq)]
-struct F {
-    d: B,
-    ws: Vec<B>,
-    hidden: Option<B>,
-    tainted: bool,
-}
-
-/// File contents, shared between the model's states (cloned at every call).
-type B = Rc<Vec<u8>>;
-
-impl F {
-    fn w(&self) -> &B {
-        self.hidden.as_ref().or(self.ws.last()).unwrap_or(&self.d)
-    }
-    fn file(d: Vec<u8>) -> X {
-        X::F(F {
-            d: Rc::new(d),
-            ..F::default()
-        })
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum X {
-    Dir,
-    /// A fill file (`pattern(seed, len)`), only removed, renamed and renamed over.
-    Fill(u32, usize),
-    F(F),
-}
-
-type St = BTreeMap<String, X>;
-
-fn fmut<'s>(st: &'s mut St, p: &str) -> &'s mut F {
-    match st.get_mut(p) {
-        Some(X::F(f)) => f,
-        x => panic!("{p}: not a tracked file: {x:?}"),
-    }
-}
-
-fn durable(st: &mut St, p: &str) {
-    let x = fmut(st, p);
-    x.d = x.w().clone();
-    x.ws.clear();
-    x.hidden = None;
-}
-
-fn renamed(st: &mut St, from: &str, to: &str) {
-    let sub = |k: &str, p: &str| k == p || k.starts_with(&format!("{p}/"));
-    let moved: Vec<(String, X)> = st
-        .iter()
-        .filter(|(k, _)| sub(k, from))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    st.retain(|k, _| !sub(k, from) && !sub(k, to));
-    for (k, v) in moved {
-        st.insert(format!("{to}{}", &k[from.len()..]), v);
-    }
-}
 
 thread_local! {
     /// Mounts read-only on a writable store with good blocks to spare (the staged
     /// records found no room), the next mount writable.
     static TRANSIENT_RO: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    /// Reads accepted only by the truncate-open finding's allowance (see `file_ok`).
-    static EARLY_REWRITES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-fn file_ok(c: &[u8], f: &F) -> bool {
-    // The finding `s52_finding_truncate_open_of_an_empty_file_lands_before_its_close`:
-    // a truncate-open of an empty file may show a prefix of its unclosed rewrite.
-    if let Some(h) = &f.hidden {
-        if f.d.is_empty() && !c.is_empty() && h.starts_with(c) {
-            EARLY_REWRITES.with(|n| n.set(n.get() + 1));
-            return true;
-        }
-    }
-    if f.ws.is_empty() {
-        return c == &f.d[..];
-    }
-    let lens = f.ws.iter().map(|w| w.len()).chain([f.d.len()]);
-    let (lo, hi) = (lens.clone().min().unwrap(), lens.max().unwrap());
-    c.len() >= lo
-        && c.len() <= hi
-        && c.iter()
-            .enumerate()
-            .all(|(i, b)| f.d.get(i) == Some(b) || f.ws.iter().any(|w| w.get(i) == Some(b)))
-}
-
-/// Whether the tree read back is `st` (files as `file_ok` allows).
-fn matches(t: &Tree, st: &St) -> Result<(), String> {
-    if let Some(k) = t.keys().find(|k| !st.contains_key(*k)) {
-        return Err(format!("extra {k}"));
-    }
-    for (k, x) in st {
-        let ok = match (x, t.get(k)) {
-            (_, None) => return Err(format!("missing {k}")),
-            (X::Dir, Some(Node::Dir)) => true,
-            (X::Fill(s, n), Some(Node::File(c))) => *c == pattern(*s, *n),
-            (X::F(f), Some(Node::File(c))) => file_ok(c, f),
-            _ => false,
-        };
-        if !ok {
-            let got = match &t[k] {
-                Node::File(c) => format!("{} bytes", c.len()),
-                Node::Dir => "a directory".into(),
-            };
-            return Err(format!("{k}: read {got}, expected {x:?}", x = short(x)));
-        }
-    }
-    Ok(())
-}
-
-fn short(x: &X) -> String {
-    match x {
-        X::F(f) => format!(
-            "durable {} B, written since {:?}, hidden {:?}, tainted {}",
-            f.d.len(),
-            f.ws.iter().map(|w| w.len()).collect::<Vec<_>>(),
-            f.hidden.as_ref().map(|w| w.len()),
-            f.tainted
-        ),
-        x => format!("{x:?}"),
-    }
+    /// Removes refused `NoSpace` by the check on a worn part over its capacity.
+    static WORN_REMOVES_REFUSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 // ---------------------------------------------------------------------------------
-// Running calls against the model
+// Images: aged parts
 // ---------------------------------------------------------------------------------
-
-/// Why a script stopped.
-#[derive(Debug)]
-enum Stop {
-    /// The power cut (or a call failing after it).
-    Cut,
-    /// A flash failure the volume reported (`Poisoned`, a flash error) or the volume
-    /// turned read-only: the script ends, the check after it remounts as after a cut.
-    Failed(String),
-    /// An outcome the guarantees exclude, with the power on.
-    Bad(String),
-}
-
-struct Ctx<'f, 'a, S: Shape, const H: usize> {
-    fs: &'f mut V<'a, S, H>,
-    cur: St,
-    intent: Option<St>,
-    /// The uncut run: the namespace is read back after every refusal.
-    verify: bool,
-    /// Refusals by call.
-    refused: BTreeMap<&'static str, u32>,
-    calls: u32,
-}
-
-impl<'a, S: Shape, const H: usize> Ctx<'_, 'a, S, H> {
-    /// Runs `call` with `change` as its effect: `Ok(None)` when refused with `NoSpace`
-    /// (the model then takes `refusal` instead, and the namespace is read back to see
-    /// that it did not change; every run does it, so cut runs replay the uncut run's
-    /// reads too). A remove or rmdir refused `NoSpace` is a failure (a dead end: they
-    /// are how a full volume makes room).
-    fn op<T>(
-        &mut self,
-        what: &'static str,
-        call: impl FnOnce(&mut V<'a, S, H>) -> Result<T, Error<E>>,
-        change: impl FnOnce(&mut St),
-        refusal: impl FnOnce(&mut St),
-    ) -> Result<Option<T>, Stop> {
-        let mut next = self.cur.clone();
-        change(&mut next);
-        self.intent = Some(next);
-        self.calls += 1;
-        let r = call(self.fs);
-        if std::env::var_os("S52_TRACE").is_some() {
-            eprintln!("  call {} {what}: {:?}", self.calls, r.as_ref().map(|_| ()));
-        }
-        match r {
-            Ok(v) => {
-                self.cur = self.intent.take().unwrap();
-                Ok(Some(v))
-            }
-            Err(e) if power_loss(&e) || !S::powered(self.fs.store()) => Err(Stop::Cut),
-            Err(Error::NoSpace)
-                if (what == "remove" || what == "rmdir")
-                    && !S::census(self.fs.store()).over_committed() =>
-            {
-                Err(Stop::Bad(format!(
-                    "{what} refused NoSpace (call {}): a full volume's dead end",
-                    self.calls
-                )))
-            }
-            Err(Error::NoSpace) => {
-                self.intent = None;
-                refusal(&mut self.cur);
-                let key = if what == "remove" || what == "rmdir" {
-                    "remove/rmdir (over capacity)"
-                } else {
-                    what
-                };
-                *self.refused.entry(key).or_default() += 1;
-                if self.verify {
-                    self.namespace_unchanged(what)?;
-                }
-                Ok(None)
-            }
-            // The part failed under the call (a failed program or erase the store could
-            // not hide, or too many bad blocks): the call may have taken effect or not.
-            Err(e @ (Error::Poisoned | Error::Flash(_))) => {
-                Err(Stop::Failed(format!("{what}: {e:?}")))
-            }
-            Err(Error::ReadOnly) if self.fs.read_only() => {
-                Err(Stop::Failed(format!("{what}: ReadOnly")))
-            }
-            Err(e) => Err(Stop::Bad(format!("{what} (call {}): {e:?}", self.calls))),
-        }
-    }
-
-    /// After a refusal: the names, kinds and (for closed files with nothing in
-    /// doubt) sizes are the model's.
-    fn namespace_unchanged(&mut self, what: &str) -> Result<(), Stop> {
-        let mut seen = BTreeMap::new();
-        let mut dirs = vec![String::new()];
-        let r: Result<(), Error<E>> = (|| {
-            while let Some(d) = dirs.pop() {
-                let path = if d.is_empty() { "/".into() } else { d.clone() };
-                for e in self.fs.read_dir(&path)? {
-                    let e = e?;
-                    let p = format!("{d}/{}", e.name());
-                    if e.kind == Kind::Dir {
-                        dirs.push(p.clone());
-                    }
-                    seen.insert(p, e.kind);
-                }
-            }
-            Ok(())
-        })();
-        let cut = |e: &Error<E>, fs: &V<'a, S, H>| power_loss(e) || !S::powered(fs.store());
-        if let Err(e) = r {
-            return Err(if cut(&e, self.fs) {
-                Stop::Cut
-            } else {
-                Stop::Bad(format!("after refused {what}: read_dir: {e:?}"))
-            });
-        }
-        let want: BTreeMap<String, Kind> = self
-            .cur
-            .iter()
-            .map(|(k, x)| (k.clone(), if *x == X::Dir { Kind::Dir } else { Kind::File }))
-            .collect();
-        if seen != want {
-            let extra: Vec<_> = seen.keys().filter(|k| !want.contains_key(*k)).collect();
-            let gone: Vec<_> = want.keys().filter(|k| !seen.contains_key(*k)).collect();
-            return Err(Stop::Bad(format!(
-                "refused {what} changed the namespace: extra {extra:?}, missing {gone:?}"
-            )));
-        }
-        for (k, x) in &self.cur {
-            let len = match x {
-                X::Fill(_, n) => *n,
-                X::F(f) if f.ws.is_empty() && f.hidden.is_none() => f.d.len(),
-                _ => continue,
-            };
-            let m = self.fs.metadata(k).map(|m| m.size);
-            if m.as_ref().is_err_and(|e| cut(e, self.fs)) {
-                return Err(Stop::Cut);
-            }
-            if m != Ok(len as u64) {
-                return Err(Stop::Bad(format!(
-                    "after refused {what}: {k} metadata {m:?}, expected {len} bytes"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// After a refused call on an open file: the handle reads exactly what the
-    /// model says it holds (the refusal changed nothing in it either).
-    fn handle_unchanged(&mut self, f: File, p: &str, what: &str) -> Result<(), Stop> {
-        let want = match &self.cur[p] {
-            X::F(x) => x.w().clone(),
-            x => panic!("{p}: {x:?}"),
-        };
-        let mut got = Vec::new();
-        let r: Result<(), Error<E>> = (|| {
-            self.fs.seek(f, SeekFrom::Start(0))?;
-            let mut buf = [0u8; 1024];
-            loop {
-                let n = self.fs.read(f, &mut buf)?;
-                if n == 0 {
-                    return Ok(());
-                }
-                got.extend_from_slice(&buf[..n]);
-            }
-        })();
-        match r {
-            Err(e) if power_loss(&e) || !S::powered(self.fs.store()) => Err(Stop::Cut),
-            Err(e) => Err(Stop::Bad(format!("after refused {what}: read {p}: {e:?}"))),
-            Ok(()) if got != *want => {
-                let first = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i));
-                Err(Stop::Bad(format!(
-                    "after refused {what}: {p} reads {} bytes through its handle, \
-                     model {} (first difference at {first:?})",
-                    got.len(),
-                    want.len()
-                )))
-            }
-            Ok(()) => Ok(()),
-        }
-    }
-
-    fn mkdir(&mut self, p: &str) -> Result<bool, Stop> {
-        let ins = |st: &mut St| drop(st.insert(p.into(), X::Dir));
-        Ok(self
-            .op("mkdir", |fs| fs.create_dir(p), ins, |_| {})?
-            .is_some())
-    }
-    fn rmdir(&mut self, p: &str) -> Result<bool, Stop> {
-        let rm = |st: &mut St| drop(st.remove(p));
-        Ok(self
-            .op("rmdir", |fs| fs.remove_dir(p), rm, |_| {})?
-            .is_some())
-    }
-    fn remove(&mut self, p: &str) -> Result<bool, Stop> {
-        let rm = |st: &mut St| drop(st.remove(p));
-        Ok(self.op("remove", |fs| fs.remove(p), rm, |_| {})?.is_some())
-    }
-    fn rename(&mut self, a: &str, b: &str) -> Result<bool, Stop> {
-        let mv = |st: &mut St| renamed(st, a, b);
-        Ok(self
-            .op("rename", |fs| fs.rename(a, b), mv, |_| {})?
-            .is_some())
-    }
-    /// Opens a tracked file (no truncate).
-    fn open(&mut self, p: &str, o: OpenOptions) -> Result<Option<File>, Stop> {
-        self.op("open", |fs| fs.open(p, o), |_| {}, |_| {})
-    }
-    fn write(&mut self, f: File, p: &str, at: usize, data: &[u8]) -> Result<bool, Stop> {
-        let w = |st: &mut St| {
-            let x = fmut(st, p);
-            let mut w = x.w().to_vec();
-            if w.len() < at + data.len() {
-                w.resize(at + data.len(), 0);
-            }
-            w[at..at + data.len()].copy_from_slice(data);
-            let w = Rc::new(w);
-            match &mut x.hidden {
-                Some(h) => *h = w,
-                None => x.ws.push(w),
-            }
-        };
-        let call = |fs: &mut V<'a, S, H>| {
-            fs.seek(f, SeekFrom::Start(at as u64))?;
-            assert_eq!(fs.write(f, data)?, data.len(), "short write");
-            Ok(())
-        };
-        let done = self.op("write", call, w, |_| {})?.is_some();
-        if !done && self.verify {
-            self.handle_unchanged(f, p, "write")?;
-        }
-        Ok(done)
-    }
-    fn fsync(&mut self, f: File, p: &str) -> Result<bool, Stop> {
-        let d = |st: &mut St| durable(st, p);
-        let done = self.op("fsync", |fs| fs.fsync(f), d, |_| {})?.is_some();
-        if !done && self.verify {
-            self.handle_unchanged(f, p, "fsync")?;
-        }
-        Ok(done)
-    }
-    /// Closes; a refused close leaves a truncate-open's old contents exactly, anything
-    /// else with its unacknowledged bytes possible for good.
-    fn close(&mut self, f: File, p: &str) -> Result<bool, Stop> {
-        let d = |st: &mut St| durable(st, p);
-        let refused = |st: &mut St| {
-            let x = fmut(st, p);
-            if x.hidden.take().is_none() && !x.ws.is_empty() {
-                x.tainted = true;
-            }
-        };
-        Ok(self.op("close", |fs| fs.close(f), d, refused)?.is_some())
-    }
-    /// Unmounts with the files `open` still open (each closed by the unmount); a
-    /// refusal (a close refused, reported; the rest as after a power cut) leaves them
-    /// as a refused close does. The volume is not mounted afterwards.
-    fn unmount(&mut self, open: &[String]) -> Result<bool, Stop> {
-        let d = |st: &mut St| open.iter().for_each(|p| durable(st, p));
-        let refused = |st: &mut St| {
-            for p in open {
-                let x = fmut(st, p);
-                assert!(x.hidden.is_none());
-                x.tainted |= !x.ws.is_empty();
-            }
-        };
-        self.verify = false;
-        Ok(self.op("unmount", |fs| fs.unmount(), d, refused)?.is_some())
-    }
-    fn truncate(&mut self, f: File, p: &str, size: usize) -> Result<bool, Stop> {
-        let t = |st: &mut St| {
-            let x = fmut(st, p);
-            let mut w = x.w().to_vec();
-            w.resize(size, 0);
-            x.d = Rc::new(w);
-            x.ws.clear();
-        };
-        let call = |fs: &mut V<'a, S, H>| fs.truncate(f, size as u64);
-        let done = self.op("truncate", call, t, |_| {})?.is_some();
-        if !done && self.verify {
-            self.handle_unchanged(f, p, "truncate")?;
-        }
-        Ok(done)
-    }
-    /// Open with create + truncate, write, close: on any refusal the file is as it was
-    /// (a new file: created empty, its creation durable at the open).
-    fn put(&mut self, p: &str, data: &[u8]) -> Result<bool, Stop> {
-        let o = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true);
-        let opened = |st: &mut St| {
-            let x = st.entry(p.into()).or_insert_with(|| F::file(Vec::new()));
-            if let X::Fill(s, n) = x {
-                *x = F::file(pattern(*s, *n));
-            }
-            fmut(st, p).hidden = Some(Rc::new(Vec::new()));
-        };
-        let Some(f) = self.op("put-open", |fs| fs.open(p, o), opened, |_| {})? else {
-            return Ok(false);
-        };
-        let wrote = self.write(f, p, 0, data)?;
-        Ok(self.close(f, p)? && wrote)
-    }
-    fn step(&mut self, budget: u32) -> Result<bool, Stop> {
-        Ok(self
-            .op("step", |fs| fs.step(budget), |_| {}, |_| {})?
-            .is_some())
-    }
-    fn sync(&mut self) -> Result<bool, Stop> {
-        Ok(self.op("sync", |fs| fs.sync(), |_| {}, |_| {})?.is_some())
-    }
-    fn len_of(&self, p: &str) -> usize {
-        match &self.cur[p] {
-            X::F(f) => f.w().len(),
-            x => panic!("{p}: {x:?}"),
-        }
-    }
-    fn paths(&self, f: impl Fn(&str, &X) -> bool) -> Vec<String> {
-        self.cur
-            .iter()
-            .filter(|(k, x)| f(k, x))
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// Images: a volume filled to capacity on a part with its own faults
-// ---------------------------------------------------------------------------------
-
-/// Review s51's fill on a part made as `part` says (factory bad blocks and endurance at
-/// its creation; after the format, `part.grown` blocks set to fail their next erase and
-/// as many their next program): formats and fills with files of 0.3 to 9 KiB in
-/// `/f0`..`/f7` until `NoSpace` keeps coming, then removes fill files until `free`
-/// percent of the capacity is free again. Returns the image (unmounted), the model and
-/// the fill level before and after the freeing.
-fn filled<S: Shape>(
-    seed: u64,
-    part: Part,
-    free: f64,
-    prep: &dyn Fn(&mut Ctx<'_, '_, S, 4>) -> Result<(), Stop>,
-) -> (Sim, St, (f64, f64)) {
-    let mut sim = S::sim(seed, part);
-    let blocks = S::PROFILE.geometry.blocks();
-    {
-        let mut fs = volume::<S, 4>(&mut sim);
-        fs.format().unwrap();
-        fs.unmount().unwrap();
-    }
-    let mut rng = Rng(seed.wrapping_mul(31) | 1);
-    for i in 0..part.grown * 2 {
-        let b = BlockAddr(1 + rng.below(blocks as u64 - 1) as u32);
-        if i % 2 == 0 {
-            sim.fail_next_erase(b);
-        } else {
-            sim.fail_next_program(b);
-        }
-    }
-    let mut fs = volume::<S, 4>(&mut sim);
-    fs.mount().unwrap();
-    let mut c = Ctx {
-        fs: &mut fs,
-        cur: St::new(),
-        intent: None,
-        verify: true,
-        refused: BTreeMap::new(),
-        calls: 0,
-    };
-    prep(&mut c).unwrap();
-    for d in 0..8 {
-        assert!(c.mkdir(&format!("/f{d}")).unwrap());
-    }
-    let mut rng = Rng(seed | 1);
-    let (mut misses, mut i) = (0, 0u32);
-    while misses < 6 {
-        i += 1;
-        let sizes = [300usize, 1200, 2048, 3500, 6000, 9000];
-        let n = sizes[rng.below(sizes.len() as u64 - misses.min(4)) as usize];
-        let p = format!("/f{}/n{i:04}", i % 8);
-        let ok = c.put(&p, &pattern(i, n)).unwrap();
-        misses = if ok { 0 } else { misses + 1 };
-        if let Some(X::F(f)) = c.cur.get(&p) {
-            assert!(f.ws.is_empty() && f.hidden.is_none() && !f.tainted);
-            let len = f.d.len();
-            assert!(len == 0 || len == n);
-            c.cur.insert(p, X::Fill(i, len));
-        }
-    }
-    let full = S::fill(c.fs.store());
-    let mut fills = c.paths(|_, x| matches!(x, X::Fill(..)));
-    loop {
-        let k = rng.below(fills.len() as u64) as usize;
-        assert!(c.remove(&fills.swap_remove(k)).unwrap(), "remove refused");
-        if S::fill(c.fs.store()) <= full - free {
-            break;
-        }
-    }
-    let after = S::fill(c.fs.store());
-    let st = c.cur.clone();
-    fs.unmount().unwrap();
-    drop(fs);
-    (sim, st, (full, after))
-}
 
 /// Ages every block to within `margin` cycles of its endurance (some at it: their
 /// programs fail one time in twenty, their erases one in five once past).
@@ -809,26 +192,6 @@ fn sim_bad(sim: &Sim) -> usize {
 // ---------------------------------------------------------------------------------
 // The check after a cut (or a failure)
 // ---------------------------------------------------------------------------------
-
-/// How the checked volume ended.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Mounted {
-    Writable,
-    /// Read-only, and the store's census says it must be.
-    ReadOnly,
-    /// Read-only at two mounts in a row on a writable, over-committed store (the
-    /// third finding).
-    StuckReadOnly,
-    /// Writable with more in use than the capacity (grown bad blocks): removes were
-    /// refused `NoSpace` (how many) before the check's writes were taken.
-    RemoveRefused(u32),
-    /// Writable and over-committed, and every remove left refused `NoSpace`: the
-    /// finding's dead end.
-    DeadEnd,
-    /// A write of the check failed on the worn part (`Poisoned`, a flash error); the
-    /// volume mounted again and read back.
-    WornFailure,
-}
 
 /// Mounts and checks the tree against `cur` or `intent`. Read-only is accepted only
 /// when the store's census calls for it (then every change must be refused). Else the
@@ -880,10 +243,6 @@ fn check_inner<S: Shape>(
             .map_err(|e| format!("mount after a read-only one: {e:?}"))?;
         if fs.read_only() {
             let c = S::census(fs.store());
-            if c.over_committed() {
-                // The third finding, counted.
-                return Ok(Mounted::StuckReadOnly);
-            }
             return Err(format!(
                 "read-only at two mounts in a row with good blocks to spare: {c:?}"
             ));
@@ -922,10 +281,11 @@ fn check_inner<S: Shape>(
             }
         }
     };
-    // Largest first; a remove refused `NoSpace` is a failure unless grown bad blocks
-    // left more in use than the capacity (the finding, see the module docs): then
-    // counted, and the next file tried.
-    let (mut removed, mut refused) = (0, 0u32);
+    // Largest first; a remove refused `NoSpace` is a failure, also where grown bad
+    // blocks left more in use than the capacity (the first finding until stop 53),
+    // except on a worn part over its capacity, whose blocks die under the removes'
+    // collections (counted, and the next file tried).
+    let (mut removed, mut refused) = (0, 0);
     let mut next = files.iter();
     loop {
         let r = put(&mut fs, "/_p", &p).and_then(|()| put(&mut fs, "/_q", &q));
@@ -949,13 +309,13 @@ fn check_inner<S: Shape>(
         }
         let now = S::census(fs.store());
         let Some((_, k)) = next.next() else {
-            if now.over_committed() {
-                // The finding's dead end: counted (see the module docs).
-                return Ok(Mounted::DeadEnd);
+            if worn && refused > 0 {
+                WORN_REMOVES_REFUSED.with(|n| n.set(n.get() + refused));
+                return Ok(Mounted::WornFailure);
             }
             return Err(format!(
-                "writes refused NoSpace with every file removed ({removed} removed, \
-                 {refused} removes refused; mounted {census:?}, now {now:?})"
+                "writes refused NoSpace with every file removed ({removed} removed; \
+                 mounted {census:?}, now {now:?})"
             ));
         };
         if removed >= 6 && now.used + 32 <= now.capacity {
@@ -965,11 +325,7 @@ fn check_inner<S: Shape>(
         }
         match fs.remove(k) {
             Ok(()) => removed += 1,
-            Err(Error::NoSpace)
-                if now.over_committed() || S::census(fs.store()).over_committed() =>
-            {
-                refused += 1
-            }
+            Err(Error::NoSpace) if worn && S::census(fs.store()).over_committed() => refused += 1,
             Err(Error::ReadOnly) if fs.read_only() => {
                 let c = S::census(fs.store());
                 if !c.genuinely_short() {
@@ -1000,166 +356,30 @@ fn check_inner<S: Shape>(
             return Err(format!("{path} read back {n} bytes, not as written"));
         }
     }
-    Ok(if refused > 0 {
-        Mounted::RemoveRefused(refused)
-    } else {
-        Mounted::Writable
-    })
+    WORN_REMOVES_REFUSED.with(|n| n.set(n.get() + refused));
+    Ok(Mounted::Writable)
+}
+
+/// The report's counts, with the read-only mounts followed by a writable one.
+fn summary(rep: &Report) -> String {
+    format!(
+        "{} cut runs, {} failures, refusals {:?}, part failures {:?}, read-only checks {}, \
+         failed check writes {}, read-only mounts followed by a writable one {}, removes \
+         refused on worn parts over capacity {}",
+        rep.runs,
+        rep.failures.len(),
+        rep.refused,
+        rep.failed,
+        rep.read_only,
+        rep.worn_failures,
+        TRANSIENT_RO.with(|n| n.get()),
+        WORN_REMOVES_REFUSED.with(|n| n.get()),
+    )
 }
 
 // ---------------------------------------------------------------------------------
-// Sweeps
+// Sweeps and scripts (the shared ones in `support::full_volume`)
 // ---------------------------------------------------------------------------------
-
-type Script<'s, S, const H: usize> = &'s dyn Fn(&mut Ctx<'_, '_, S, H>) -> Result<(), Stop>;
-
-/// What a script did uncut and under the cuts.
-struct Run {
-    cur: St,
-    intent: Option<St>,
-    stop: Option<Stop>,
-    refused: BTreeMap<&'static str, u32>,
-    fill: f64,
-}
-
-fn run<S: Shape, const H: usize>(
-    sim: &mut Sim,
-    st: &St,
-    script: Script<'_, S, H>,
-    verify: bool,
-) -> Run {
-    let mut fs = volume::<S, H>(sim);
-    let mut out = Run {
-        cur: st.clone(),
-        intent: None,
-        stop: None,
-        refused: BTreeMap::new(),
-        fill: 0.0,
-    };
-    if let Err(e) = fs.mount() {
-        out.stop = Some(if power_loss(&e) || !S::powered(fs.store()) {
-            Stop::Cut
-        } else {
-            Stop::Bad(format!("mount: {e:?}"))
-        });
-        return out;
-    }
-    let mut c = Ctx {
-        fs: &mut fs,
-        cur: st.clone(),
-        intent: None,
-        verify,
-        refused: BTreeMap::new(),
-        calls: 0,
-    };
-    let r = script(&mut c);
-    out.fill = S::fill(c.fs.store());
-    out.cur = c.cur;
-    out.refused = c.refused;
-    if let Err(s) = r {
-        out.intent = c.intent;
-        out.stop = Some(s);
-    }
-    out
-}
-
-#[derive(Default)]
-struct Report {
-    runs: u64,
-    failures: Vec<String>,
-    refused: BTreeMap<&'static str, u32>,
-    /// Scripts ended by a failure of the part (`Stop::Failed`), by message.
-    failed: BTreeMap<String, u32>,
-    /// Checks that found the volume read-only (as the census requires).
-    read_only: u64,
-    /// Checks whose writes failed on a worn part.
-    worn_failures: u64,
-    /// Checks that met removes refused on an over-committed volume.
-    over_capacity_checks: u64,
-    /// Checks that found every remove refused (the finding).
-    dead_ends: u64,
-    /// Checks that found the volume read-only at two mounts on a writable store.
-    stuck_read_only: u64,
-}
-
-impl Report {
-    fn assert_ok(&self, need_refusals: bool) {
-        for f in self.failures.iter().take(10) {
-            eprintln!("FAIL {f}");
-        }
-        assert!(
-            self.failures.is_empty(),
-            "{} failures in {} cut runs, first: {}",
-            self.failures.len(),
-            self.runs,
-            self.failures[0]
-        );
-        if need_refusals {
-            assert!(
-                self.refused.values().sum::<u32>() > 0,
-                "no call was refused: the scripts never met a full volume"
-            );
-        }
-    }
-    fn checked(&mut self, tag: &str, r: Result<Mounted, String>) {
-        match r {
-            Ok(Mounted::Writable) => {}
-            Ok(Mounted::ReadOnly) => self.read_only += 1,
-            Ok(Mounted::WornFailure) => self.worn_failures += 1,
-            Ok(Mounted::DeadEnd) => self.dead_ends += 1,
-            Ok(Mounted::StuckReadOnly) => self.stuck_read_only += 1,
-            Ok(Mounted::RemoveRefused(n)) => {
-                self.over_capacity_checks += 1;
-                *self
-                    .refused
-                    .entry("check remove (over capacity)")
-                    .or_default() += n;
-            }
-            Err(e) => {
-                eprintln!("FAIL {tag}: {e}");
-                self.failures.push(format!("{tag}: {e}"));
-            }
-        }
-    }
-    fn summary(&self) -> String {
-        format!(
-            "{} cut runs, {} failures, refusals {:?}, part failures {:?}, read-only checks {}, \
-             failed check writes {}, over-committed checks with removes refused {}, dead ends (every remove refused) {}, early truncate-open rewrites read (finding) {}, \
-             read-only mounts followed by a writable one {}, read-only at two mounts on a \
-             writable store (finding) {}",
-            self.runs,
-            self.failures.len(),
-            self.refused,
-            self.failed,
-            self.read_only,
-            self.worn_failures,
-            self.over_capacity_checks,
-            self.dead_ends,
-            EARLY_REWRITES.with(|n| n.get()),
-            TRANSIENT_RO.with(|n| n.get()),
-            self.stuck_read_only
-        )
-    }
-}
-
-/// How a sweep cuts.
-#[derive(Clone, Copy)]
-struct Cuts<'k> {
-    kinds: &'k [CutKind],
-    /// Every `stride`-th program/erase (offset by the kind).
-    stride: u64,
-    /// Also cut the recovery mount after each cut at every `recovery`-th of its
-    /// programs/erases (0: not).
-    recovery: u64,
-    noisy: bool,
-    /// Program and erase failure rates (ppm) through the script, the cut runs and the
-    /// recovery mounts (the plan's seed is the sweep's, so each cut run replays the
-    /// uncut run's failures up to its cut).
-    program_fail: u32,
-    erase_fail: u32,
-    /// The part is worn: the check's writes may fail.
-    worn: bool,
-}
 
 const EVERY: Cuts<'static> = Cuts {
     kinds: &CutKind::ALL,
@@ -1169,468 +389,8 @@ const EVERY: Cuts<'static> = Cuts {
     program_fail: 0,
     erase_fail: 0,
     worn: false,
+    per_cut_seeds: false,
 };
-
-impl Cuts<'_> {
-    fn faults(&self) -> FaultConfig {
-        FaultConfig {
-            unstable_after_cut: self.noisy,
-            program_fail_ppm: self.program_fail,
-            erase_fail_ppm: self.erase_fail,
-            ..FaultConfig::default()
-        }
-    }
-}
-
-/// Runs `script` on `base` uncut (it must end without a failure the guarantees
-/// exclude; a failure of the part may end it), checks the volume after it, then runs it
-/// cut as `cuts` says, each run checked; adds to `rep`.
-fn sweep<S: Shape, const H: usize>(
-    name: &str,
-    base: &Sim,
-    st: &St,
-    script: Script<'_, S, H>,
-    seed: u64,
-    cuts: Cuts<'_>,
-    rep: &mut Report,
-) {
-    let faults = cuts.faults();
-    let mut sim = base.clone();
-    sim.arm(FaultPlan::seeded(seed).with_faults(faults));
-    let uncut = run::<S, H>(&mut sim, st, script, true);
-    let n = sim.ops_since_arm();
-    match &uncut.stop {
-        Some(Stop::Failed(m)) => *rep.failed.entry(format!("uncut {m}")).or_default() += 1,
-        Some(s) => {
-            rep.failures.push(format!(
-                "{name} [{}] seed {seed}: uncut run stopped: {s:?}",
-                S::NAME
-            ));
-            return;
-        }
-        None => {}
-    }
-    sim.cut_power();
-    sim.power_on();
-    sim.disarm();
-    let r = check_after::<S>(&mut sim, &uncut.cur, &uncut.intent, cuts.worn);
-    rep.checked(&format!("{name} [{}] seed {seed}: uncut", S::NAME), r);
-    for (k, v) in &uncut.refused {
-        *rep.refused.entry(k).or_default() += v;
-    }
-    let mut runs = 0;
-    for (ki, &kind) in cuts.kinds.iter().enumerate() {
-        let mut at = 1 + (ki as u64 * 7) % cuts.stride;
-        while at <= n {
-            let plan = FaultPlan::seeded(seed)
-                .with_cut(at, kind)
-                .with_faults(faults);
-            let mut sim = base.clone();
-            sim.arm(plan);
-            let r = run::<S, H>(&mut sim, st, script, true);
-            runs += 1;
-            let tag = format!(
-                "{name} [{}] seed {seed} cut@{at}/{n} {kind:?}{}",
-                S::NAME,
-                if cuts.noisy { " noisy" } else { "" }
-            );
-            match &r.stop {
-                Some(Stop::Bad(m)) => rep.failures.push(format!("{tag}: {m}")),
-                Some(Stop::Failed(m)) => *rep.failed.entry(m.clone()).or_default() += 1,
-                None if sim.is_powered() => rep
-                    .failures
-                    .push(format!("{tag}: the run did not reach its cut")),
-                _ => {}
-            }
-            sim.cut_power();
-            sim.power_on();
-            sim.disarm();
-            if cuts.recovery > 0 {
-                let mut probe = sim.clone();
-                probe.arm(FaultPlan::seeded(1));
-                let _ = volume::<S, 4>(&mut probe).mount();
-                let m = probe.ops_since_arm();
-                let mut k = 1 + at % cuts.recovery;
-                while k <= m {
-                    let mut s2 = sim.clone();
-                    s2.arm(FaultPlan::seeded(k).with_cut(k, kind).with_faults(faults));
-                    let _ = volume::<S, 4>(&mut s2).mount();
-                    s2.cut_power();
-                    s2.power_on();
-                    s2.disarm();
-                    runs += 1;
-                    let c = check_after::<S>(&mut s2, &r.cur, &r.intent, cuts.worn);
-                    rep.checked(&format!("{tag} + recovery cut {k}/{m}"), c);
-                    k += cuts.recovery;
-                }
-            }
-            let c = check_after::<S>(&mut sim, &r.cur, &r.intent, cuts.worn);
-            rep.checked(&tag, c);
-            at += cuts.stride;
-        }
-    }
-    rep.runs += runs;
-    println!(
-        "{name} [{}] seed {seed}: {n} programs/erases uncut (stop {:?}), fill at end {:.1}%, \
-         refused {:?}, {runs} cut runs, {} failures so far",
-        S::NAME,
-        uncut.stop,
-        uncut.fill,
-        uncut.refused,
-        rep.failures.len()
-    );
-}
-
-fn chunk(k: u32, n: usize) -> Vec<u8> {
-    pattern(5000 + k, n)
-}
-
-fn no_bypass<S: Shape, const H: usize>(c: &mut Ctx<'_, '_, S, H>) {
-    c.fs.set_tuning(Tuning {
-        staging: true,
-        bypass: false,
-    });
-}
-
-fn pick(rng: &mut Rng, v: &[String]) -> Option<String> {
-    (!v.is_empty()).then(|| v[rng.below(v.len() as u64) as usize].clone())
-}
-
-/// The files the full-volume scripts open and write (made before the fill).
-fn prep_tracked<S: Shape>(c: &mut Ctx<'_, '_, S, 4>) -> Result<(), Stop> {
-    c.mkdir("/w")?;
-    for (i, n) in [900usize, 3000, 200, 5000].into_iter().enumerate() {
-        assert!(c.put(&format!("/w/t{i}"), &pattern(900 + i as u32, n))?);
-    }
-    Ok(())
-}
-
-/// A script drawn from `seed` on a full volume: writes (small, staged, and large ones
-/// that run into `NoSpace`) at random offsets with fsyncs, truncates, closes, small
-/// files put and rewritten (truncate-open), files renamed over others (fill files,
-/// helpers, tracked files), removes, directories made, removed and renamed, steps
-/// and syncs. Deterministic in `seed` and the outcomes, so each cut run replays the
-/// uncut run's calls up to its cut.
-fn full_script<S: Shape, const H: usize>(
-    seed: u64,
-    len: u32,
-) -> impl Fn(&mut Ctx<'_, '_, S, H>) -> Result<(), Stop> {
-    move |c| {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        if rng.below(3) != 0 {
-            no_bypass(c);
-        }
-        let rw = OpenOptions::new().read(true).write(true);
-        let mut open: Vec<(String, File)> = Vec::new();
-        for k in 0..len {
-            let closed = |c: &Ctx<'_, '_, S, H>, open: &[(String, File)], pre: &str| {
-                c.paths(|p, x| {
-                    p.starts_with(pre)
-                        && matches!(x, X::F(f) if !f.tainted)
-                        && !open.iter().any(|(q, _)| q == p)
-                })
-            };
-            let fills = c.paths(|_, x| matches!(x, X::Fill(..)));
-            let wdirs = c.paths(|p, x| *x == X::Dir && p.starts_with("/w/"));
-            let r = rng.below(20);
-            match r {
-                0..=4 | 15 | 16 => {
-                    if open.is_empty() || (rng.below(4) == 0 && open.len() < H.min(3)) {
-                        if let Some(p) = pick(&mut rng, &closed(c, &open, "/w/t")) {
-                            if let Some(f) = c.open(&p, rw)? {
-                                open.push((p, f));
-                            }
-                        }
-                        continue;
-                    }
-                    let (p, f) = open[rng.below(open.len() as u64) as usize].clone();
-                    let len = c.len_of(&p);
-                    let n = if r >= 15 || r == 4 {
-                        1500 + rng.below(5000)
-                    } else if rng.below(4) == 0 {
-                        1 + rng.below(700)
-                    } else {
-                        1 + rng.below(90)
-                    } as usize;
-                    let at = match rng.below(4) {
-                        0 | 1 => len,
-                        2 => rng.below(len as u64 + 1) as usize,
-                        _ => len + rng.below(300) as usize,
-                    };
-                    if at + n > 24_000 {
-                        continue;
-                    }
-                    c.write(f, &p, at, &chunk(k, n))?;
-                    if rng.below(4) != 0 {
-                        c.fsync(f, &p)?;
-                    }
-                }
-                5 => {
-                    if let Some((p, f)) = pick_open(&mut rng, &open) {
-                        let len = c.len_of(&p);
-                        let sizes = [0, 255, 256, 257, 2048, len / 2, len + 500];
-                        c.truncate(f, &p, sizes[rng.below(7) as usize])?;
-                    }
-                }
-                6 => {
-                    if !open.is_empty() {
-                        let (p, f) = open.swap_remove(rng.below(open.len() as u64) as usize);
-                        c.close(f, &p)?;
-                    }
-                }
-                7 | 17 => {
-                    // A helper file put (new or rewritten), or a tracked one rewritten.
-                    let p = if r == 7 {
-                        let mut d = vec!["/w".to_string()];
-                        d.extend(wdirs.iter().cloned());
-                        format!("{}/k{}", pick(&mut rng, &d).unwrap(), rng.below(4))
-                    } else {
-                        match pick(&mut rng, &closed(c, &open, "/w/t")) {
-                            Some(p) => p,
-                            None => continue,
-                        }
-                    };
-                    if matches!(
-                        c.cur.get(&p),
-                        Some(X::Dir) | Some(X::F(F { tainted: true, .. }))
-                    ) {
-                        continue;
-                    }
-                    let sizes = [5usize, 120, 256, 257, 700, 2100, 6000];
-                    c.put(&p, &chunk(k, sizes[rng.below(7) as usize]))?;
-                }
-                8 | 18 | 19 => {
-                    // Renames over existing files: fill over fill, a helper over a
-                    // closed tracked file, a fill file to a helper's name.
-                    let helpers = closed(c, &open, "/w/k");
-                    let (a, b) = match r {
-                        8 => (pick(&mut rng, &fills), pick(&mut rng, &fills)),
-                        18 => (
-                            pick(&mut rng, &helpers),
-                            pick(&mut rng, &closed(c, &open, "/w/t")),
-                        ),
-                        _ => (
-                            pick(&mut rng, &fills),
-                            Some(format!("/w/k{}", rng.below(4))),
-                        ),
-                    };
-                    if let (Some(a), Some(b)) = (a, b) {
-                        if a != b && c.cur.get(&b) != Some(&X::Dir) {
-                            c.rename(&a, &b)?;
-                        }
-                    }
-                }
-                9 => {
-                    let v = if rng.below(4) == 0 {
-                        fills
-                    } else {
-                        closed(c, &open, "/w/k")
-                    };
-                    if let Some(p) = pick(&mut rng, &v) {
-                        c.remove(&p)?;
-                    }
-                }
-                10 => {
-                    let parent = pick(&mut rng, &wdirs).unwrap_or_else(|| "/w".into());
-                    c.mkdir(&format!("{parent}/d{k}"))?;
-                }
-                11 => {
-                    let empty: Vec<String> = wdirs
-                        .iter()
-                        .filter(|d| !c.cur.keys().any(|k| k.starts_with(&format!("{d}/"))))
-                        .cloned()
-                        .collect();
-                    if let Some(d) = pick(&mut rng, &empty) {
-                        c.rmdir(&d)?;
-                    }
-                }
-                12 => {
-                    if let Some(d) = pick(&mut rng, &wdirs) {
-                        c.rename(&d, &format!("/w/e{k}"))?;
-                    }
-                }
-                13 => {
-                    c.step([0, 1, 2, 4, 8][rng.below(5) as usize])?;
-                }
-                _ => {
-                    if rng.below(3) == 0 {
-                        c.sync()?;
-                    } else if let Some((p, f)) = pick_open(&mut rng, &open) {
-                        c.fsync(f, &p)?;
-                    }
-                }
-            }
-        }
-        if rng.below(2) == 0 {
-            let paths: Vec<String> = open.into_iter().map(|(p, _)| p).collect();
-            c.unmount(&paths)?;
-            return Ok(());
-        }
-        for (p, f) in open {
-            c.close(f, &p)?;
-        }
-        Ok(())
-    }
-}
-
-fn pick_open(rng: &mut Rng, open: &[(String, File)]) -> Option<(String, File)> {
-    (!open.is_empty()).then(|| open[rng.below(open.len() as u64) as usize].clone())
-}
-
-/// Files for the every-handle scripts: `/h/x000`.. (the first eight with objects of
-/// their own, the rest inline), made before the fill.
-fn prep_handles<const H: usize, S: Shape>(c: &mut Ctx<'_, '_, S, 4>) -> Result<(), Stop> {
-    c.mkdir("/h")?;
-    for i in 0..H {
-        let n = if i < 8 { 2500 } else { 10 + i % 40 };
-        assert!(c.put(&format!("/h/x{i:03}"), &pattern(i as u32, n))?);
-    }
-    Ok(())
-}
-
-/// Every handle of the table open at once on the `/h` files, small fsynced appends
-/// staged on several of them, while larger writes through the others fill the volume
-/// (refused `NoSpace` once it is full) and fill files are removed or renamed over
-/// others now and then; truncates, steps, a close and re-open; all closed at the end.
-fn handles_script<S: Shape, const H: usize>(
-    seed: u64,
-    len: u32,
-) -> impl Fn(&mut Ctx<'_, '_, S, H>) -> Result<(), Stop> {
-    move |c| {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        no_bypass(c);
-        let rw = OpenOptions::new().read(true).write(true);
-        let mut open: Vec<Option<File>> = Vec::new();
-        for i in 0..H {
-            let f = c.open(&format!("/h/x{i:03}"), rw)?;
-            open.push(Some(f.expect("open refused")));
-        }
-        // The table is full.
-        let extra = c.fs.open("/h/x000", rw);
-        if extra != Err(Error::TooManyOpen) {
-            return Err(Stop::Bad(format!("open past the table: {extra:?}")));
-        }
-        for k in 0..len {
-            let i = if rng.below(3) == 0 {
-                rng.below(8)
-            } else {
-                rng.below(H as u64)
-            } as usize;
-            let p = format!("/h/x{i:03}");
-            let fills = c.paths(|_, x| matches!(x, X::Fill(..)));
-            match (rng.below(12), open[i]) {
-                (0..=5, Some(f)) => {
-                    let len = c.len_of(&p);
-                    let n = if i < 8 {
-                        1 + rng.below(64)
-                    } else {
-                        300 + rng.below(2700)
-                    } as usize;
-                    c.write(f, &p, len, &chunk(k, n))?;
-                    if i < 8 || rng.below(2) == 0 {
-                        c.fsync(f, &p)?;
-                    }
-                }
-                (6, Some(f)) => {
-                    // Small cuts (into staged records on the first eight).
-                    let len = c.len_of(&p);
-                    let cut = rng.below(len.min(200) as u64 + 1) as usize;
-                    c.truncate(f, &p, len - cut)?;
-                }
-                (7, Some(f)) => {
-                    open[i] = None;
-                    c.close(f, &p)?;
-                    if !matches!(c.cur[&p], X::F(F { tainted: true, .. })) {
-                        open[i] = c.open(&p, rw)?;
-                    }
-                }
-                (8, _) if rng.below(3) == 0 => {
-                    if let Some(p) = pick(&mut rng, &fills) {
-                        c.remove(&p)?;
-                    }
-                }
-                (9, _) => {
-                    if let (Some(a), Some(b)) = (pick(&mut rng, &fills), pick(&mut rng, &fills)) {
-                        if a != b {
-                            c.rename(&a, &b)?;
-                        }
-                    }
-                }
-                (10, _) => {
-                    c.step([0, 1, 3][rng.below(3) as usize])?;
-                }
-                _ => {
-                    if let Some(f) = open[i] {
-                        c.fsync(f, &p)?;
-                    }
-                }
-            }
-        }
-        if seed % 2 == 0 {
-            let paths: Vec<String> = (0..H)
-                .filter(|&i| open[i].is_some())
-                .map(|i| format!("/h/x{i:03}"))
-                .collect();
-            c.unmount(&paths)?;
-            return Ok(());
-        }
-        for (i, f) in open.into_iter().enumerate() {
-            if let Some(f) = f {
-                c.close(f, &format!("/h/x{i:03}"))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Every kind of call tried on a volume filled to the last page: staged appends on one
-/// file while another is written until refused, then (full) a staged append and its
-/// fsync, truncates into the staged records and past the end, a directory, a new
-/// file, truncate-open rewrites of an inline and an object file, renames across
-/// directories and over a fill file, a step and a sync, a close; then a remove and
-/// the refused calls again.
-fn gauntlet<S: Shape, const H: usize>(c: &mut Ctx<'_, '_, S, H>) -> Result<(), Stop> {
-    no_bypass(c);
-    let rw = OpenOptions::new().read(true).write(true);
-    let (t0, t1) = ("/w/t0", "/w/t1");
-    let f0 = c.open(t0, rw)?.expect("open");
-    let f1 = c.open(t1, rw)?.expect("open");
-    let append = |c: &mut Ctx<'_, '_, S, H>, f, p: &str, k: u32, n: usize| {
-        let at = c.len_of(p);
-        Ok::<_, Stop>(c.write(f, p, at, &chunk(k, n))? && c.fsync(f, p)?)
-    };
-    for k in 0..4 {
-        append(c, f0, t0, k, 64)?;
-    }
-    for k in 10..60 {
-        if !append(c, f1, t1, k, 4000)? {
-            break;
-        }
-    }
-    append(c, f0, t0, 70, 64)?;
-    let n0 = c.len_of(t0);
-    c.truncate(f0, t0, n0 - 10)?;
-    let n1 = c.len_of(t1);
-    c.truncate(f1, t1, n1 + 9000)?;
-    append(c, f1, t1, 71, 5000)?;
-    c.mkdir("/w/g")?;
-    c.put("/w/kk", &chunk(72, 700))?;
-    c.put("/w/t2", &chunk(73, 300))?;
-    c.put("/w/t3", &chunk(74, 3000))?;
-    c.rename("/w/t2", "/f1/moved")?;
-    let fills = c.paths(|_, x| matches!(x, X::Fill(..)));
-    c.rename(&fills[3], &fills[fills.len() - 3])?;
-    c.step(4)?;
-    c.sync()?;
-    c.close(f1, t1)?;
-    let fills = c.paths(|_, x| matches!(x, X::Fill(n, _) if *n % 3 == 0));
-    c.remove(&fills[0])?;
-    c.mkdir("/w/g2")?;
-    c.put("/w/kk", &chunk(75, 700))?;
-    append(c, f0, t0, 76, 64)?;
-    c.close(f0, t0)?;
-    Ok(())
-}
 
 /// Staged work on a nearly full volume: 1..64-byte appends with fsync on `/w/t0` and
 /// `/w/t1` (records pending in the staging log), a 1.5 to 5 KiB write with fsync on
@@ -1713,7 +473,16 @@ fn gauntlet_sweep<S: Shape>(seed: u64, part: Part, cuts: Cuts<'_>, rep: &mut Rep
         S::NAME,
         sim_bad(&base)
     );
-    sweep::<S, 4>("gauntlet", &base, &st, &gauntlet::<S, 4>, seed, cuts, rep);
+    sweep::<S, 4>(
+        "gauntlet",
+        &base,
+        &st,
+        &gauntlet::<S, 4>,
+        seed,
+        cuts,
+        check_after::<S>,
+        rep,
+    );
 }
 
 fn full_sweeps<S: Shape>(
@@ -1732,7 +501,7 @@ fn full_sweeps<S: Shape>(
             sim_bad(&base)
         );
         let s = full_script::<S, 4>(seed, len);
-        sweep::<S, 4>("full", &base, &st, &s, seed, cuts, rep);
+        sweep::<S, 4>("full", &base, &st, &s, seed, cuts, check_after::<S>, rep);
     }
 }
 
@@ -1752,7 +521,7 @@ fn handles_sweep<S: Shape, const H: usize>(
         sim_bad(&base)
     );
     let s = handles_script::<S, H>(seed, len);
-    sweep::<S, H>("handles", &base, &st, &s, seed, cuts, rep);
+    sweep::<S, H>("handles", &base, &st, &s, seed, cuts, check_after::<S>, rep);
 }
 
 /// The staged script on a nearly full volume of a part aged to within `margin` cycles
@@ -1778,7 +547,7 @@ fn worn_sweep<S: Shape>(
         S::NAME
     );
     let s = staged_script::<S, 4>(seed, len);
-    sweep::<S, 4>("worn", &base, &st, &s, seed, cuts, rep);
+    sweep::<S, 4>("worn", &base, &st, &s, seed, cuts, check_after::<S>, rep);
 }
 
 /// Rebuilds the model from a tree the check accepted (each file as read).
@@ -1965,7 +734,7 @@ fn s52_bad_blocks_full_volume_gauntlet() {
         },
         &mut rep,
     );
-    println!("{}", rep.summary());
+    println!("{}", summary(&rep));
     rep.assert_ok(true);
 }
 
@@ -1999,7 +768,7 @@ fn s52_bad_blocks_random_scripts_and_recovery_cuts() {
         ..FAILING
     };
     full_sweeps::<Tiny>(6..7, BAD_BLOCKS, 40, noisy, &mut rep);
-    println!("{}", rep.summary());
+    println!("{}", summary(&rep));
     rep.assert_ok(true);
 }
 
@@ -2021,7 +790,7 @@ fn s52_worn_nearly_full_volume_with_staged_records() {
         assert!(sessions > 0);
         ended += u32::from(ro);
     }
-    println!("{}; {ended} of 3 lives ended read-only", rep.summary());
+    println!("{}; {ended} of 3 lives ended read-only", summary(&rep));
     rep.assert_ok(false);
 }
 
@@ -2043,7 +812,7 @@ fn s52_every_handle_open_more_seeds() {
         ..FAILING
     };
     handles_sweep::<Tiny, 255>(14, BAD_BLOCKS, 120, 6.0, failing, &mut rep);
-    println!("{}", rep.summary());
+    println!("{}", summary(&rep));
     rep.assert_ok(true);
 }
 
@@ -2091,16 +860,16 @@ fn s52_survey() {
             ("life", _) => drop(wear_life::<Micron>(seed, 400, margin, len, &mut rep)),
             _ => panic!("S52_WHAT / S52_SHAPE"),
         }
-        println!("after seed {seed}: {}", rep.summary());
+        println!("after seed {seed}: {}", summary(&rep));
     }
-    println!("survey {what} {shape}: {}", rep.summary());
+    println!("survey {what} {shape}: {}", summary(&rep));
     rep.assert_ok(false);
 }
 
 /// The checker itself on a part with bad blocks: the uncut image is accepted, a model
 /// one fill file or one tracked file off is rejected (also as the in-flight state beside
-/// a wrong one); the truncate-open allowance takes a prefix of the rewrite only when the
-/// old contents were empty; a part that programs nothing is never found writable (it
+/// a wrong one); a file opened with `truncate` and not closed reads as its old
+/// contents only, empty or not; a part that programs nothing is never found writable (it
 /// turns read-only, as its census calls for).
 #[test]
 fn s52_checker_rejects_wrong_states() {
@@ -2125,7 +894,7 @@ fn s52_checker_rejects_wrong_states() {
         hidden: Some(new.clone()),
         ..F::default()
     };
-    assert!(file_ok(&new[..100], &empty) && file_ok(&[], &empty));
+    assert!(!file_ok(&new[..100], &empty) && file_ok(&[], &empty));
     assert!(!file_ok(&pattern(8, 100), &empty));
     let old = F {
         d: Rc::new(pattern(1, 50)),
@@ -2147,7 +916,7 @@ fn s52_checker_rejects_wrong_states() {
     );
 }
 
-/// FINDING (review s52): a healthy TINY volume filled to capacity (review s51's fill,
+/// FINDING (review s52; fixed in stop 53): a healthy TINY volume filled to capacity (review s51's fill,
 /// seed 1, no fault rates) whose part then grows 6 bad blocks (6 of the blocks holding
 /// no valid page set to fail their next erase, `SimNand::fail_next_erase`; 20 steps
 /// retire them) stays writable (`Health::Writable`: 52 good blocks, the shrink floor
@@ -2160,10 +929,9 @@ fn s52_checker_rejects_wrong_states() {
 /// 2 removes of 120 were refused before the rest went through.
 ///
 /// Run: `cargo test --release -p stagefs-core --all-features --test all
-/// review_s52::s52_finding_grown_bad_blocks_leave_every_remove_refused -- --ignored
+/// review_s52::s52_finding_grown_bad_blocks_leave_every_remove_refused --
 /// --nocapture`
 #[test]
-#[ignore = "finding: every remove refused NoSpace on a writable over-committed volume"]
 fn s52_finding_grown_bad_blocks_leave_every_remove_refused() {
     let (mut sim, _, _) = filled::<Tiny>(1, HEALTHY, 0.0, &prep_tracked::<Tiny>);
     let empty: Vec<u32> = {
@@ -2213,7 +981,7 @@ fn s52_finding_grown_bad_blocks_leave_every_remove_refused() {
     );
 }
 
-/// FINDING (review s52): "Opening with `truncate` and the writes before the next
+/// FINDING (review s52; fixed in stop 53): "Opening with `truncate` and the writes before the next
 /// fsync/close land together: a cut in between leaves the old contents" (the crate's
 /// guarantees) does not hold when the old contents are empty. On a healthy TINY volume:
 /// `/a` exists, empty and durable; it is opened with `truncate` and 3,000 bytes are
@@ -2228,9 +996,8 @@ fn s52_finding_grown_bad_blocks_leave_every_remove_refused() {
 ///
 /// Run: `cargo test --release -p stagefs-core --all-features --test all
 /// review_s52::s52_finding_truncate_open_of_an_empty_file_lands_before_its_close --
-/// --ignored --nocapture`
+/// --nocapture`
 #[test]
-#[ignore = "finding: a truncate-open of an empty file shows its unclosed writes after a cut"]
 fn s52_finding_truncate_open_of_an_empty_file_lands_before_its_close() {
     let mut sim = Tiny::sim(5, HEALTHY);
     let mut fs = volume::<Tiny, 4>(&mut sim);
@@ -2273,7 +1040,7 @@ fn s52_finding_truncate_open_of_an_empty_file_lands_before_its_close() {
     );
 }
 
-/// FINDING (review s52, the first finding's state at mount): a volume over its
+/// FINDING (review s52, fixed in stop 53; the first finding's state at mount): a volume over its
 /// capacity after grown bad blocks, with staged records in its log, mounts read-only
 /// mount after mount while its store is writable (`Health::Writable`, 43 good blocks,
 /// `min_good_blocks` 40): the replay of the staged records finds no room and falls
@@ -2288,9 +1055,8 @@ fn s52_finding_truncate_open_of_an_empty_file_lands_before_its_close() {
 ///
 /// Run: `cargo test --release -p stagefs-core --all-features --test all
 /// review_s52::s52_finding_over_committed_volume_mounts_read_only_again_and_again --
-/// --ignored --nocapture`
+/// --nocapture`
 #[test]
-#[ignore = "finding: read-only at every mount on a writable store (staged records, over capacity)"]
 fn s52_finding_over_committed_volume_mounts_read_only_again_and_again() {
     let seed = 104;
     let (base, st, _) = filled::<Tiny>(seed, BAD_BLOCKS, 1.5, &prep_tracked::<Tiny>);
@@ -2333,4 +1099,76 @@ fn s52_finding_over_committed_volume_mounts_read_only_again_and_again() {
         !seen.iter().any(|&x| x),
         "read-only on a writable store with good blocks to spare at mounts {seen:?}"
     );
+}
+
+/// Stop 53, found by the survey once removes refused `NoSpace` became failures: seed
+/// 100's full script cut (clean) at its 1,455th program/erase, on a part with bad
+/// blocks and failing programs/erases, mounts over its capacity (304 pages in use,
+/// capacity 224); the second remove was refused after twelve collections in a row
+/// gained nothing, while ten window blocks (which no collection takes before a
+/// checkpoint) held 24 valid pages. Now a remove stalled so checkpoints once and goes
+/// on: every remove of the 40 largest files goes through.
+#[test]
+fn s53_removes_after_a_cut_on_an_over_committed_volume() {
+    let seed = 100;
+    let (base, st, _) = filled::<Tiny>(seed, BAD_BLOCKS, 1.5, &prep_tracked::<Tiny>);
+    let script = full_script::<Tiny, 4>(seed, 60);
+    let mut sim = base.clone();
+    sim.arm(
+        FaultPlan::seeded(seed)
+            .with_cut(1455, CutKind::Clean)
+            .with_faults(FAILING.faults()),
+    );
+    let _ = run::<Tiny, 4>(&mut sim, &st, &script, true);
+    sim.cut_power();
+    sim.power_on();
+    sim.disarm();
+    let mut fs = volume::<Tiny, 4>(&mut sim);
+    fs.mount().unwrap();
+    let c = Tiny::census(fs.store());
+    assert!(c.over_committed() && !fs.read_only(), "{c:?}");
+    let t = observe(&mut *fs).unwrap();
+    let mut files: Vec<_> = (t.iter())
+        .filter_map(|(k, n)| match n {
+            Node::File(c) => Some((c.len(), k.clone())),
+            _ => None,
+        })
+        .collect();
+    files.sort_by(|a, b| b.cmp(a));
+    for (len, k) in files.iter().take(40) {
+        let r = fs.remove(k);
+        assert_eq!(
+            r,
+            Ok(()),
+            "remove {k} ({len} B): {:?}",
+            Tiny::census(fs.store())
+        );
+    }
+}
+
+/// FINDING (stop 53, open): seed 100's full script cut (clean) at its 1,628th
+/// program/erase, on a part with bad blocks and failing programs/erases: the volume
+/// mounts writable with 43 good blocks, 3 above `min_good_blocks` (40), 302 pages in use
+/// against a capacity of 192, and the check's removes are refused `NoSpace` (fresh
+/// windows and collections gain nothing there). In the survey of seeds 100-102 this is
+/// 1,891 of 25,565 cut runs, all seed 100; before stop 53 about a third of the checks
+/// after grown bad blocks met refused removes.
+#[test]
+#[ignore = "finding: removes refused a few blocks above min_good_blocks"]
+fn s53_finding_removes_refused_just_above_min_good_blocks() {
+    let seed = 100;
+    let (base, st, _) = filled::<Tiny>(seed, BAD_BLOCKS, 1.5, &prep_tracked::<Tiny>);
+    let script = full_script::<Tiny, 4>(seed, 60);
+    let mut sim = base.clone();
+    sim.arm(
+        FaultPlan::seeded(seed)
+            .with_cut(1628, CutKind::Clean)
+            .with_faults(FAILING.faults()),
+    );
+    let r = run::<Tiny, 4>(&mut sim, &st, &script, true);
+    sim.cut_power();
+    sim.power_on();
+    sim.disarm();
+    let c = check_after::<Tiny>(&mut sim, &r.cur, &r.intent, false);
+    assert_eq!(c, Ok(Mounted::Writable));
 }
