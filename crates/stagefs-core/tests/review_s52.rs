@@ -70,10 +70,15 @@
 //! gets the reserve too, a remove stalled below the floor takes fresh windows while
 //! they gain, and a truncate-open of an existing empty file is held back; the check
 //! now fails on any remove refused `NoSpace` but on a worn part over its capacity
-//! (counted). Still open: `s53_finding_removes_refused_just_above_min_good_blocks`
-//! (ignored), a volume three good blocks above `min_good_blocks` and 110 pages over
-//! its capacity that refuses the check's removes (the survey of seeds 100-102: 1,891
-//! of 25,565 cut runs, all seed 100).
+//! (counted). One more case, `s53_removes_just_above_min_good_blocks` (a volume three
+//! good blocks above `min_good_blocks` and 110 pages over its capacity), failed the
+//! check until the last of those changes. The survey on the final code, no failure:
+//! full scripts seeds 100-102, 12,925 cut runs; gauntlet 41-43, 6,040; noisy 106,
+//! 2,905; recovery cuts 104, 1,706; handles 15-16, 873, and 18, 394; healthy handles
+//! 15-17, 2,161; Micron 31, 485; worn 8-9, 4,605 (2,126 removes refused on worn parts
+//! over capacity, counted); ten lives, 254. (Two `Torn(MostBits)` cuts of a put's
+//! write to a file the put created, seeds 100 and 102, failed it while the model held
+//! such writes back; the crate's guarantees do not, and the model now follows them.)
 //!
 //! Held otherwise, on the code reviewed (no failure; counts are cut runs,
 //! recovery-mount cuts included, every cut kind; with the findings allowed and
@@ -1146,16 +1151,14 @@ fn s53_removes_after_a_cut_on_an_over_committed_volume() {
     }
 }
 
-/// FINDING (stop 53, open): seed 100's full script cut (clean) at its 1,628th
-/// program/erase, on a part with bad blocks and failing programs/erases: the volume
-/// mounts writable with 43 good blocks, 3 above `min_good_blocks` (40), 302 pages in use
-/// against a capacity of 192, and the check's removes are refused `NoSpace` (fresh
-/// windows and collections gain nothing there). In the survey of seeds 100-102 this is
-/// 1,891 of 25,565 cut runs, all seed 100; before stop 53 about a third of the checks
-/// after grown bad blocks met refused removes.
+/// Stop 53: seed 100's full script cut (clean) at its 1,628th program/erase, on a
+/// part with bad blocks and failing programs/erases: the volume mounts writable with
+/// 43 good blocks, 3 above `min_good_blocks` (40), 302 pages in use against a capacity
+/// of 192. The check's removes were refused `NoSpace` (fresh windows and collections
+/// gaining nothing) until a rewrite that deletes as many pages as it programs got the
+/// delete reserve too; now the check passes.
 #[test]
-#[ignore = "finding: removes refused a few blocks above min_good_blocks"]
-fn s53_finding_removes_refused_just_above_min_good_blocks() {
+fn s53_removes_just_above_min_good_blocks() {
     let seed = 100;
     let (base, st, _) = filled::<Tiny>(seed, BAD_BLOCKS, 1.5, &prep_tracked::<Tiny>);
     let script = full_script::<Tiny, 4>(seed, 60);

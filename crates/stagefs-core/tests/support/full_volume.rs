@@ -577,7 +577,10 @@ impl<'a, S: Shape, const H: usize> Ctx<'_, 'a, S, H> {
         Ok(done)
     }
     /// Open with create + truncate, write, close: on any refusal the file is as it was
-    /// (a new file: created empty, its creation durable at the open).
+    /// (a new file: created empty, its creation durable at the open). An existing
+    /// file's rewrite is held back until the close; a new file's writes are not (since
+    /// stop 53, the crate's guarantees say so): they may show as any unacknowledged
+    /// write may.
     pub fn put(&mut self, p: &str, data: &[u8]) -> Result<bool, Stop> {
         let o = OpenOptions::new()
             .read(true)
@@ -585,11 +588,14 @@ impl<'a, S: Shape, const H: usize> Ctx<'_, 'a, S, H> {
             .create(true)
             .truncate(true);
         let opened = |st: &mut St| {
+            let existed = st.contains_key(p);
             let x = st.entry(p.into()).or_insert_with(|| F::file(Vec::new()));
             if let X::Fill(s, n) = x {
                 *x = F::file(pattern(*s, *n));
             }
-            fmut(st, p).hidden = Some(Rc::new(Vec::new()));
+            if existed {
+                fmut(st, p).hidden = Some(Rc::new(Vec::new()));
+            }
         };
         let Some(f) = self.op("put-open", |fs| fs.open(p, o), opened, |_| {})? else {
             return Ok(false);

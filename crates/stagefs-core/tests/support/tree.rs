@@ -147,8 +147,10 @@ impl<'f, 'a> Ctx<'f, 'a> {
         self.op(
             |fs| fs.open(p, o),
             |st| {
+                // A file the open creates is not held back (the crate's guarantees).
+                let existed = st.contains_key(p);
                 let x = st.entry(p.to_string()).or_insert(X::F(Vec::new(), Alt::No));
-                if trunc {
+                if trunc && existed {
                     let X::F(_, alt) = x else { panic!() };
                     *alt = Alt::Hidden(Vec::new());
                 }
