@@ -487,32 +487,7 @@ impl<
         }
         Err(Fault::NoSpace)
     }
-}
 
-/// Notes a fresh window taken with the pool at `pool`, below the floor, in `refreshed`
-/// (the largest pool at such a refresh in this call, and the refreshes since that had
-/// no more); whether [`STALLED_WINDOWS`] in a row gained nothing, so the call gives up.
-fn windows_stalled(refreshed: &mut Option<(u32, u32)>, pool: u32) -> bool {
-    match *refreshed {
-        Some((best, _)) if pool > best => *refreshed = Some((pool, 0)),
-        Some((_, idle)) if idle + 1 >= STALLED_WINDOWS => return true,
-        Some((best, idle)) => *refreshed = Some((best, idle + 1)),
-        None => *refreshed = Some((pool, 0)),
-    }
-    false
-}
-
-impl<
-        F: NandFlash,
-        P: SpacePolicy,
-        const PAGE: usize,
-        const BLOCKS: usize,
-        const CACHE: usize,
-        const WBUF: usize,
-        const META: usize,
-        const LOG: usize,
-    > Oftl<F, PAGE, BLOCKS, CACHE, WBUF, P, META, LOG>
-{
     /// Whether the band between `floor` and the comfortable pool is a window wide or
     /// more, so that operations collect in slices above the floor (see
     /// `make_room_within`); narrower bands (small windows) collect whole victims.
@@ -637,4 +612,17 @@ impl<
             .filter(|b| !matches!(b.state(), BlockState::Bad | BlockState::Reserved))
             .count() as u32
     }
+}
+
+/// Notes a fresh window taken with the pool at `pool`, below the floor, in `refreshed`
+/// (the largest pool at such a refresh in this call, and the refreshes since that had
+/// no more); whether [`STALLED_WINDOWS`] in a row gained nothing, so the call gives up.
+fn windows_stalled(refreshed: &mut Option<(u32, u32)>, pool: u32) -> bool {
+    match *refreshed {
+        Some((best, _)) if pool > best => *refreshed = Some((pool, 0)),
+        Some((_, idle)) if idle + 1 >= STALLED_WINDOWS => return true,
+        Some((best, idle)) => *refreshed = Some((best, idle + 1)),
+        None => *refreshed = Some((pool, 0)),
+    }
+    false
 }

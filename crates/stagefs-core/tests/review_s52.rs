@@ -114,7 +114,7 @@
 use crate::support::full_volume::{
     chunk, file_ok, filled, fmut, full_script, gauntlet, handles_script, matches, no_bypass, pick,
     prep_handles, prep_tracked, run, shape, sweep, volume, Ctx, Cuts, Mounted, Part, Report,
-    Review, Shape, St, Stop, E, F, HEALTHY, V, X,
+    Review, Run, Shape, St, Stop, E, F, HEALTHY, V, X,
 };
 use crate::support::{pattern, Rng, Sim};
 
@@ -1106,28 +1106,34 @@ fn s52_finding_over_committed_volume_mounts_read_only_again_and_again() {
     );
 }
 
-/// Stop 53, found by the survey once removes refused `NoSpace` became failures: seed
-/// 100's full script cut (clean) at its 1,455th program/erase, on a part with bad
-/// blocks and failing programs/erases, mounts over its capacity (304 pages in use,
-/// capacity 224); the second remove was refused after twelve collections in a row
-/// gained nothing, while ten window blocks (which no collection takes before a
-/// checkpoint) held 24 valid pages. Now a remove stalled so checkpoints once and goes
-/// on: every remove of the 40 largest files goes through.
-#[test]
-fn s53_removes_after_a_cut_on_an_over_committed_volume() {
+/// Seed 100's full script on a part with bad blocks and failing programs/erases, cut
+/// (clean) at its `at`-th program/erase; the part powered on again, and the run.
+fn seed_100_cut_at(at: u64) -> (Sim, Run) {
     let seed = 100;
     let (base, st, _) = filled::<Tiny>(seed, BAD_BLOCKS, 1.5, &prep_tracked::<Tiny>);
     let script = full_script::<Tiny, 4>(seed, 60);
     let mut sim = base.clone();
     sim.arm(
         FaultPlan::seeded(seed)
-            .with_cut(1455, CutKind::Clean)
+            .with_cut(at, CutKind::Clean)
             .with_faults(FAILING.faults()),
     );
-    let _ = run::<Tiny, 4>(&mut sim, &st, &script, true);
+    let r = run::<Tiny, 4>(&mut sim, &st, &script, true);
     sim.cut_power();
     sim.power_on();
     sim.disarm();
+    (sim, r)
+}
+
+/// Stop 53, found by the survey once removes refused `NoSpace` became failures: seed
+/// 100's full script cut at its 1,455th program/erase mounts over its capacity (304
+/// pages in use, capacity 224); the second remove was refused after twelve collections
+/// in a row gained nothing, while ten window blocks (which no collection takes before a
+/// checkpoint) held 24 valid pages. Now a stalled remove takes fresh windows while they
+/// gain: every remove of the 40 largest files goes through.
+#[test]
+fn s53_removes_after_a_cut_on_an_over_committed_volume() {
+    let (mut sim, _) = seed_100_cut_at(1455);
     let mut fs = volume::<Tiny, 4>(&mut sim);
     fs.mount().unwrap();
     let c = Tiny::census(fs.store());
@@ -1151,27 +1157,14 @@ fn s53_removes_after_a_cut_on_an_over_committed_volume() {
     }
 }
 
-/// Stop 53: seed 100's full script cut (clean) at its 1,628th program/erase, on a
-/// part with bad blocks and failing programs/erases: the volume mounts writable with
-/// 43 good blocks, 3 above `min_good_blocks` (40), 302 pages in use against a capacity
-/// of 192. The check's removes were refused `NoSpace` (fresh windows and collections
-/// gaining nothing) until a rewrite that deletes as many pages as it programs got the
-/// delete reserve too; now the check passes.
+/// Stop 53: seed 100's full script cut at its 1,628th program/erase: the volume mounts
+/// writable with 43 good blocks, 3 above `min_good_blocks` (40), 302 pages in use
+/// against a capacity of 192. The check's removes were refused `NoSpace` (fresh windows
+/// and collections gaining nothing) until a rewrite that deletes as many pages as it
+/// programs got the delete reserve too; now the check passes.
 #[test]
 fn s53_removes_just_above_min_good_blocks() {
-    let seed = 100;
-    let (base, st, _) = filled::<Tiny>(seed, BAD_BLOCKS, 1.5, &prep_tracked::<Tiny>);
-    let script = full_script::<Tiny, 4>(seed, 60);
-    let mut sim = base.clone();
-    sim.arm(
-        FaultPlan::seeded(seed)
-            .with_cut(1628, CutKind::Clean)
-            .with_faults(FAILING.faults()),
-    );
-    let r = run::<Tiny, 4>(&mut sim, &st, &script, true);
-    sim.cut_power();
-    sim.power_on();
-    sim.disarm();
+    let (mut sim, r) = seed_100_cut_at(1628);
     let c = check_after::<Tiny>(&mut sim, &r.cur, &r.intent, false);
     assert_eq!(c, Ok(Mounted::Writable));
 }
