@@ -16,6 +16,10 @@
 //! mounts after power cuts in the middle of more of the workload, spread over more than
 //! a window's worth of programs (recovery and staging replay included), and the flash
 //! holding live data at the end.
+//!
+//! A run of every workload also runs `many-published` (`many` in littlefs-benchmarks'
+//! own shape: files created at their first pick) on littlefs2, to check it against its
+//! published figures, and on the file layer beside it.
 
 mod device;
 mod littlefs;
@@ -102,6 +106,13 @@ impl Which {
 
     fn is_ablation(self) -> bool {
         matches!(self, Which::StagingOff | Which::BypassOff)
+    }
+
+    /// Whether a run of every workload includes this target on `w`: `many-published`
+    /// is there to check littlefs2 against its published figures, and to show the file
+    /// layer on the same shape; the other targets run it when asked.
+    fn runs_by_default(self, w: Workload) -> bool {
+        w != Workload::ManyPublished || matches!(self, Which::Littlefs2 | Which::Stagefs)
     }
 
     fn build(self, seed: u64) -> Box<dyn Target> {
@@ -254,6 +265,9 @@ fn main() {
             if which.is_ablation() && !ablation_applies(*w) {
                 continue;
             }
+            if args.workload.is_empty() && !which.runs_by_default(*w) {
+                continue;
+            }
             let mut t = which.build(args.seed);
             let bar = if args.quiet {
                 ProgressBar::hidden()
@@ -308,7 +322,7 @@ mod tests {
     fn quick(which: Which, w: Workload) -> Row {
         let args = Args {
             sim_seconds: Some(2.0),
-            size: if w == Workload::Many {
+            size: if matches!(w, Workload::Many | Workload::ManyPublished) {
                 4 << 10
             } else {
                 64 << 10
@@ -371,6 +385,103 @@ mod tests {
                 quick(which, w);
             }
         }
+    }
+
+    /// A target that passes every call on and notes the opens and directories made.
+    struct Recorder<'t> {
+        inner: &'t mut dyn Target,
+        opens: Vec<(String, workload::Open)>,
+        dirs: usize,
+    }
+
+    impl Target for Recorder<'_> {
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn device(&self) -> &device::Device {
+            self.inner.device()
+        }
+        fn format(&mut self) -> Result<(), String> {
+            self.inner.format()
+        }
+        fn mount(&mut self) -> Result<(), String> {
+            self.inner.mount()
+        }
+        fn unmount(&mut self) -> Result<(), String> {
+            self.inner.unmount()
+        }
+        fn live_bytes(&mut self) -> Option<u64> {
+            self.inner.live_bytes()
+        }
+        fn open(&mut self, path: &str, how: workload::Open) -> Result<usize, String> {
+            self.opens.push((path.to_string(), how));
+            self.inner.open(path, how)
+        }
+        fn write(&mut self, f: usize, data: &[u8]) -> Result<(), String> {
+            self.inner.write(f, data)
+        }
+        fn seek(&mut self, f: usize, to: u64) -> Result<(), String> {
+            self.inner.seek(f, to)
+        }
+        fn read(&mut self, f: usize, buf: &mut [u8]) -> Result<usize, String> {
+            self.inner.read(f, buf)
+        }
+        fn fsync(&mut self, f: usize) -> Result<(), String> {
+            self.inner.fsync(f)
+        }
+        fn close(&mut self, f: usize) -> Result<(), String> {
+            self.inner.close(f)
+        }
+        fn remove(&mut self, path: &str) -> Result<(), String> {
+            self.inner.remove(path)
+        }
+        fn create_dir(&mut self, path: &str) -> Result<(), String> {
+            self.dirs += 1;
+            self.inner.create_dir(path)
+        }
+    }
+
+    #[test]
+    fn many_published_creates_each_file_at_its_first_pick_in_the_root() {
+        let mut t = Which::Stagefs.build(5);
+        let dev = t.device().clone();
+        let mut r = Recorder {
+            inner: t.as_mut(),
+            opens: Vec::new(),
+            dirs: 0,
+        };
+        r.format().unwrap();
+        r.mount().unwrap();
+        let mut rng = Rng::new(5);
+        let size = 64 << 10;
+        assert_eq!(
+            workload::prepare(&mut r, Workload::ManyPublished, size, &mut rng).unwrap(),
+            0
+        );
+        assert!(
+            r.opens.is_empty() && r.dirs == 0,
+            "nothing exists before the run"
+        );
+        let limits = Limits {
+            user_bytes: 64 * 300,
+            time_ns: HOUR_NS,
+            short: true,
+        };
+        let bar = ProgressBar::hidden();
+        let mut m = Meter::new(&dev, &bar, limits, 0);
+        workload::run(&mut r, Workload::ManyPublished, size, &mut rng, &mut m).unwrap();
+        assert_eq!(r.opens.len(), 300);
+        let mut names = std::collections::HashSet::new();
+        for (path, how) in &r.opens {
+            let hex = path.strip_prefix("/bench_").expect("in the root");
+            let i = usize::from_str_radix(hex, 16).unwrap();
+            assert!(hex.len() == 8 && i < size / 64, "{path}");
+            assert_eq!(*how, workload::Open::Truncate, "created or truncated");
+            names.insert(path.clone());
+        }
+        // 300 picks among 1,024 names: most open a file that does not exist yet.
+        assert!(names.len() > 250, "{} distinct names", names.len());
+        r.unmount().unwrap();
     }
 
     #[test]
