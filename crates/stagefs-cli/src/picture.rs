@@ -357,7 +357,10 @@ fn bars_on<DB: DrawingBackend>(root: Area<DB>, panels: &[Bars]) -> Result<(), St
 
 /// Grouped bar charts side by side to `path` (`.svg` or `.png`).
 pub fn bars(path: &Path, panels: &[Bars]) -> Result<(), String> {
-    let size = (520 * panels.len().max(1) as u32, 420);
+    // Room for each group's label (a workload name of up to ~14 characters).
+    let groups = panels.iter().map(|p| p.groups.len()).max().unwrap_or(0) as u32;
+    let panel = (90 * groups + 80).max(520);
+    let size = (panel * panels.len().max(1) as u32, 420);
     match extension(path)? {
         Kind::Svg => bars_on(SVGBackend::new(path, size).into_drawing_area(), panels),
         Kind::Png => bars_on(BitMapBackend::new(path, size).into_drawing_area(), panels),
