@@ -2,8 +2,9 @@
 //!
 //! A volume is an oftl store holding a volume header (object 1), a root directory and
 //! a staging log stream. Every directory is an oftl object holding a binary hash trie
-//! of entries (see `namespace`: a lookup reads 2 pages per path component whatever the
-//! directory's size); a file is either **inline** (up to [`INLINE_MAX`] bytes, kept in
+//! of entries (see `namespace`: a lookup reads 2 pages of the directory per path
+//! component whatever its size, plus up to 3 of the store's table and index pages when
+//! they are not cached: 5 in a directory of 16,384 names right after a mount); a file is either **inline** (up to [`INLINE_MAX`] bytes, kept in
 //! its directory entry, so rewriting it costs no data page of its own) or has its own
 //! oftl object. Small synchronous writes go to the staging log (one 512-byte sector
 //! for a 64-byte `fsync`) and reach their homes in batches (see `stage`).
@@ -48,7 +49,7 @@
 //! # Time
 //!
 //! Every call walks its path (the last directory walked is remembered): two page reads
-//! per component, about 0.14 ms on the W25N01GV. Paths have no depth limit, so a rename
+//! per component once the store's tables for it are cached, about 0.14 ms on the W25N01GV. Paths have no depth limit, so a rename
 //! never makes a file unreachable; single calls stay within 50 ms for paths of up to
 //! 300 components (49 ms measured at 340). Garbage collection runs in bounded slices
 //! inside calls and in [`Fs::step`]: random 2 KiB overwrites on a W25N01GV kept

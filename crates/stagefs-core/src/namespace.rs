@@ -8,7 +8,10 @@
 //! child's), and the node's bit is set, all in one oftl transaction. So:
 //!
 //! - a lookup reads **2 pages** (page 0, then the bucket) whatever the size of the
-//!   directory, up to `2^MAX_LEVEL` buckets (8,192: about 270,000 names of 20 bytes);
+//!   directory, up to `2^MAX_LEVEL` buckets (8,192: about 270,000 names of 20 bytes),
+//!   plus the store's mapping when it is not cached: its table page, and for a
+//!   directory past oftl's 3 directly mapped pages an index page (5 reads for the
+//!   first lookup after a mount in a directory of 16,384 names, review s54);
 //! - a split programs 3 pages (two buckets and page 0) and leaves no page holding
 //!   stale names; buckets are half full after a split, about 70 % on average;
 //! - page 0's entry count is the number of names in the directory.

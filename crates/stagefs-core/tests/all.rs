@@ -34,6 +34,7 @@ mod review_s47;
 mod review_s50;
 mod review_s51;
 mod review_s52;
+mod review_s54;
 #[cfg(feature = "alloc")]
 mod unnamed;
 mod wear_out;
