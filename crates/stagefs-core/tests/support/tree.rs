@@ -423,7 +423,7 @@ pub fn run_script(
     };
     let moved = c.fs.store().stats().relocated_pages;
     let r = script(&mut c);
-    let moved = c.fs.store().stats().relocated_pages - moved;
+    let moved = c.fs.store().stats().relocated_pages.saturating_sub(moved);
     RELOCATED.with(|s| s.set(moved));
     let (cur, intent, steps) = (c.cur.clone(), c.intent.clone(), c.steps);
     match r {
