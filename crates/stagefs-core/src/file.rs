@@ -333,13 +333,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     fn create_file(&mut self, dir: u32, name: &[u8]) -> Result<(), Error<S::FlashError>> {
         let e = OwnedEntry::new(Kind::File, name, 0)?;
         let mut loc = self.locate_with_room(dir, name, e.entry().len())?;
-        let old = loc.root.entries;
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = (old + 1).to_le_bytes();
+        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
         self.store.transact(&ops)?;
         Ok(())
     }
@@ -461,13 +460,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let mut loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
         let at = loc.found.ok_or(Error::Corrupted)?;
         let mut e = namespace::entry_at(&self.a, &loc, at)?;
-        let old = loc.root.entries;
         namespace::remove_from(&mut self.a, &mut loc)?;
         e.object = new;
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = old.to_le_bytes();
+        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
         let attrs = self.new_object_attrs()?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         push(
@@ -488,7 +486,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 },
             )?;
         }
-        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
         if h.replaced != 0 {
             push(&mut ops, TxOp::Delete { obj: h.replaced })?;
         }
@@ -642,14 +640,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             self.locate_with_room(h.dir, h.name(), grow)?
         };
         e.set_inline(&h.inline[..h.size as usize])?;
-        let old = loc.root.entries;
         namespace::remove_from(&mut self.a, &mut loc)?;
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = old.to_le_bytes();
+        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
         if h.replaced != 0 {
             ops.push(TxOp::Delete { obj: h.replaced })
                 .map_err(|_| Error::Corrupted)?;
@@ -673,19 +670,18 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let mut loc = namespace::locate(&mut self.store, h.dir, h.name(), &mut self.a)?;
         let at = loc.found.ok_or(Error::Corrupted)?;
         let mut e = namespace::entry_at(&self.a, &loc, at)?;
-        let old = loc.root.entries;
         namespace::remove_from(&mut self.a, &mut loc)?;
         e.set_inline(&[])?;
         e.object = h.obj;
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = old.to_le_bytes();
+        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
         // Flushed home just now: every record before the log's end is superseded
         // (none names it, unless its id was another object's before).
         let attrs = self.new_object_attrs()?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
         push(&mut ops, TxOp::SetAttrs { obj: h.obj, attrs })?;
         if h.replaced != 0 {
             push(&mut ops, TxOp::Delete { obj: h.replaced })?;

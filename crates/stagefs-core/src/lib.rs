@@ -346,9 +346,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let v = Volume {
             root: first + 1,
             staging: first + 2,
+            version: volume::VERSION,
         };
         let header = v.encode();
-        let root_page = namespace::new_dir_page(v.root);
+        let root_page = namespace::new_dir_page(v.root, true);
         let attrs = stage::attrs_for(0);
         self.store.transact(&[
             TxOp::Create {
@@ -475,7 +476,43 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         };
         let v = Volume::parse(&h[..n])?.ok_or(Error::NotFormatted)?;
         self.start(v);
-        self.replay(repair).inspect_err(|_| self.vol = None)
+        let dropped = self.replay(repair).inspect_err(|_| self.vol = None)?;
+        self.upgrade_volume().inspect_err(|_| self.vol = None)?;
+        Ok(dropped)
+    }
+
+    /// Writes the current volume version over a version-1 header (one transaction, once
+    /// per volume), so that directory headers of version 2 may be written and firmware
+    /// that does not read them refuses the volume at mount. A volume too full or
+    /// read-only to take it stays at version 1 and keeps writing version-1 headers; the
+    /// next mount tries again.
+    fn upgrade_volume(&mut self) -> Result<(), Error<S::FlashError>> {
+        let Some(mut v) = self.vol.filter(|v| !v.counts_buckets()) else {
+            return Ok(());
+        };
+        if self.read_only() {
+            return Ok(());
+        }
+        let version = volume::VERSION.to_le_bytes();
+        let op = TxOp::Write {
+            obj: VOLUME_OBJECT,
+            offset: volume::VERSION_AT,
+            data: &version,
+        };
+        match self.store.transact(&[op]) {
+            Ok(()) => {
+                v.version = volume::VERSION;
+                self.vol = Some(v);
+                Ok(())
+            }
+            Err(Error::NoSpace | Error::ReadOnly) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether directory headers written now may count buckets (the volume's version).
+    fn counts_buckets(&self) -> bool {
+        self.vol.is_some_and(|v| v.counts_buckets())
     }
 
     /// One bounded step of background work: a patch of the staged records if there
@@ -674,15 +711,14 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         Ok(loc)
     }
 
-    /// The write of a bucket image (in `a` or `b`) and, when the bucket is not page 0,
-    /// of page 0's new entry count.
+    /// The write of a bucket image (in `a` or `b`) and, when it changes, of page 0's
+    /// count field ([`namespace::count_after`]).
     fn bucket_ops<'x>(
         &self,
         loc: &Loc,
         image: &'x [u8],
-        count: &'x [u8; 4],
+        count: Option<&'x [u8; 6]>,
         ops: &mut heapless::Vec<TxOp<'x>, 8>,
-        old_count: u32,
     ) -> Result<(), Error<S::FlashError>> {
         let p = self.store.payload();
         let page = TxOp::Write {
@@ -691,7 +727,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             data: &image[..p],
         };
         ops.push(page).map_err(|_| Error::Corrupted)?;
-        if u32::from_le_bytes(*count) != old_count {
+        if let Some(count) = count {
             ops.push(TxOp::Write {
                 obj: loc.dir,
                 offset: namespace::COUNT_AT,
@@ -720,12 +756,11 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if loc.found.is_some() {
             return Err(Error::Exists);
         }
-        let old = loc.root.entries;
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = (old + 1).to_le_bytes();
-        let page0 = namespace::new_dir_page(dir);
+        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
+        let page0 = namespace::new_dir_page(dir, self.counts_buckets());
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         ops.push(TxOp::Create {
             kind: ObjKind::Object,
@@ -738,7 +773,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             data: &page0,
         })
         .map_err(|_| Error::Corrupted)?;
-        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
         self.store.transact(&ops)
     }
 
@@ -772,11 +807,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             self.check_empty(e.object)?;
             self.dirs.forget();
         }
-        let old = loc.root.entries;
         namespace::remove_from(&mut self.a, &mut loc)?;
-        let count = old.checked_sub(1).ok_or(Error::Corrupted)?.to_le_bytes();
+        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, &count, &mut ops, old)?;
+        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
         if e.object != 0 {
             ops.push(TxOp::Delete { obj: e.object })
                 .map_err(|_| Error::Corrupted)?;
@@ -791,7 +825,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     fn check_empty(&mut self, d: u32) -> Result<(), Error<S::FlashError>> {
         namespace::read_page(&mut self.store, d, 0, &mut self.b)?;
         let h = bucket::DirHeader::parse(&self.b[..self.store.payload()])?;
-        if h.entries != 0 {
+        if h.count != 0 {
             return Err(Error::NotEmpty);
         }
         Ok(())
@@ -857,14 +891,13 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// Replaces the entry at `loc.found` (bucket in `a`) with `e`, durably. The caller
     /// made room for any growth.
     fn replace_entry(&mut self, loc: &mut Loc, e: &OwnedEntry) -> Result<(), Error<S::FlashError>> {
-        let old = loc.root.entries;
         namespace::remove_from(&mut self.a, loc)?;
         if !namespace::insert_into(&mut self.a, loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = old.to_le_bytes();
+        let count = namespace::count_after(&loc.root, &[loc], self.counts_buckets())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(loc, &self.a, &count, &mut ops, old)?;
+        self.bucket_ops(loc, &self.a, count.as_ref(), &mut ops)?;
         self.store.transact(&ops)
     }
 
@@ -922,16 +955,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             replaced = old.object;
         }
         let p = self.store.payload();
-        // New entry counts: the destination gains a name unless one was replaced; the
-        // source directory loses one.
-        let t_old = tloc.root.entries;
         // Whether a name was replaced (an inline file has no object: `replaced` is 0).
         let existed = tloc.found.is_some();
         if existed {
             namespace::remove_from(&mut self.a, &mut tloc)?;
         }
         let mut floc = namespace::locate(&mut self.store, fdir, fname.as_bytes(), &mut self.b)?;
-        let f_old = floc.root.entries;
         let same_page = fdir == tdir && floc.page == tloc.page;
         if same_page {
             // Both names in one bucket: both changes go to `a`.
@@ -946,17 +975,23 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !namespace::insert_into(&mut self.a, &mut tloc, &moved.entry()) {
             return Err(Error::Corrupted);
         }
-        let (t_new, f_new) = if fdir == tdir {
-            let n = t_old - existed as u32;
-            (n, n)
+        // Page 0's counts: one directory with its one or two buckets, or two.
+        let (tc, fc) = if fdir != tdir {
+            (
+                namespace::count_after(&tloc.root, &[&tloc], self.counts_buckets())?,
+                namespace::count_after(&floc.root, &[&floc], self.counts_buckets())?,
+            )
+        } else if same_page {
+            (
+                namespace::count_after(&tloc.root, &[&tloc], self.counts_buckets())?,
+                None,
+            )
         } else {
             (
-                t_old + !existed as u32,
-                f_old.checked_sub(1).ok_or(Error::Corrupted)?,
+                namespace::count_after(&tloc.root, &[&tloc, &floc], self.counts_buckets())?,
+                None,
             )
         };
-        let tc = t_new.to_le_bytes();
-        let fc = f_new.to_le_bytes();
         let parent_link = tdir.to_le_bytes();
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         push(
@@ -977,23 +1012,23 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 },
             )?;
         }
-        if t_new != t_old {
+        if let Some(tc) = &tc {
             push(
                 &mut ops,
                 TxOp::Write {
                     obj: tdir,
                     offset: namespace::COUNT_AT,
-                    data: &tc,
+                    data: tc,
                 },
             )?;
         }
-        if fdir != tdir {
+        if let Some(fc) = &fc {
             push(
                 &mut ops,
                 TxOp::Write {
                     obj: fdir,
                     offset: namespace::COUNT_AT,
-                    data: &fc,
+                    data: fc,
                 },
             )?;
         }

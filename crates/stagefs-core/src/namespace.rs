@@ -12,9 +12,13 @@
 //!   plus the store's mapping when it is not cached: its table page, and for a
 //!   directory past oftl's 3 directly mapped pages an index page (5 reads for the
 //!   first lookup after a mount in a directory of 16,384 names, review s54);
-//! - a split programs 3 pages (two buckets and page 0) and leaves no page holding
-//!   stale names; buckets are half full after a split, about 70 % on average;
-//! - page 0's entry count is the number of names in the directory.
+//! - a split programs 3 pages (two buckets and page 0; 4 when both children get names
+//!   in a directory that counts buckets, page 0's count being a second write) and
+//!   leaves no page holding stale names; buckets are half full after a split, about
+//!   70 % on average;
+//! - page 0's count is the number of buckets holding a name (version 2; names in a
+//!   version-1 directory), so a create or remove in a bucket that keeps a name writes
+//!   the bucket alone ([`count_after`]).
 //!
 //! Namespace changes (insert, remove, rename) are single oftl transactions built by the
 //! caller from the bucket images these functions prepare.
@@ -29,8 +33,8 @@ use crate::format::bucket::{
 use crate::format::Corrupted;
 use crate::store::Store;
 
-/// Offset of the directory entry count in page 0.
-pub const COUNT_AT: u64 = 4;
+/// Offset in page 0 of the bytes [`count_after`] gives (version, kind and count).
+pub const COUNT_AT: u64 = bucket::COUNT_FIELD_AT as u64;
 /// Offset of the parent directory in page 0.
 pub const PARENT_AT: u64 = 8;
 
@@ -48,6 +52,38 @@ pub struct Loc {
     pub root: DirHeader,
     /// Offset of the entry, if the name is there.
     pub found: Option<usize>,
+    /// Names in the bucket when it was located (`head.count` before the caller's
+    /// changes).
+    pub before: u16,
+}
+
+/// Page 0's count field (bytes [`COUNT_AT`]`..+6`) after the changes made to the bucket
+/// images of `locs` since they were located (every one a bucket of the directory whose
+/// page 0 is `root`, each bucket once); `None` when it stays as it is. With `v2` (the
+/// volume allows version-2 headers) a version-1 header that is empty before or after
+/// becomes version 2 (both counts are 0 then).
+pub fn count_after(
+    root: &DirHeader,
+    locs: &[&Loc],
+    v2: bool,
+) -> Result<Option<[u8; 6]>, Corrupted> {
+    let buckets = root.counts_buckets || (v2 && root.count == 0);
+    let mut n = root.count as i64;
+    for l in locs {
+        let (was, is) = (l.before as i64, l.head.count as i64);
+        n += if buckets {
+            (is > 0) as i64 - (was > 0) as i64
+        } else {
+            is - was
+        };
+    }
+    let count = u32::try_from(n).map_err(|_| Corrupted)?;
+    let new = DirHeader {
+        count,
+        counts_buckets: buckets || (v2 && count == 0),
+        parent: root.parent,
+    };
+    Ok((new != *root).then(|| new.count_field()))
 }
 
 /// Reads page `page` of directory `dir` into `buf` (one payload; a hole or a page past
@@ -88,6 +124,7 @@ pub fn locate<S: Store>(
         head,
         root,
         found,
+        before: head.count,
     })
 }
 
@@ -145,7 +182,15 @@ pub fn split<S: Store>(
     left.used = (write_at - bucket::HEADER_LEN) as u16;
     a[write_at..p].fill(0);
     put_header(&mut a[..p], &left);
-    s.transact(&[
+    // A directory that counts buckets has one more with a name when both children
+    // got some (the full bucket had names: a version-1 header does not change).
+    let mut count = loc.root;
+    if count.counts_buckets && left.count > 0 && moved > 0 {
+        count.count = count.count.checked_add(1).ok_or(Corrupted)?;
+    }
+    let field = count.count_field();
+    let mut ops = heapless::Vec::<TxOp<'_>, 4>::new();
+    let pages = [
         TxOp::Write {
             obj: loc.dir,
             offset: loc.page as u64 * p as u64,
@@ -161,12 +206,29 @@ pub fn split<S: Store>(
             offset: at as u64,
             data: &byte,
         },
-    ])
+    ];
+    for op in pages {
+        ops.push(op).map_err(|_| Error::Corrupted)?;
+    }
+    if count != loc.root {
+        ops.push(TxOp::Write {
+            obj: loc.dir,
+            offset: COUNT_AT,
+            data: &field,
+        })
+        .map_err(|_| Error::Corrupted)?;
+    }
+    s.transact(&ops)
 }
 
-/// Page 0 of a new directory (header; the bitmap is all zeros: one bucket).
-pub fn new_dir_page(parent: u32) -> [u8; bucket::DIR_HEADER_LEN] {
-    DirHeader { entries: 0, parent }.encode()
+/// Page 0 of a new directory (header; the bitmap is all zeros: one bucket), counting
+/// buckets when the volume allows it (`v2`).
+pub fn new_dir_page(parent: u32, v2: bool) -> [u8; bucket::DIR_HEADER_LEN] {
+    DirHeader {
+        counts_buckets: v2,
+        ..DirHeader::new(parent)
+    }
+    .encode()
 }
 
 /// An entry with its bytes copied out of a page buffer.
@@ -326,4 +388,68 @@ pub fn remove_from(buf: &mut [u8], loc: &mut Loc) -> Result<(), Corrupted> {
 /// Adds `e` to the bucket image in `buf`; `false` when it does not fit (split first).
 pub fn insert_into(buf: &mut [u8], loc: &mut Loc, e: &Entry<'_>) -> bool {
     bucket::insert(buf, &mut loc.head, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(before: u16, after: u16) -> Loc {
+        Loc {
+            dir: 5,
+            page: 1,
+            head: Header {
+                count: after,
+                ..Header::empty(0, 0)
+            },
+            root: DirHeader::new(2),
+            found: None,
+            before,
+        }
+    }
+
+    fn header(count: u32, counts_buckets: bool) -> DirHeader {
+        DirHeader {
+            count,
+            counts_buckets,
+            parent: 2,
+        }
+    }
+
+    fn after(root: DirHeader, locs: &[&Loc], v2: bool) -> Option<DirHeader> {
+        count_after(&root, locs, v2).unwrap().map(|f| {
+            let mut b = root.encode();
+            b[bucket::COUNT_FIELD_AT..bucket::COUNT_FIELD_AT + 6].copy_from_slice(&f);
+            DirHeader::parse(&b).unwrap()
+        })
+    }
+
+    #[test]
+    fn buckets_count_only_when_they_empty_or_fill() {
+        let v2 = header(3, true);
+        assert_eq!(after(v2, &[&loc(4, 5)], true), None);
+        assert_eq!(after(v2, &[&loc(4, 3)], true), None);
+        assert_eq!(after(v2, &[&loc(0, 1)], true), Some(header(4, true)));
+        assert_eq!(after(v2, &[&loc(1, 0)], true), Some(header(2, true)));
+        // A move between two buckets of one directory: one empties, one fills.
+        assert_eq!(after(v2, &[&loc(1, 0), &loc(0, 1)], true), None);
+        assert!(count_after(&header(0, true), &[&loc(1, 0)], true).is_err());
+    }
+
+    #[test]
+    fn names_count_in_version_1_until_empty_and_only_on_a_version_2_volume_after() {
+        let v1 = header(7, false);
+        assert_eq!(after(v1, &[&loc(4, 5)], true), Some(header(8, false)));
+        assert_eq!(after(v1, &[&loc(4, 4)], true), None);
+        assert_eq!(after(v1, &[&loc(3, 2), &loc(2, 3)], true), None);
+        // Emptied: version 2 on a volume that allows it, else still version 1.
+        let last = header(1, false);
+        assert_eq!(after(last, &[&loc(1, 0)], true), Some(header(0, true)));
+        assert_eq!(after(last, &[&loc(1, 0)], false), Some(header(0, false)));
+        // Changed while empty: counts buckets from the start.
+        let empty = header(0, false);
+        assert_eq!(after(empty, &[&loc(0, 1)], true), Some(header(1, true)));
+        assert_eq!(after(empty, &[&loc(0, 1)], false), Some(header(1, false)));
+        assert_eq!(after(empty, &[&loc(0, 0)], true), Some(header(0, true)));
+    }
 }

@@ -8,6 +8,7 @@ mod model;
 mod support;
 
 mod basic;
+mod dir_count;
 mod id_reuse;
 mod model_based;
 mod powerloss;

@@ -983,24 +983,38 @@ fn read_run_at_checkpoint_search_rolls_back_to_an_old_state() {
 /// fails `Uncorrectable` should make the mount fail (retry later), not roll back.
 #[test]
 fn read_run_in_recovery_scan_undoes_an_acknowledged_rename() {
-    let (mut sim, exp, n) = after_cut(true, 0);
-    let (first, second) = mount_with_read_run(&mut sim, 71, 9);
-    let first = first.expect("mount under read errors");
-    let second = second.expect("clean remount");
-    println!(
-        "crash after {n} ops: mount under errors: {}",
-        explain(&first, &exp)
-    );
-    println!("clean remount: {}", explain(&second, &exp));
+    // The run started at read 71 when the review found it; the reads a mount makes move
+    // with the layout (stop 55's directory count shifted them), so every start around
+    // the recovery's window scan is tried. A mount may fail under the run (a flash
+    // error, retryable); one that succeeds, and the clean remount after, must show an
+    // acknowledged state.
+    let mut mounted = 0;
+    for at in 40..120 {
+        let (mut sim, exp, n) = after_cut(true, 0);
+        let (first, second) = mount_with_read_run(&mut sim, at, 9);
+        match &first {
+            Ok(first) => {
+                mounted += 1;
+                assert!(
+                    exp.allows(first),
+                    "crash after {n} ops, 9 failing reads from read {at}: {}",
+                    explain(first, &exp)
+                );
+            }
+            Err(Error::Flash(_) | Error::Mount(_)) => {}
+            Err(e) => panic!("9 failing reads from read {at}: {e:?}"),
+        }
+        let second = second.expect("clean remount");
+        assert!(
+            exp.allows(&second),
+            "9 failing reads from read {at}, clean remount: {}",
+            explain(&second, &exp)
+        );
+    }
+    println!("{mounted} of 80 mounts went through the read run");
     assert!(
-        exp.allows(&first),
-        "mount under a transient read-error run: {}",
-        explain(&first, &exp)
-    );
-    assert!(
-        exp.allows(&second),
-        "clean remount: {}",
-        explain(&second, &exp)
+        mounted >= 40,
+        "{mounted} of 80 mounts went through the read run"
     );
 }
 

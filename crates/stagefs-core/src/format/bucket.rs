@@ -1,12 +1,13 @@
-//! Directory pages. Page 0 of a directory object is its header (entry count, parent,
-//! and the split bitmap of its hash trie); every other page is a bucket of entries.
+//! Directory pages. Page 0 of a directory object is its header (a count that is 0
+//! exactly when the directory is empty, parent, and the split bitmap of its hash trie);
+//! every other page is a bucket of entries.
 //!
 //! ```text
 //! page 0: directory header
 //!  0   2  magic "SD"
-//!  2   1  version (1)
+//!  2   1  version: 2 (the count counts buckets) or 1 (it counts names)
 //!  3   1  page kind: 1 = directory header
-//!  4   4  entries in the directory
+//!  4   4  count: version 2, buckets holding at least one name; version 1, names
 //!  8   4  parent directory (object id; the root names itself)
 //! 12  20  reserved (0)
 //! 32   .  split bitmap: bit 2^l - 1 + p (byte 32 + bit / 8, bit % 8 from the least
@@ -38,6 +39,13 @@
 //! A bucket page never written reads as zeros (an oftl hole): an empty bucket. A left
 //! child keeps its parent's page (same prefix), so a split writes two bucket pages and
 //! one bitmap byte, and no page is ever left holding stale names.
+//!
+//! The count is there for one question, whether a directory is empty (`remove_dir`). A
+//! count of names (version 1, every directory until stop 55) changes with every create
+//! and remove and so costs page 0 a program each time; a count of non-empty buckets
+//! changes only when a bucket empties or gets its first name (or a split fills both
+//! children). A version-1 directory is read as it is and becomes version 2 when a
+//! change leaves it empty, or changes it while it is empty (then both counts are 0).
 
 use super::{le16, le32, put16, put32, Corrupted};
 
@@ -51,7 +59,10 @@ pub const ENTRY_HEADER_LEN: usize = 10;
 pub const MAX_LEVEL: u32 = 13;
 
 const MAGIC: [u8; 2] = *b"SD";
+/// Version of bucket pages, and of directory headers that count names.
 const VERSION: u8 = 1;
+/// Version of directory headers that count non-empty buckets.
+const DIR_VERSION_BUCKETS: u8 = 2;
 const KIND_DIR: u8 = 1;
 const KIND_BUCKET: u8 = 2;
 const INLINE: u8 = 1;
@@ -60,20 +71,43 @@ const INLINE: u8 = 1;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DirHeader {
-    /// Entries in the directory.
-    pub entries: u32,
+    /// Buckets holding a name (`counts_buckets`), or names: 0 exactly when the
+    /// directory is empty.
+    pub count: u32,
+    /// Whether `count` counts buckets (version 2) rather than names (version 1).
+    pub counts_buckets: bool,
     /// Parent directory.
     pub parent: u32,
 }
 
+/// Byte offset in page 0 of [`DirHeader::count_field`] (the version, the page kind
+/// and the count, written together so that a version-1 header turns version 2 in the
+/// write that changes its count).
+pub const COUNT_FIELD_AT: usize = 2;
+
 impl DirHeader {
+    /// The header of a new, empty directory.
+    pub fn new(parent: u32) -> Self {
+        DirHeader {
+            count: 0,
+            counts_buckets: true,
+            parent,
+        }
+    }
+
     /// Parses page 0's first bytes.
     pub fn parse(b: &[u8]) -> Result<Self, Corrupted> {
-        if b.len() < DIR_HEADER_LEN || b[0..2] != MAGIC || b[2] != VERSION || b[3] != KIND_DIR {
+        if b.len() < DIR_HEADER_LEN || b[0..2] != MAGIC || b[3] != KIND_DIR {
             return Err(Corrupted);
         }
+        let counts_buckets = match b[2] {
+            VERSION => false,
+            DIR_VERSION_BUCKETS => true,
+            _ => return Err(Corrupted),
+        };
         Ok(DirHeader {
-            entries: le32(b, 4),
+            count: le32(b, 4),
+            counts_buckets,
             parent: le32(b, 8),
         })
     }
@@ -82,11 +116,22 @@ impl DirHeader {
     pub fn encode(&self) -> [u8; DIR_HEADER_LEN] {
         let mut b = [0u8; DIR_HEADER_LEN];
         b[0..2].copy_from_slice(&MAGIC);
-        b[2] = VERSION;
-        b[3] = KIND_DIR;
-        put32(&mut b, 4, self.entries);
+        b[COUNT_FIELD_AT..COUNT_FIELD_AT + 6].copy_from_slice(&self.count_field());
         put32(&mut b, 8, self.parent);
         b
+    }
+
+    /// Bytes `COUNT_FIELD_AT..COUNT_FIELD_AT + 6` of page 0: version, page kind, count.
+    pub fn count_field(&self) -> [u8; 6] {
+        let mut f = [0u8; 6];
+        f[0] = if self.counts_buckets {
+            DIR_VERSION_BUCKETS
+        } else {
+            VERSION
+        };
+        f[1] = KIND_DIR;
+        f[2..6].copy_from_slice(&self.count.to_le_bytes());
+        f
     }
 }
 
@@ -428,6 +473,28 @@ mod tests {
             assert!(insert(&mut p, &mut h, e));
         }
         (p, h)
+    }
+
+    #[test]
+    fn directory_headers_of_both_versions_parse_and_others_do_not() {
+        let mut h = DirHeader::new(7);
+        assert!(h.counts_buckets);
+        h.count = 3;
+        let b = h.encode();
+        assert_eq!(b[2], 2);
+        assert_eq!(DirHeader::parse(&b), Ok(h));
+        let v1 = DirHeader {
+            counts_buckets: false,
+            ..h
+        };
+        let mut b = v1.encode();
+        assert_eq!((b[2], le32(&b, 4)), (1, 3));
+        assert_eq!(DirHeader::parse(&b), Ok(v1));
+        assert_eq!(b[COUNT_FIELD_AT..COUNT_FIELD_AT + 6], v1.count_field());
+        for bad in [0u8, 3, 0xFF] {
+            b[2] = bad;
+            assert_eq!(DirHeader::parse(&b), Err(Corrupted));
+        }
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! The volume header: object 1 of the store, written once by `format`.
+//! The volume header: object 1 of the store, written by `format` (its version once more
+//! when a mount upgrades a version-1 volume).
 //!
 //! ```text
 //!  0   4  magic "SFS1"
-//!  4   2  version (1)
+//!  4   2  version (2; 1 is read too: its directories all count names)
 //!  6   1  longest name (NAME_MAX)
 //!  7   1  longest attributes (ATTR_MAX)
 //!  8   2  largest inline file (INLINE_MAX)
@@ -17,7 +18,10 @@ use super::{le16, le32, put16, put32, Corrupted};
 /// Encoded length.
 pub const LEN: usize = 32;
 const MAGIC: [u8; 4] = *b"SFS1";
-const VERSION: u16 = 1;
+/// The version `format` writes: directory headers may count buckets (their version 2).
+pub const VERSION: u16 = 2;
+/// Byte offset of the version.
+pub const VERSION_AT: u64 = 4;
 
 /// The volume header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,14 +31,23 @@ pub struct Volume {
     pub root: u32,
     /// Staging log stream.
     pub staging: u32,
+    /// 2, or 1 for a volume whose directory headers all count names (firmware from
+    /// before stop 55 mounts only those).
+    pub version: u16,
 }
 
 impl Volume {
+    /// Whether directory headers of version 2 may be written (firmware that reads the
+    /// volume header reads them).
+    pub fn counts_buckets(&self) -> bool {
+        self.version >= 2
+    }
+
     /// Encodes.
     pub fn encode(&self) -> [u8; LEN] {
         let mut b = [0u8; LEN];
         b[0..4].copy_from_slice(&MAGIC);
-        put16(&mut b, 4, VERSION);
+        put16(&mut b, 4, self.version);
         b[6] = crate::NAME_MAX as u8;
         b[7] = crate::ATTR_MAX as u8;
         put16(&mut b, 8, crate::INLINE_MAX as u16);
@@ -46,7 +59,7 @@ impl Volume {
     /// Parses: `Ok(None)` when it is not a volume header of this version (not
     /// formatted by this layer), `Err` when it is one but its fields are impossible.
     pub fn parse(b: &[u8]) -> Result<Option<Self>, Corrupted> {
-        if b.len() < LEN || b[0..4] != MAGIC || le16(b, 4) != VERSION {
+        if b.len() < LEN || b[0..4] != MAGIC || !(1..=VERSION).contains(&le16(b, 4)) {
             return Ok(None);
         }
         if b[6] as usize != crate::NAME_MAX
@@ -58,6 +71,7 @@ impl Volume {
         let v = Volume {
             root: le32(b, 12),
             staging: le32(b, 16),
+            version: le16(b, 4),
         };
         if v.root == 0 || v.staging == 0 || v.root == v.staging {
             return Err(Corrupted);

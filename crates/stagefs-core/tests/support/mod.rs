@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod dirs;
 pub mod full_volume;
 pub mod staged;
 pub mod sweep;
