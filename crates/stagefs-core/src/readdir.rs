@@ -80,6 +80,11 @@ impl<'a, S: Store, const PAGE: usize, const HANDLES: usize> ReadDir<'a, S, PAGE,
 
     fn step(&mut self) -> Result<Option<DirEntry>, Error<S::FlashError>> {
         let p = self.fs.store.payload();
+        // First: an error ends the listing (`next` sets `done`), even one from page 0
+        // before the listing started (review s55: a corrupt page 0 gave it forever).
+        if self.done {
+            return Ok(None);
+        }
         if !self.started {
             namespace::read_page(&mut self.fs.store, self.dir, 0, &mut self.fs.b)?;
             DirHeader::parse(&self.fs.b[..p])?;

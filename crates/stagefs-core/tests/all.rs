@@ -36,6 +36,7 @@ mod review_s50;
 mod review_s51;
 mod review_s52;
 mod review_s54;
+mod review_s55;
 #[cfg(feature = "alloc")]
 mod unnamed;
 mod wear_out;
