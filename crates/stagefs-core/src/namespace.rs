@@ -1,11 +1,12 @@
 //! Directories: one oftl object per directory, holding a binary hash trie.
 //!
-//! Page 0 is the directory header: the entry count, the parent, and a split bitmap
-//! with one bit per trie node. The names of a leaf node `(level l, prefix p)` (the
-//! names whose hash ends in the `l` bits of `p`) live on bucket page `1 + p`. When a
-//! bucket fills up it **splits**: the names with bit `l` of their hash set move to the
-//! new right child's page `1 + p + 2^l`, the others stay on page `1 + p` (now the left
-//! child's), and the node's bit is set, all in one oftl transaction. So:
+//! Page 0 is the directory header: a count (0 exactly when the directory is empty), the
+//! parent, and a split bitmap with one bit per trie node. The names of a leaf node
+//! `(level l, prefix p)` (the names whose hash ends in the `l` bits of `p`) live on
+//! bucket page `1 + p`. When a bucket fills up it **splits**: the names with bit `l` of
+//! their hash set move to the new right child's page `1 + p + 2^l`, the others stay on
+//! page `1 + p` (now the left child's), and the node's bit is set, all in one oftl
+//! transaction. So:
 //!
 //! - a lookup reads **2 pages** (page 0, then the bucket) whatever the size of the
 //!   directory, up to `2^MAX_LEVEL` buckets (8,192: about 270,000 names of 20 bytes),
