@@ -57,7 +57,9 @@ pub enum Error<E> {
     /// Attributes longer than [`crate::ATTR_MAX`], a seek before the start, or a file
     /// past the largest size.
     TooLarge,
-    /// A directory page at the deepest level is full of names that hash alike.
+    /// A directory page at the deepest level is full of names that hash alike: a new
+    /// name or longer attributes do not fit (a growing inline file moves to an object
+    /// of its own instead).
     DirectoryFull,
     /// No room: delete something.
     NoSpace,

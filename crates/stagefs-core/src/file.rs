@@ -4,8 +4,9 @@
 //! [`crate::INLINE_MAX`]) or has its **own object**. An open inline file keeps its
 //! bytes in its handle; `fsync`/`close` write them into the entry (one transaction).
 //! When a write takes it past `INLINE_MAX` it moves to an object of its own in one
-//! transaction (object created, bytes written, entry changed). Writes to a file with
-//! an object go through oftl's write-back buffers; `fsync` flushes them.
+//! transaction (object created, bytes written, entry changed); so does one whose
+//! commit would grow its entry past a full bucket at the trie's last level. Writes to
+//! a file with an object go through oftl's write-back buffers; `fsync` flushes them.
 //!
 //! Opening an existing file with `truncate` makes the handle an empty inline file that
 //! replaces the old contents (and deletes the old object) only at the next
@@ -637,7 +638,14 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         let mut loc = if grow + self.staged_growth(&loc, h.name())? <= free {
             loc
         } else {
-            self.locate_with_room(h.dir, h.name(), grow)?
+            match self.locate_with_room(h.dir, h.name(), grow) {
+                Ok(loc) => loc,
+                // A full bucket at the trie's last level: an entry naming an object
+                // is no longer than the inline one, so the file moves to an object
+                // of its own instead of the close failing.
+                Err(Error::DirectoryFull) => return self.commit_as_object(i),
+                Err(e) => return Err(e),
+            }
         };
         e.set_inline(&h.inline[..h.size as usize])?;
         namespace::remove_from(&mut self.a, &mut loc)?;
@@ -658,6 +666,16 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         h.dirty = false;
         h.replaced = 0;
         h.truncated = false;
+        Ok(())
+    }
+
+    /// Commits inline file `i` by moving it to an object of its own: in one
+    /// transaction, or (opened with truncate) through a pending object and its adoption.
+    fn commit_as_object(&mut self, i: usize) -> Result<(), Error<S::FlashError>> {
+        self.promote(i)?;
+        if self.handles[i].pending {
+            return self.adopt(i);
+        }
         Ok(())
     }
 

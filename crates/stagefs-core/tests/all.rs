@@ -9,6 +9,7 @@ mod support;
 
 mod basic;
 mod dir_count;
+mod full_bucket;
 mod id_reuse;
 mod model_based;
 mod powerloss;

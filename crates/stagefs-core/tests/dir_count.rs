@@ -7,13 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nand_hal::sim::{profile, CutKind, FaultPlan, SimNand, TornMode};
+use nand_hal::sim::{profile, FaultPlan, SimNand};
 use oftl::TxOp;
 use stagefs_core::format::bucket;
 use stagefs_core::{Error, Store};
 
 use crate::support::dirs::{counts_exact, walk};
-use crate::support::sweep::{cut_sweep, Cuts, Ran, Report};
+use crate::support::sweep::{self, Ran, Report};
 use crate::support::{create, pattern, vol, write_file, Sim, Vol};
 
 fn programmed(fs: &Vol<'_>) -> u64 {
@@ -378,34 +378,7 @@ fn base(old: bool) -> (Sim, Tree) {
 }
 
 fn run_script(sim: &mut Sim, start: &Tree) -> Ran<Tree> {
-    let mut cur = start.clone();
-    let mut fs = vol(sim);
-    if let Err(e) = fs.mount() {
-        return Ran {
-            cur,
-            intent: None,
-            err: Some(e),
-            steps: 0,
-        };
-    }
-    for (i, &op) in SCRIPT.iter().enumerate() {
-        let next = apply(&cur, op);
-        if let Err(e) = run_op(&mut fs, op) {
-            return Ran {
-                cur,
-                intent: Some(next),
-                err: Some(e),
-                steps: i,
-            };
-        }
-        cur = next;
-    }
-    Ran {
-        cur,
-        intent: None,
-        err: None,
-        steps: SCRIPT.len(),
-    }
+    sweep::run_script(sim, start, SCRIPT, &apply, &mut |fs, op| run_op(fs, op))
 }
 
 /// After a cut: the volume mounts, every count is exact, the names are the
@@ -458,40 +431,26 @@ fn cuts_leave_every_count_exact() {
         sim.disarm();
         check(&mut sim, &ran.cur, &None).unwrap();
         let mut rep = Report::default();
-        for (kinds, recovery, noisy) in [
-            (&CutKind::ALL[..], false, false),
-            (&[CutKind::Torn(TornMode::Random)][..], false, true),
-            (&[CutKind::Clean][..], true, false),
-        ] {
-            cut_sweep(
-                &base_sim,
-                ops,
-                Cuts {
-                    seed: 5,
-                    kinds,
-                    stride: 1,
-                    recovery,
-                    noisy,
-                },
-                if old {
-                    "dir count (version 1)"
-                } else {
-                    "dir count"
-                },
-                &mut |sim| run_script(sim, &start),
-                &mut check,
-                &mut rep,
-            );
-        }
+        let name = if old {
+            "dir count (version 1)"
+        } else {
+            "dir count"
+        };
+        sweep::sweep_passes(
+            &base_sim,
+            ops,
+            5,
+            1,
+            name,
+            &mut |sim| run_script(sim, &start),
+            &mut check,
+            &mut rep,
+        );
         println!(
             "old {old}: {ops} programs/erases uncut, {} cut runs",
             rep.runs
         );
         assert!(rep.runs > 5 * ops, "{} runs", rep.runs);
-        assert!(
-            rep.failures.is_empty(),
-            "{:#?}",
-            &rep.failures[..rep.failures.len().min(10)]
-        );
+        rep.assert_clean(10);
     }
 }

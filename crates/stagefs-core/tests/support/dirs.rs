@@ -16,6 +16,8 @@ pub struct Walked {
     pub head: DirHeader,
     pub names: BTreeMap<String, Kind>,
     pub filled: u32,
+    /// Files with an object of their own (not inline).
+    pub file_objects: u32,
 }
 
 /// Reads page `page` of object `obj` (a hole reads as zeros).
@@ -42,6 +44,7 @@ pub fn walk(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
             head,
             names: BTreeMap::new(),
             filled: 0,
+            file_objects: 0,
         };
         let mut leaves = vec![(0u32, 0u32)];
         while let Some((l, pf)) = leaves.pop() {
@@ -60,8 +63,10 @@ pub fn walk(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
             for e in bucket::entries(&page, &bh) {
                 let (_, e) = e.map_err(|_| format!("{path}: bad entry"))?;
                 let name = String::from_utf8_lossy(e.name).to_string();
-                if let (Kind::Dir, Body::Object(o)) = (e.kind, e.body) {
-                    stack.push((o, format!("{path}{name}/")));
+                match (e.kind, e.body) {
+                    (Kind::Dir, Body::Object(o)) => stack.push((o, format!("{path}{name}/"))),
+                    (Kind::File, Body::Object(_)) => w.file_objects += 1,
+                    _ => {}
                 }
                 w.names.insert(name, e.kind);
             }
@@ -92,4 +97,19 @@ pub fn counts_exact(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
         }
     }
     Ok(dirs)
+}
+
+/// `n` names whose hashes agree with `want` on the low `bits` bits.
+pub fn colliding(tag: &str, bits: u32, n: usize, want: u32) -> Vec<String> {
+    let mask = (1u32 << bits) - 1;
+    let mut out = Vec::new();
+    let mut i = 0u64;
+    while out.len() < n {
+        let s = format!("{tag}{i:08}-{}", "q".repeat(20));
+        if bucket::hash(s.as_bytes()) & mask == want & mask {
+            out.push(s);
+        }
+        i += 1;
+    }
+    out
 }

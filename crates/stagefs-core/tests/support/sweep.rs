@@ -3,11 +3,11 @@
 //! recovery mount cut again at every one of its own programs and erases.
 
 use nand_hal::sim::SimError;
-use nand_hal::sim::{CutKind, FaultConfig, FaultPlan};
+use nand_hal::sim::{CutKind, FaultConfig, FaultPlan, TornMode};
 use stagefs_core::oracle::power_loss;
 use stagefs_core::Error;
 
-use super::{vol, Sim};
+use super::{vol, Sim, Vol};
 
 /// Cut runs done and what failed.
 #[derive(Default)]
@@ -112,5 +112,86 @@ pub fn cut_sweep<S>(
             }
             at += cuts.stride;
         }
+    }
+}
+
+/// The passes a script's sweep runs: every cut kind at every program and erase, noisy
+/// random torn cuts, and clean cuts (every `recovery_stride`-th) each followed by every
+/// cut of the recovery mount.
+#[allow(clippy::too_many_arguments)]
+pub fn sweep_passes<S>(
+    base: &Sim,
+    n: u64,
+    seed: u64,
+    recovery_stride: u64,
+    name: &str,
+    run: &mut dyn FnMut(&mut Sim) -> Ran<S>,
+    check: &mut Check<'_, S>,
+    rep: &mut Report,
+) {
+    for (kinds, recovery, noisy, stride) in [
+        (&CutKind::ALL[..], false, false, 1),
+        (&[CutKind::Torn(TornMode::Random)][..], false, true, 1),
+        (&[CutKind::Clean][..], true, false, recovery_stride),
+    ] {
+        let cuts = Cuts {
+            seed,
+            kinds,
+            stride,
+            recovery,
+            noisy,
+        };
+        cut_sweep(base, n, cuts, name, run, check, rep);
+    }
+}
+
+impl Report {
+    /// Fails the test with the first `most` failures, if there are any.
+    pub fn assert_clean(&self, most: usize) {
+        assert!(
+            self.failures.is_empty(),
+            "{} failures: {:#?}",
+            self.failures.len(),
+            &self.failures[..self.failures.len().min(most)]
+        );
+    }
+}
+
+/// Mounts `sim` and runs `script` one op at a time: `apply` gives the state an op
+/// leaves, `run_op` does it. Stops at the first error, with the op's state in flight.
+pub fn run_script<S: Clone, O: Copy>(
+    sim: &mut Sim,
+    start: &S,
+    script: &[O],
+    apply: &dyn Fn(&S, O) -> S,
+    run_op: &mut dyn FnMut(&mut Vol<'_>, O) -> Result<(), Error<SimError>>,
+) -> Ran<S> {
+    let mut cur = start.clone();
+    let mut fs = vol(sim);
+    if let Err(e) = fs.mount() {
+        return Ran {
+            cur,
+            intent: None,
+            err: Some(e),
+            steps: 0,
+        };
+    }
+    for (i, &op) in script.iter().enumerate() {
+        let next = apply(&cur, op);
+        if let Err(e) = run_op(&mut fs, op) {
+            return Ran {
+                cur,
+                intent: Some(next),
+                err: Some(e),
+                steps: i,
+            };
+        }
+        cur = next;
+    }
+    Ran {
+        cur,
+        intent: None,
+        err: None,
+        steps: script.len(),
     }
 }
