@@ -157,6 +157,9 @@ impl Report {
     }
 }
 
+/// Does one op of a script.
+pub type RunOp<'r, O> = dyn FnMut(&mut Vol<'_>, O) -> Result<(), Error<SimError>> + 'r;
+
 /// Mounts `sim` and runs `script` one op at a time: `apply` gives the state an op
 /// leaves, `run_op` does it. Stops at the first error, with the op's state in flight.
 pub fn run_script<S: Clone, O: Copy>(
@@ -164,7 +167,7 @@ pub fn run_script<S: Clone, O: Copy>(
     start: &S,
     script: &[O],
     apply: &dyn Fn(&S, O) -> S,
-    run_op: &mut dyn FnMut(&mut Vol<'_>, O) -> Result<(), Error<SimError>>,
+    run_op: &mut RunOp<'_, O>,
 ) -> Ran<S> {
     let mut cur = start.clone();
     let mut fs = vol(sim);
