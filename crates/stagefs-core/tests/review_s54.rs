@@ -663,44 +663,14 @@ fn rand_attr_sweep(
 ) -> Report {
     let (base_sim, st) = base(&pre_rand, seed);
     let s = rand_script(seed, len);
-    let mut sim = base_sim.clone();
-    sim.arm(FaultPlan::seeded(seed));
-    let (cur, _, err, _) = run_script(&mut sim, &s, &st);
-    assert!(err.is_none(), "uncut: {err:?}");
-    let ops = sim.ops_since_arm();
-    sim.cut_power();
-    sim.power_on();
-    sim.disarm();
-    let mut rep = Report::default();
-    if let Err(e) = attrs_check(&mut sim, &cur, &None) {
-        rep.failures.push(format!("attrs seed {seed} uncut: {e}"));
-    }
-    let mut cuts = crate::support::sweep::Report::default();
-    crate::support::sweep::cut_sweep(
-        &base_sim,
-        ops,
-        crate::support::sweep::Cuts {
-            seed,
-            kinds,
-            stride,
-            recovery,
-            noisy: false,
-        },
-        "attrs",
-        &mut |sim| {
-            let (cur, intent, err, steps) = run_script(sim, &s, &st);
-            crate::support::sweep::Ran {
-                cur,
-                intent,
-                err,
-                steps,
-            }
-        },
-        &mut attrs_check,
-        &mut cuts,
-    );
-    rep.runs += cuts.runs;
-    rep.failures.extend(cuts.failures);
+    let cuts = crate::support::sweep::Cuts {
+        seed,
+        kinds,
+        stride,
+        recovery,
+        noisy: false,
+    };
+    let (rep, ops) = sweep_from(&base_sim, &st, &s, cuts, "attrs", &mut attrs_check);
     println!(
         "attrs seed {seed}: {ops} programs/erases uncut, {} runs, {} failures",
         rep.runs,
@@ -820,7 +790,7 @@ fn s54_trace_one() {
     assert_eq!(r, Ok(()));
 }
 
-use crate::support::tree::{base, check_after, matches, run_script};
+use crate::support::tree::{base, check_after, matches, run_script, sweep_from};
 use stagefs_core::oracle::{observe, power_loss, Node};
 
 /// Double cuts, then more work, then a third cut: script `s1` cut at every
@@ -1066,44 +1036,15 @@ fn big_base(n: u32, seed: u64) -> (crate::support::Sim, St) {
 fn big_sweep(n: u32, seed: u64, len: usize, stride: u64, kinds: &[CutKind]) -> Report {
     let (base_sim, st) = big_base(n, seed);
     let s = rand_script(seed, len);
-    let mut sim = base_sim.clone();
-    sim.arm(FaultPlan::seeded(seed));
-    let (cur, _, err, _) = run_script(&mut sim, &s, &st);
-    assert!(err.is_none(), "uncut: {err:?}");
-    let ops = sim.ops_since_arm();
-    sim.cut_power();
-    sim.power_on();
-    sim.disarm();
-    let mut rep = Report::default();
-    if let Err(e) = light_check(&mut sim, &cur, &None) {
-        rep.failures.push(format!("big {n} seed {seed} uncut: {e}"));
-    }
-    let mut cuts = crate::support::sweep::Report::default();
-    crate::support::sweep::cut_sweep(
-        &base_sim,
-        ops,
-        crate::support::sweep::Cuts {
-            seed,
-            kinds,
-            stride,
-            recovery: false,
-            noisy: false,
-        },
-        &format!("big {n}"),
-        &mut |sim| {
-            let (cur, intent, err, steps) = run_script(sim, &s, &st);
-            crate::support::sweep::Ran {
-                cur,
-                intent,
-                err,
-                steps,
-            }
-        },
-        &mut light_check,
-        &mut cuts,
-    );
-    rep.runs += cuts.runs;
-    rep.failures.extend(cuts.failures);
+    let cuts = crate::support::sweep::Cuts {
+        seed,
+        kinds,
+        stride,
+        recovery: false,
+        noisy: false,
+    };
+    let name = format!("big {n}");
+    let (rep, ops) = sweep_from(&base_sim, &st, &s, cuts, &name, &mut light_check);
     println!(
         "big {n} seed {seed}: {ops} programs/erases uncut, {} runs, {} failures",
         rep.runs,

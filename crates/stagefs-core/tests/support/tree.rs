@@ -439,6 +439,8 @@ pub struct Report {
     pub failures: Vec<String>,
     /// Most files with staged records seen in the uncut run: (objects, inline).
     pub staged: (usize, usize),
+    /// Most pages the store relocated in an uncut run.
+    pub relocated: u64,
 }
 
 impl Report {
@@ -448,6 +450,7 @@ impl Report {
         self.failures.extend(r.failures);
         self.staged.0 = self.staged.0.max(r.staged.0);
         self.staged.1 = self.staged.1.max(r.staged.1);
+        self.relocated = self.relocated.max(r.relocated);
     }
 }
 
@@ -472,10 +475,40 @@ pub fn sweep(
     noisy: bool,
 ) -> Report {
     let (base_sim, st) = base(preload, seed);
+    let cuts = Cuts {
+        seed,
+        kinds,
+        stride,
+        recovery,
+        noisy,
+    };
+    let (rep, n) = sweep_from(&base_sim, &st, script, cuts, name, &mut check_after);
+    println!(
+        "{name} seed {seed}: {n} programs/erases uncut, most staged (objects, inline) \
+         {:?}, {} pages relocated, {} runs, {} failures",
+        rep.staged,
+        rep.relocated,
+        rep.runs,
+        rep.failures.len()
+    );
+    rep
+}
+
+/// Runs `script` uncut from `base_sim` (state `st`) and checks the part with `check`,
+/// then runs it cut as `cuts` says, checking each: the outcome, and the programs and
+/// erases of the uncut run.
+pub fn sweep_from(
+    base_sim: &Sim,
+    st: &St,
+    script: Script<'_>,
+    cuts: Cuts<'_>,
+    name: &str,
+    check: &mut sweep::Check<'_, St>,
+) -> (Report, u64) {
     let mut sim = base_sim.clone();
-    sim.arm(FaultPlan::seeded(seed));
+    sim.arm(FaultPlan::seeded(cuts.seed));
     STAGED.with(|s| s.set((0, 0)));
-    let (cur, _, err, _) = run_script(&mut sim, script, &st);
+    let (cur, _, err, _) = run_script(&mut sim, script, st);
     assert!(err.is_none(), "{name}: uncut run failed: {err:?}");
     let staged = STAGED.with(|s| s.get());
     let relocated = RELOCATED.with(|s| s.get());
@@ -483,24 +516,22 @@ pub fn sweep(
     sim.cut_power();
     sim.power_on();
     sim.disarm();
-    let mut rep = Report::default();
-    if let Err(e) = check_after(&mut sim, &cur, &None) {
+    let mut rep = Report {
+        staged,
+        relocated,
+        ..Report::default()
+    };
+    if let Err(e) = check(&mut sim, &cur, &None) {
         rep.failures.push(format!("{name}: uncut: {e}"));
     }
-    let mut cuts = sweep::Report::default();
+    let mut cut = sweep::Report::default();
     cut_sweep(
-        &base_sim,
+        base_sim,
         n,
-        Cuts {
-            seed,
-            kinds,
-            stride,
-            recovery,
-            noisy,
-        },
+        cuts,
         name,
         &mut |sim| {
-            let (cur, intent, err, steps) = run_script(sim, script, &st);
+            let (cur, intent, err, steps) = run_script(sim, script, st);
             Ran {
                 cur,
                 intent,
@@ -508,19 +539,12 @@ pub fn sweep(
                 steps,
             }
         },
-        &mut check_after,
-        &mut cuts,
+        check,
+        &mut cut,
     );
-    rep.runs += cuts.runs;
-    rep.failures.extend(cuts.failures);
-    println!(
-        "{name} seed {seed}: {n} programs/erases uncut, most staged (objects, inline) \
-         {staged:?}, {relocated} pages relocated, {} runs, {} failures",
-        rep.runs,
-        rep.failures.len()
-    );
-    rep.staged = staged;
-    rep
+    rep.runs += cut.runs;
+    rep.failures.extend(cut.failures);
+    (rep, n)
 }
 
 /// [`assert_report`], and fails when the scripts staged no object records (a sweep
