@@ -521,7 +521,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
 
     /// Sets the file's size (zeros when it grows). Durable on return. A failure changes
     /// nothing, but for a file opened with `truncate` and not committed since that has
-    /// outgrown inline storage: there the handle may keep the new size (only bytes
+    /// moved to an object of its own (outgrowing inline storage, or a full bucket at
+    /// the trie's last level): there the handle may keep the new size (only bytes
     /// written since the open, never durable, are at stake).
     pub fn truncate(&mut self, f: File, size: u64) -> Result<(), Error<S::FlashError>> {
         let i = self.handle(f)?;
@@ -543,7 +544,10 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             h.size = size;
             h.dirty = true;
             let r = self.commit(i);
-            if r.is_err() {
+            // A commit that moved the file to a pending object and failed to adopt it
+            // (review s56) leaves the handle reading that object, which holds the new
+            // size: it keeps it, as for a pending object made by a write.
+            if r.is_err() && self.handles[i].obj == 0 {
                 // Nothing changed on flash: nor in the handle, or the next commit
                 // would make the refused truncate durable (an independent review,
                 // stop 44: a truncate refused with `NoSpace` on a full volume, and

@@ -38,6 +38,7 @@ mod review_s51;
 mod review_s52;
 mod review_s54;
 mod review_s55;
+mod review_s56;
 #[cfg(feature = "alloc")]
 mod unnamed;
 mod wear_out;

@@ -11,6 +11,7 @@ use stagefs_core::format::bucket;
 use stagefs_core::{Error, File, SeekFrom, Tuning};
 
 use crate::support::dirs::{colliding, counts_exact};
+use crate::support::refusing::{self, Vol as RVol};
 use crate::support::sweep::{self, Ran, Report};
 use crate::support::{create, pattern, read_all, rw, vol, write_file, Sim, Vol};
 
@@ -264,5 +265,98 @@ fn cuts_of_the_moves_leave_acknowledged_contents() {
         );
         assert!(rep.runs > 5 * ops, "{} runs", rep.runs);
         rep.assert_clean(10);
+    }
+}
+
+/// The handle's view of an open file: its length and the bytes a read from 0 gives
+/// (the position is left at the end).
+fn handle_view(fs: &mut RVol<'_>, f: File) -> (u64, Vec<u8>) {
+    let len = fs.len(f).unwrap();
+    fs.seek(f, SeekFrom::Start(0)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 97];
+    loop {
+        let n = fs.read(f, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    (len, out)
+}
+
+/// Review s56's lead: a `truncate` of a file opened with truncate, whose commit moves
+/// it to a pending object (the full bucket) and then has the adoption refused, must
+/// leave a handle whose length, reads and next commit agree, and must not make
+/// anything durable before that commit. Each transaction of the call is refused in
+/// turn (a store wrapper; a filled part reaches these only by chance).
+#[test]
+fn a_refused_step_of_a_moving_truncate_leaves_a_consistent_handle() {
+    for staging in [true, false] {
+        let (base_sim, start, used) = base(staging);
+        let old = start[&used[2]].clone();
+        let written = pattern(77, 250);
+        let mut refused_any = 0;
+        for r in 0..6u32 {
+            for crash in [false, true] {
+                let mut sim = base_sim.clone();
+                let mut fs = refusing::vol(&mut sim);
+                fs.mount().unwrap();
+                fs.set_tuning(Tuning {
+                    staging,
+                    ..Tuning::default()
+                });
+                let f = fs.open(&used[2], rw().truncate(true)).unwrap();
+                fs.write(f, &written).unwrap();
+                fs.store_mut().refuse = Some(r);
+                let t = fs.truncate(f, 240);
+                let refused = fs.store().refused;
+                fs.store_mut().refuse = None;
+                let (len, bytes) = handle_view(&mut fs, f);
+                let tag = format!("staging {staging}, refuse {r}: truncate {t:?}");
+                assert_eq!(len, bytes.len() as u64, "{tag}: length and reads differ");
+                match &t {
+                    Ok(()) => assert_eq!(bytes, written[..240], "{tag}"),
+                    Err(e) => {
+                        assert_eq!(*e, Error::NoSpace, "{tag}");
+                        assert_eq!(refused, 1, "{tag}");
+                        // Refused cleanly (the written bytes), or keeping the new size
+                        // (the documented exception): never anything else.
+                        assert!(
+                            bytes == written || bytes == written[..240],
+                            "{tag}: handle reads {} bytes",
+                            bytes.len()
+                        );
+                        refused_any += 1;
+                    }
+                }
+                let durable = if crash {
+                    // Nothing durable but what a successful truncate made.
+                    drop(fs);
+                    sim.cut_power();
+                    sim.power_on();
+                    if t.is_ok() {
+                        written[..240].to_vec()
+                    } else {
+                        old.clone()
+                    }
+                } else {
+                    // The close commits what the handle shows.
+                    fs.close(f).unwrap();
+                    fs.unmount().unwrap();
+                    drop(fs);
+                    bytes
+                };
+                let mut fs = vol(&mut sim);
+                fs.mount().unwrap();
+                let mut want = start.clone();
+                want.insert(used[2].clone(), durable);
+                check_files(&mut fs, &want).unwrap_or_else(|e| panic!("{tag}, crash {crash}: {e}"));
+            }
+        }
+        assert!(
+            refused_any >= 4,
+            "staging {staging}: {refused_any} refusals"
+        );
     }
 }

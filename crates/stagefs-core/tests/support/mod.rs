@@ -5,6 +5,7 @@
 
 pub mod dirs;
 pub mod full_volume;
+pub mod refusing;
 pub mod staged;
 pub mod sweep;
 pub mod tree;
