@@ -39,6 +39,7 @@ mod review_s52;
 mod review_s54;
 mod review_s55;
 mod review_s56;
+mod review_s56b;
 #[cfg(feature = "alloc")]
 mod unnamed;
 mod wear_out;
