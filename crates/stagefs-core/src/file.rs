@@ -337,9 +337,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
+        let count = namespace::count_after(&loc.root, &[&loc], self.dir_version())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
+        self.bucket_ops(&loc, &self.a, &count, &mut ops)?;
         self.store.transact(&ops)?;
         Ok(())
     }
@@ -466,7 +466,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
+        let count = namespace::count_after(&loc.root, &[&loc], self.dir_version())?;
         let attrs = self.new_object_attrs()?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         push(
@@ -487,7 +487,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 },
             )?;
         }
-        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
+        self.bucket_ops(&loc, &self.a, &count, &mut ops)?;
         if h.replaced != 0 {
             push(&mut ops, TxOp::Delete { obj: h.replaced })?;
         }
@@ -656,9 +656,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
+        let count = namespace::count_after(&loc.root, &[&loc], self.dir_version())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
+        self.bucket_ops(&loc, &self.a, &count, &mut ops)?;
         if h.replaced != 0 {
             ops.push(TxOp::Delete { obj: h.replaced })
                 .map_err(|_| Error::Corrupted)?;
@@ -698,12 +698,12 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
+        let count = namespace::count_after(&loc.root, &[&loc], self.dir_version())?;
         // Flushed home just now: every record before the log's end is superseded
         // (none names it, unless its id was another object's before).
         let attrs = self.new_object_attrs()?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
+        self.bucket_ops(&loc, &self.a, &count, &mut ops)?;
         push(&mut ops, TxOp::SetAttrs { obj: h.obj, attrs })?;
         if h.replaced != 0 {
             push(&mut ops, TxOp::Delete { obj: h.replaced })?;

@@ -354,7 +354,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             version: volume::VERSION,
         };
         let header = v.encode();
-        let root_page = namespace::new_dir_page(v.root, true);
+        let root_page = namespace::new_dir_page(v.root, v.dir_version());
         let attrs = stage::attrs_for(0);
         self.store.transact(&[
             TxOp::Create {
@@ -492,7 +492,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
     /// read-only to take it stays at version 1 and keeps writing version-1 headers; the
     /// next mount tries again.
     fn upgrade_volume(&mut self) -> Result<(), Error<S::FlashError>> {
-        let Some(mut v) = self.vol.filter(|v| !v.counts_buckets()) else {
+        let Some(mut v) = self.vol.filter(|v| v.version < volume::VERSION) else {
             return Ok(());
         };
         if self.read_only() {
@@ -515,9 +515,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         }
     }
 
-    /// Whether directory headers written now may count buckets (the volume's version).
-    fn counts_buckets(&self) -> bool {
-        self.vol.is_some_and(|v| v.counts_buckets())
+    /// The newest directory header version that may be written now (the volume's).
+    fn dir_version(&self) -> u8 {
+        self.vol.map_or(1, |v| v.dir_version())
     }
 
     /// One bounded step of background work: a patch of the staged records if there
@@ -722,7 +722,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         &self,
         loc: &Loc,
         image: &'x [u8],
-        count: Option<&'x [u8; 6]>,
+        count: &'x namespace::Page0Writes,
         ops: &mut heapless::Vec<TxOp<'x>, 8>,
     ) -> Result<(), Error<S::FlashError>> {
         let p = self.store.payload();
@@ -732,14 +732,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             data: &image[..p],
         };
         ops.push(page).map_err(|_| Error::Corrupted)?;
-        if let Some(count) = count {
-            ops.push(TxOp::Write {
-                obj: loc.dir,
-                offset: namespace::COUNT_AT,
-                data: count,
-            })
-            .map_err(|_| Error::Corrupted)?;
-        }
+        count.push_ops(loc.dir, ops)?;
         Ok(())
     }
 
@@ -764,8 +757,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !namespace::insert_into(&mut self.a, &mut loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
-        let page0 = namespace::new_dir_page(dir, self.counts_buckets());
+        let count = namespace::count_after(&loc.root, &[&loc], self.dir_version())?;
+        let page0 = namespace::new_dir_page(dir, self.dir_version());
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
         ops.push(TxOp::Create {
             kind: ObjKind::Object,
@@ -778,7 +771,7 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             data: &page0,
         })
         .map_err(|_| Error::Corrupted)?;
-        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
+        self.bucket_ops(&loc, &self.a, &count, &mut ops)?;
         self.store.transact(&ops)
     }
 
@@ -813,9 +806,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
             self.dirs.forget();
         }
         namespace::remove_from(&mut self.a, &mut loc)?;
-        let count = namespace::count_after(&loc.root, &[&loc], self.counts_buckets())?;
+        let count = namespace::count_after(&loc.root, &[&loc], self.dir_version())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(&loc, &self.a, count.as_ref(), &mut ops)?;
+        self.bucket_ops(&loc, &self.a, &count, &mut ops)?;
         if e.object != 0 {
             ops.push(TxOp::Delete { obj: e.object })
                 .map_err(|_| Error::Corrupted)?;
@@ -900,9 +893,9 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         if !namespace::insert_into(&mut self.a, loc, &e.entry()) {
             return Err(Error::Corrupted);
         }
-        let count = namespace::count_after(&loc.root, &[loc], self.counts_buckets())?;
+        let count = namespace::count_after(&loc.root, &[loc], self.dir_version())?;
         let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
-        self.bucket_ops(loc, &self.a, count.as_ref(), &mut ops)?;
+        self.bucket_ops(loc, &self.a, &count, &mut ops)?;
         self.store.transact(&ops)
     }
 
@@ -986,18 +979,18 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
         // Page 0's counts: one directory with its one or two buckets, or two.
         let (tc, fc) = if fdir != tdir {
             (
-                namespace::count_after(&tloc.root, &[&tloc], self.counts_buckets())?,
-                namespace::count_after(&floc.root, &[&floc], self.counts_buckets())?,
+                namespace::count_after(&tloc.root, &[&tloc], self.dir_version())?,
+                namespace::count_after(&floc.root, &[&floc], self.dir_version())?,
             )
         } else if same_page {
             (
-                namespace::count_after(&tloc.root, &[&tloc], self.counts_buckets())?,
-                None,
+                namespace::count_after(&tloc.root, &[&tloc], self.dir_version())?,
+                namespace::Page0Writes::default(),
             )
         } else {
             (
-                namespace::count_after(&tloc.root, &[&tloc, &floc], self.counts_buckets())?,
-                None,
+                namespace::count_after(&tloc.root, &[&tloc, &floc], self.dir_version())?,
+                namespace::Page0Writes::default(),
             )
         };
         let parent_link = tdir.to_le_bytes();
@@ -1020,26 +1013,8 @@ impl<S: Store, const PAGE: usize, const HANDLES: usize> Fs<S, PAGE, HANDLES> {
                 },
             )?;
         }
-        if let Some(tc) = &tc {
-            push(
-                &mut ops,
-                TxOp::Write {
-                    obj: tdir,
-                    offset: namespace::COUNT_AT,
-                    data: tc,
-                },
-            )?;
-        }
-        if let Some(fc) = &fc {
-            push(
-                &mut ops,
-                TxOp::Write {
-                    obj: fdir,
-                    offset: namespace::COUNT_AT,
-                    data: fc,
-                },
-            )?;
-        }
+        tc.push_ops(tdir, &mut ops)?;
+        fc.push_ops(fdir, &mut ops)?;
         if src.kind == Kind::Dir && fdir != tdir {
             push(
                 &mut ops,

@@ -17,9 +17,10 @@
 //!   in a directory that counts buckets, page 0's count being a second write) and
 //!   leaves no page holding stale names; buckets are half full after a split, about
 //!   70 % on average;
-//! - page 0's count is the number of buckets holding a name (version 2; names in a
-//!   version-1 directory), so a create or remove in a bucket that keeps a name writes
-//!   the bucket alone ([`count_after`]).
+//! - page 0 counts the buckets holding a name, per group of up to 8 buckets (version
+//!   3; in all, version 2; names in a version-1 directory), so a create or remove in a
+//!   bucket that keeps a name writes the bucket alone ([`count_after`]), and a listing
+//!   skips the groups whose count is 0 unread.
 //!
 //! Namespace changes (insert, remove, rename) are single oftl transactions built by the
 //! caller from the bucket images these functions prepare.
@@ -28,8 +29,8 @@ use oftl::TxOp;
 
 use crate::error::Error;
 use crate::format::bucket::{
-    self, bitmap_byte, bucket_page, entries, header, leaf_of, node_bit, put_header, DirHeader,
-    Entry, Header, MAX_LEVEL,
+    self, bitmap_byte, bucket_page, entries, group_byte, group_of, header, leaf_of, nibble,
+    node_bit, put_header, with_nibble, DirHeader, Entry, Header, GROUP_MAX, MAX_LEVEL,
 };
 use crate::format::Corrupted;
 use crate::store::Store;
@@ -56,19 +57,107 @@ pub struct Loc {
     /// Names in the bucket when it was located (`head.count` before the caller's
     /// changes).
     pub before: u16,
+    /// Page 0's byte holding the count of the bucket's group when it was located
+    /// ([`bucket::group_byte`]; 0 in a directory of version 1 or 2).
+    pub group: u8,
 }
 
-/// Page 0's count field (bytes [`COUNT_AT`]`..+6`) after the changes made to the bucket
-/// images of `locs` since they were located (every one a bucket of the directory whose
-/// page 0 is `root`, each bucket once); `None` when it stays as it is. With `v2` (the
-/// volume allows version-2 headers) a version-1 header that is empty before or after
-/// becomes version 2 (both counts are 0 then).
-pub fn count_after(
-    root: &DirHeader,
-    locs: &[&Loc],
-    v2: bool,
-) -> Result<Option<[u8; 6]>, Corrupted> {
-    let buckets = root.counts_buckets || (v2 && root.count == 0);
+/// The writes to page 0 a change of a directory's buckets needs: its count field
+/// (versions 1 and 2, and the one that makes a header version 3), and the bytes of the
+/// group counts that change (version 3). Each is its own `TxOp::Write`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Page0Writes {
+    n: u8,
+    at: [u16; 3],
+    len: [u8; 3],
+    bytes: [[u8; 6]; 3],
+}
+
+impl Page0Writes {
+    fn push(&mut self, at: usize, bytes: &[u8]) -> Result<(), Corrupted> {
+        let i = self.n as usize;
+        if i == self.at.len() || bytes.len() > 6 {
+            return Err(Corrupted);
+        }
+        self.at[i] = u16::try_from(at).map_err(|_| Corrupted)?;
+        self.len[i] = bytes.len() as u8;
+        self.bytes[i][..bytes.len()].copy_from_slice(bytes);
+        self.n += 1;
+        Ok(())
+    }
+
+    /// The writes: offset in the directory object and bytes.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        (0..self.n as usize).map(|i| (self.at[i] as u64, &self.bytes[i][..self.len[i] as usize]))
+    }
+
+    /// Appends them to `ops` as writes to directory `dir`.
+    pub fn push_ops<'x>(
+        &'x self,
+        dir: u32,
+        ops: &mut heapless::Vec<TxOp<'x>, 8>,
+    ) -> Result<(), Corrupted> {
+        for (offset, data) in self.iter() {
+            ops.push(TxOp::Write {
+                obj: dir,
+                offset,
+                data,
+            })
+            .map_err(|_| Corrupted)?;
+        }
+        Ok(())
+    }
+}
+
+/// The group-count bytes of a version-3 directory after the changes of `locs` (each
+/// bucket once, all of one directory, located with page 0 as it is now), appended to
+/// `out`: one write per byte that changes.
+fn group_writes(locs: &[&Loc], out: &mut Page0Writes) -> Result<(), Corrupted> {
+    // (byte offset, byte before, byte after) for at most one byte per loc.
+    let mut bytes = [(0usize, 0u8, 0u8); 2];
+    let mut n = 0;
+    for l in locs {
+        let delta = (l.head.count > 0) as i8 - (l.before > 0) as i8;
+        if delta == 0 {
+            continue;
+        }
+        let g = group_of(l.head.prefix);
+        let at = group_byte(g);
+        let i = match bytes[..n].iter().position(|b| b.0 == at) {
+            Some(i) => i,
+            None => {
+                *bytes.get_mut(n).ok_or(Corrupted)? = (at, l.group, l.group);
+                n += 1;
+                n - 1
+            }
+        };
+        let count = nibble(bytes[i].2, g) as i8 + delta;
+        if !(0..=GROUP_MAX as i8).contains(&count) {
+            return Err(Corrupted);
+        }
+        bytes[i].2 = with_nibble(bytes[i].2, g, count as u8);
+    }
+    for &(at, was, is) in &bytes[..n] {
+        if was != is {
+            out.push(at, &[is])?;
+        }
+    }
+    Ok(())
+}
+
+/// The writes to page 0 ([`Page0Writes`]) after the changes made to the bucket images
+/// of `locs` since they were located (every one a bucket of the directory whose page 0
+/// is `root`, each bucket once); none when it stays as it is. `version` is the newest
+/// directory header the volume allows (1 to 3): a header older than it becomes that
+/// version when it is empty before or after the change, where every count is 0 (a
+/// version-1 header reaches version 2 only on a version-2 volume).
+pub fn count_after(root: &DirHeader, locs: &[&Loc], version: u8) -> Result<Page0Writes, Corrupted> {
+    let mut out = Page0Writes::default();
+    if root.groups {
+        group_writes(locs, &mut out)?;
+        return Ok(out);
+    }
+    let buckets = root.counts_buckets || (version >= 2 && root.count == 0);
     let mut n = root.count as i64;
     for l in locs {
         let (was, is) = (l.before as i64, l.head.count as i64);
@@ -79,12 +168,25 @@ pub fn count_after(
         };
     }
     let count = u32::try_from(n).map_err(|_| Corrupted)?;
+    if version >= 3 && (root.count == 0 || count == 0) {
+        // Version 3 from here: every group count is 0 (versions 1 and 2 leave them 0),
+        // and the buckets that now hold a name count in theirs.
+        let new = DirHeader::new(root.parent, 3);
+        out.push(COUNT_AT as usize, &new.count_field())?;
+        if count > 0 {
+            group_writes(locs, &mut out)?;
+        }
+        return Ok(out);
+    }
     let new = DirHeader {
         count,
-        counts_buckets: buckets || (v2 && count == 0),
-        parent: root.parent,
+        counts_buckets: buckets || (version >= 2 && count == 0),
+        ..*root
     };
-    Ok((new != *root).then(|| new.count_field()))
+    if new != *root {
+        out.push(COUNT_AT as usize, &new.count_field())?;
+    }
+    Ok(out)
 }
 
 /// Reads page `page` of directory `dir` into `buf` (one payload; a hole or a page past
@@ -112,6 +214,11 @@ pub fn locate<S: Store>(
     read_page(s, dir, 0, buf)?;
     let root = DirHeader::parse(&buf[..p])?;
     let (level, prefix) = leaf_of(&buf[..p], bucket::hash(name));
+    let group = if root.groups {
+        buf[group_byte(group_of(prefix))]
+    } else {
+        0
+    };
     let page = bucket_page(prefix);
     read_page(s, dir, page, buf)?;
     let head = match header(&buf[..p], level, prefix)? {
@@ -126,6 +233,7 @@ pub fn locate<S: Store>(
         root,
         found,
         before: head.count,
+        group,
     })
 }
 
@@ -184,13 +292,38 @@ pub fn split<S: Store>(
     a[write_at..p].fill(0);
     put_header(&mut a[..p], &left);
     // A directory that counts buckets has one more with a name when both children
-    // got some (the full bucket had names: a version-1 header does not change).
-    let mut count = loc.root;
-    if count.counts_buckets && left.count > 0 && moved > 0 {
-        count.count = count.count.checked_add(1).ok_or(Corrupted)?;
+    // got some (the full bucket had names: a version-1 header does not change); in
+    // version 3, the right child's group counts it, and the left's loses the bucket
+    // when every name moved right.
+    let mut page0 = Page0Writes::default();
+    if loc.root.groups {
+        let right_group = group_byte(group_of(right.prefix));
+        let mut rbyte = [loc.group];
+        if right_group != group_byte(group_of(pfx))
+            && s.read(loc.dir, right_group as u64, &mut rbyte)? != 1
+        {
+            return Err(Error::Corrupted);
+        }
+        let l = Loc {
+            head: left,
+            before: old.count,
+            ..*loc
+        };
+        let r = Loc {
+            head: right,
+            before: 0,
+            group: rbyte[0],
+            ..*loc
+        };
+        group_writes(&[&l, &r], &mut page0)?;
+    } else if loc.root.counts_buckets && left.count > 0 && moved > 0 {
+        let count = DirHeader {
+            count: loc.root.count.checked_add(1).ok_or(Corrupted)?,
+            ..loc.root
+        };
+        page0.push(COUNT_AT as usize, &count.count_field())?;
     }
-    let field = count.count_field();
-    let mut ops = heapless::Vec::<TxOp<'_>, 4>::new();
+    let mut ops = heapless::Vec::<TxOp<'_>, 8>::new();
     let pages = [
         TxOp::Write {
             obj: loc.dir,
@@ -211,25 +344,14 @@ pub fn split<S: Store>(
     for op in pages {
         ops.push(op).map_err(|_| Error::Corrupted)?;
     }
-    if count != loc.root {
-        ops.push(TxOp::Write {
-            obj: loc.dir,
-            offset: COUNT_AT,
-            data: &field,
-        })
-        .map_err(|_| Error::Corrupted)?;
-    }
+    page0.push_ops(loc.dir, &mut ops)?;
     s.transact(&ops)
 }
 
-/// Page 0 of a new directory (header; the bitmap is all zeros: one bucket), counting
-/// buckets when the volume allows it (`v2`).
-pub fn new_dir_page(parent: u32, v2: bool) -> [u8; bucket::DIR_HEADER_LEN] {
-    DirHeader {
-        counts_buckets: v2,
-        ..DirHeader::new(parent)
-    }
-    .encode()
+/// Page 0 of a new directory of header `version` (header; the bitmap and the group
+/// counts are all zeros: one empty bucket).
+pub fn new_dir_page(parent: u32, version: u8) -> [u8; bucket::DIR_HEADER_LEN] {
+    DirHeader::new(parent, version).encode()
 }
 
 /// An entry with its bytes copied out of a page buffer.
@@ -394,18 +516,25 @@ pub fn insert_into(buf: &mut [u8], loc: &mut Loc, e: &Entry<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::bucket::{group_count, GROUPS};
 
     fn loc(before: u16, after: u16) -> Loc {
+        at(0, before, after, 0)
+    }
+
+    /// A bucket of prefix `prefix` whose group byte reads `group`.
+    fn at(prefix: u32, before: u16, after: u16, group: u8) -> Loc {
         Loc {
             dir: 5,
-            page: 1,
+            page: bucket_page(prefix),
             head: Header {
                 count: after,
-                ..Header::empty(0, 0)
+                ..Header::empty(13, prefix)
             },
-            root: DirHeader::new(2),
+            root: DirHeader::new(2, 2),
             found: None,
             before,
+            group,
         }
     }
 
@@ -413,16 +542,28 @@ mod tests {
         DirHeader {
             count,
             counts_buckets,
+            groups: false,
             parent: 2,
         }
     }
 
+    /// Page 0 of `root` with `groups` (group, count) after the writes.
+    fn apply(root: DirHeader, groups: &[(u32, u8)], w: Page0Writes) -> Vec<u8> {
+        let mut b = vec![0u8; bucket::page0_len()];
+        b[..bucket::DIR_HEADER_LEN].copy_from_slice(&root.encode());
+        for &(g, n) in groups {
+            let i = group_byte(g);
+            b[i] = with_nibble(b[i], g, n);
+        }
+        for (offset, data) in w.iter() {
+            b[offset as usize..offset as usize + data.len()].copy_from_slice(data);
+        }
+        b
+    }
+
     fn after(root: DirHeader, locs: &[&Loc], v2: bool) -> Option<DirHeader> {
-        count_after(&root, locs, v2).unwrap().map(|f| {
-            let mut b = root.encode();
-            b[bucket::COUNT_FIELD_AT..bucket::COUNT_FIELD_AT + 6].copy_from_slice(&f);
-            DirHeader::parse(&b).unwrap()
-        })
+        let w = count_after(&root, locs, if v2 { 2 } else { 1 }).unwrap();
+        (w.iter().count() > 0).then(|| DirHeader::parse(&apply(root, &[], w)).unwrap())
     }
 
     #[test]
@@ -434,7 +575,7 @@ mod tests {
         assert_eq!(after(v2, &[&loc(1, 0)], true), Some(header(2, true)));
         // A move between two buckets of one directory: one empties, one fills.
         assert_eq!(after(v2, &[&loc(1, 0), &loc(0, 1)], true), None);
-        assert!(count_after(&header(0, true), &[&loc(1, 0)], true).is_err());
+        assert!(count_after(&header(0, true), &[&loc(1, 0)], 2).is_err());
     }
 
     #[test]
@@ -452,5 +593,76 @@ mod tests {
         assert_eq!(after(empty, &[&loc(0, 1)], true), Some(header(1, true)));
         assert_eq!(after(empty, &[&loc(0, 1)], false), Some(header(1, false)));
         assert_eq!(after(empty, &[&loc(0, 0)], true), Some(header(0, true)));
+    }
+
+    #[test]
+    fn version_3_counts_per_group_in_one_byte_per_group_pair() {
+        let v3 = DirHeader::new(2, 3);
+        // Group 4 holds 2 buckets with names, group 5 (the same byte) 1.
+        let groups = [(4u32, 2u8), (5, 1)];
+        let page0 = apply(v3, &groups, Page0Writes::default());
+        let root = DirHeader::parse(&page0).unwrap();
+        assert_eq!(root.count, 3);
+        let byte = page0[group_byte(4)];
+        let run = |locs: &[&Loc]| {
+            let w = count_after(&root, locs, 3).unwrap();
+            let b = apply(v3, &groups, w);
+            (w.iter().count(), DirHeader::parse(&b).unwrap().count, b)
+        };
+        // No bucket empties or fills: nothing written.
+        assert_eq!(run(&[&at(4, 3, 4, byte)]).0, 0);
+        // A bucket of group 4 (prefix 4 + 1024) gets its first name: one byte.
+        let (n, count, b) = run(&[&at(4 + GROUPS, 0, 1, byte)]);
+        assert_eq!(
+            (n, count, group_count(&b, 4), group_count(&b, 5)),
+            (1, 4, 3, 1)
+        );
+        // One empties in group 5 and one fills in group 4: one byte, the same count.
+        let (n, count, b) = run(&[&at(5, 1, 0, byte), &at(4, 0, 1, byte)]);
+        assert_eq!(
+            (n, count, group_count(&b, 4), group_count(&b, 5)),
+            (1, 3, 3, 0)
+        );
+        // Groups in two bytes: two writes.
+        let (n, count, b) = run(&[&at(5, 1, 0, byte), &at(9, 0, 1, 0)]);
+        assert_eq!((n, count, group_count(&b, 9)), (2, 3, 1));
+        // A group that would pass 8 buckets, or go below 0, is corrupt.
+        assert!(count_after(&root, &[&at(6, 1, 0, 0)], 3).is_err());
+        let full = with_nibble(0, 6, 8);
+        assert!(count_after(&root, &[&at(6, 0, 1, full)], 3).is_err());
+    }
+
+    #[test]
+    fn older_headers_turn_version_3_where_they_are_empty() {
+        for old in [header(0, false), header(0, true)] {
+            // Filled while empty: the field (version 3, count 0) and the group byte.
+            let w = count_after(&old, &[&at(3, 0, 1, 0)], 3).unwrap();
+            assert_eq!(w.iter().count(), 2);
+            let h = DirHeader::parse(&apply(old, &[], w)).unwrap();
+            assert_eq!((h.groups, h.count, h.parent), (true, 1, 2));
+        }
+        for old in [header(1, false), header(1, true)] {
+            // Emptied: the field alone (the group counts were never written).
+            let w = count_after(&old, &[&at(3, 1, 0, 0)], 3).unwrap();
+            assert_eq!(w.iter().count(), 1);
+            let h = DirHeader::parse(&apply(old, &[], w)).unwrap();
+            assert_eq!((h.groups, h.count), (true, 0));
+        }
+        // Not empty before or after: stays as it is.
+        let v2 = header(3, true);
+        assert!(
+            count_after(&v2, &[&at(3, 2, 1, 0)], 3)
+                .unwrap()
+                .iter()
+                .count()
+                == 0
+        );
+        assert_eq!(
+            count_after(&v2, &[&at(3, 0, 1, 0)], 3)
+                .unwrap()
+                .iter()
+                .count(),
+            1
+        );
     }
 }

@@ -1,10 +1,13 @@
 //! Listing a directory without allocating: the leaves of the directory's hash trie in
 //! depth-first order (left child first), one entry per step. Page 0 stays in the
-//! volume's second scratch page while the listing lives; each step reads the bucket it
-//! is on.
+//! volume's second scratch page while the listing lives; each step reads the buckets it
+//! passes, except, in a directory of header version 3, those of a group whose count is
+//! 0. A group's buckets are the leaves below one node of level 10 and come in a row, so
+//! a step reads at most 16 buckets: the one it is on, the rest of its group (up to 7)
+//! and up to 8 of the next group that holds a name.
 
 use crate::error::Error;
-use crate::format::bucket::{bucket_page, entries, header, is_split, DirHeader, Kind};
+use crate::format::bucket::{bucket_page, entries, group_count, header, is_split, DirHeader, Kind};
 use crate::namespace;
 use crate::store::Store;
 use crate::{Fs, NAME_MAX};
@@ -36,6 +39,8 @@ pub struct ReadDir<'a, S: Store, const PAGE: usize, const HANDLES: usize> {
     entry: u16,
     /// Page 0 is in `fs.b`.
     started: bool,
+    /// Page 0 counts non-empty buckets per group (header version 3).
+    groups: bool,
     done: bool,
 }
 
@@ -48,6 +53,7 @@ impl<'a, S: Store, const PAGE: usize, const HANDLES: usize> ReadDir<'a, S, PAGE,
             prefix: 0,
             entry: 0,
             started: false,
+            groups: false,
             done: false,
         }
     }
@@ -87,13 +93,20 @@ impl<'a, S: Store, const PAGE: usize, const HANDLES: usize> ReadDir<'a, S, PAGE,
         }
         if !self.started {
             namespace::read_page(&mut self.fs.store, self.dir, 0, &mut self.fs.b)?;
-            DirHeader::parse(&self.fs.b[..p])?;
+            self.groups = DirHeader::parse(&self.fs.b[..p])?.groups;
             self.started = true;
             self.descend();
         }
         loop {
             if self.done {
                 return Ok(None);
+            }
+            if self.groups && group_count(&self.fs.b[..p], self.prefix) == 0 {
+                // No bucket of this group holds a name.
+                if !self.next_leaf() {
+                    self.done = true;
+                }
+                continue;
             }
             let page = bucket_page(self.prefix);
             namespace::read_page(&mut self.fs.store, self.dir, page, &mut self.fs.a)?;

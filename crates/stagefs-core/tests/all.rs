@@ -11,6 +11,7 @@ mod basic;
 mod dir_count;
 mod full_bucket;
 mod id_reuse;
+mod listing;
 mod model_based;
 mod powerloss;
 mod read_disturb;

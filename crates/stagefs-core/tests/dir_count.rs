@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use oftl::TxOp;
-use stagefs_core::format::bucket;
+use stagefs_core::format::volume;
 use stagefs_core::{Error, Store};
 
 use crate::support::dirs::{counts_exact, walk};
@@ -138,19 +138,7 @@ fn make_version_1(fs: &mut Vol<'_>, path: &str) {
         .into_iter()
         .find(|w| w.path == path)
         .unwrap();
-    let mut field = [0u8; 6];
-    field[0] = 1;
-    field[1] = 1;
-    field[2..].copy_from_slice(&(w.names.len() as u32).to_le_bytes());
-    Store::transact(
-        fs.store_mut(),
-        &[TxOp::Write {
-            obj: w.obj,
-            offset: bucket::COUNT_FIELD_AT as u64,
-            data: &field,
-        }],
-    )
-    .unwrap();
+    crate::support::dirs::make_version_1(fs, &w);
 }
 
 /// Writes version 1 over the volume header's version.
@@ -195,11 +183,11 @@ fn version_1_directories_count_names_until_they_are_empty() {
     // The mount upgrades the volume header (one page), and nothing else.
     let mut fs = vol(&mut sim);
     fs.mount().unwrap();
-    assert_eq!(volume_version(&mut fs), 2);
+    assert_eq!(volume_version(&mut fs), volume::VERSION);
     fs.unmount().unwrap();
     let mut fs = vol(&mut sim);
     fs.mount().unwrap();
-    assert_eq!(volume_version(&mut fs), 2);
+    assert_eq!(volume_version(&mut fs), volume::VERSION);
     let version = |fs: &mut Vol<'_>, path: &str| {
         let dirs = counts_exact(fs).unwrap();
         let w = dirs.iter().find(|w| w.path == path).unwrap();

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use nand_hal::sim::{profile, FaultPlan, SimNand};
 use oftl::TxOp;
-use stagefs_core::format::bucket;
+use stagefs_core::format::{bucket, volume};
 use stagefs_core::{Error, Kind, SeekFrom, Store, ATTR_MAX, INLINE_MAX};
 
 use crate::support::dirs::{colliding, counts_exact, walk, Walked};
@@ -59,9 +59,7 @@ fn write_header(fs: &mut Vol<'_>, obj: u32, field: [u8; 6]) {
 /// Every directory's header made version 1 with its exact count of names.
 fn make_all_version_1(fs: &mut Vol<'_>) {
     for w in walk(fs).unwrap() {
-        let mut field = [1u8, 1, 0, 0, 0, 0];
-        field[2..].copy_from_slice(&(w.names.len() as u32).to_le_bytes());
-        write_header(fs, w.obj, field);
+        crate::support::dirs::make_version_1(fs, &w);
     }
 }
 
@@ -495,7 +493,7 @@ fn random_changes_keep_counts_exact_from_a_version_1_volume() {
                 } else {
                     fs.mount().unwrap();
                 }
-                assert_eq!(volume_version(&mut fs), 2);
+                assert_eq!(volume_version(&mut fs), volume::VERSION);
                 let dirs = check_tree(&mut fs, &d.model).unwrap();
                 fs.unmount().unwrap();
                 dirs.iter().filter(|w| !w.head.counts_buckets).count()
@@ -559,7 +557,7 @@ fn a_full_version_1_volume_keeps_counts_exact_upgraded_or_not() {
         fs.mount().unwrap();
         // A full volume still takes the upgrade when it is an overwrite in place (no
         // net page); if it did not, it must keep writing version-1 headers.
-        let upgraded = volume_version(&mut fs) == 2;
+        let upgraded = volume_version(&mut fs) == volume::VERSION;
         println!("full volume upgraded at mount: {upgraded}");
         // Room made in this mount: the volume stays version 1.
         for p in ballast.drain(..).rev().take(400) {
@@ -595,13 +593,16 @@ fn a_full_version_1_volume_keeps_counts_exact_upgraded_or_not() {
                 w.path
             );
         }
-        assert_eq!(volume_version(&mut fs), 1 + upgraded as u16);
+        assert_eq!(
+            volume_version(&mut fs),
+            if upgraded { volume::VERSION } else { 1 }
+        );
         fs.unmount().unwrap();
     }
     {
         let mut fs = vol(&mut sim);
         fs.mount().unwrap();
-        assert_eq!(volume_version(&mut fs), 2);
+        assert_eq!(volume_version(&mut fs), volume::VERSION);
         fs.unmount().unwrap();
     }
     drive(&mut sim, &mut d, 500, 250);
@@ -701,7 +702,8 @@ fn names_colliding_to_the_last_level_keep_the_count_exact() {
 fn corrupt_page_0_gives_errors_and_never_removes_names() {
     let bad: &[(&str, [u8; 6])] = &[
         ("version 0", [0, 1, 1, 0, 0, 0]),
-        ("version 3", [3, 1, 1, 0, 0, 0]),
+        ("version 3 with a stored count", [3, 1, 1, 0, 0, 0]),
+        ("version 4", [4, 1, 1, 0, 0, 0]),
         ("version 255", [255, 1, 1, 0, 0, 0]),
         ("kind 2", [2, 2, 1, 0, 0, 0]),
         ("v2 count max", [2, 1, 0xFF, 0xFF, 0xFF, 0xFF]),
@@ -755,7 +757,7 @@ fn corrupt_page_0_gives_errors_and_never_removes_names() {
         fs.unmount().unwrap();
     }
     // A volume header of an unknown version: refused (not formatted), not misread.
-    for v in [0u16, 3, 0xFFFF] {
+    for v in [0u16, volume::VERSION + 1, 0xFFFF] {
         let mut sim = fresh(32);
         let mut fs = vol(&mut sim);
         fs.format().unwrap();
@@ -1222,7 +1224,7 @@ fn a_rebuilding_mount_of_a_version_1_volume_keeps_counts_exact() {
         let mut fs = vol(&mut sim);
         let r = fs.mount_rebuild().unwrap();
         assert!(r.rebuilt());
-        assert_eq!(volume_version(&mut fs), 2);
+        assert_eq!(volume_version(&mut fs), volume::VERSION);
         check_tree(&mut fs, &d.model).unwrap();
         fs.unmount().unwrap();
     }

@@ -5,14 +5,21 @@
 //! ```text
 //! page 0: directory header
 //!  0   2  magic "SD"
-//!  2   1  version: 2 (the count counts buckets) or 1 (it counts names)
+//!  2   1  version: 3 (group counts), 2 (the count counts buckets) or 1 (it counts
+//!         names)
 //!  3   1  page kind: 1 = directory header
-//!  4   4  count: version 2, buckets holding at least one name; version 1, names
+//!  4   4  count: version 2, buckets holding at least one name; version 1, names;
+//!         version 3, 0 (the group counts below hold it)
 //!  8   4  parent directory (object id; the root names itself)
 //! 12  20  reserved (0)
-//! 32   .  split bitmap: bit 2^l - 1 + p (byte 32 + bit / 8, bit % 8 from the least
+//! 32 1024 split bitmap: bit 2^l - 1 + p (byte 32 + bit / 8, bit % 8 from the least
 //!         significant) is set when node (level l, prefix p) is split: its names are in
 //!         (l + 1, p) and (l + 1, p + 2^l), by bit l of their hash
+//! 1056 512 version 3: group counts, 4 bits per group (group g in byte 1056 + g / 2,
+//!         the low nibble for even g): how many buckets of group g hold a name, 0..=8.
+//!         The bucket of leaf (l, p) is in group p mod 1024: a group is the subtree of
+//!         node (10, g) (or the one leaf above it), so a listing passes its buckets in
+//!         a row. Versions 1 and 2 leave these bytes 0.
 //!
 //! bucket page: the names of one leaf node (level l, prefix p), at page 1 + p
 //!  0   2  magic "SD"
@@ -46,6 +53,14 @@
 //! changes only when a bucket empties or gets its first name (or a split fills both
 //! children). A version-1 directory is read as it is and becomes version 2 when a
 //! change leaves it empty, or changes it while it is empty (then both counts are 0).
+//!
+//! Version 3 keeps the same count per group of buckets instead (the count is their
+//! sum), so a listing skips the buckets of a group whose count is 0 without reading
+//! them: a step reads at most the 8 buckets of the group it ends in and the 7 before
+//! its name in the group it starts in, however many names were removed. A group count
+//! changes exactly when version 2's count would, one byte in the same page 0 write. A
+//! version-1 or -2 directory turns version 3 the way version 1 turns version 2, where
+//! every count is 0.
 
 use super::{le16, le32, put16, put32, Corrupted};
 
@@ -63,6 +78,16 @@ const MAGIC: [u8; 2] = *b"SD";
 const VERSION: u8 = 1;
 /// Version of directory headers that count non-empty buckets.
 const DIR_VERSION_BUCKETS: u8 = 2;
+/// Version of directory headers that count non-empty buckets per group.
+const DIR_VERSION_GROUPS: u8 = 3;
+/// Byte offset in page 0 of the group counts (version 3).
+pub const GROUPS_AT: usize = DIR_HEADER_LEN + 1024;
+/// Groups of buckets (version 3): one per node of level [`GROUP_LEVEL`].
+pub const GROUPS: u32 = 1 << GROUP_LEVEL;
+/// Level whose nodes are the groups' roots.
+pub const GROUP_LEVEL: u32 = 10;
+/// Largest group count: the leaves below a node of level [`GROUP_LEVEL`].
+pub const GROUP_MAX: u8 = 1 << (MAX_LEVEL - GROUP_LEVEL);
 const KIND_DIR: u8 = 1;
 const KIND_BUCKET: u8 = 2;
 const INLINE: u8 = 1;
@@ -74,8 +99,10 @@ pub struct DirHeader {
     /// Buckets holding a name (`counts_buckets`), or names: 0 exactly when the
     /// directory is empty.
     pub count: u32,
-    /// Whether `count` counts buckets (version 2) rather than names (version 1).
+    /// Whether `count` counts buckets (version 2 or 3) rather than names (version 1).
     pub counts_buckets: bool,
+    /// Whether page 0 counts them per group (version 3; `count` is the groups' sum).
+    pub groups: bool,
     /// Parent directory.
     pub parent: u32,
 }
@@ -86,30 +113,57 @@ pub struct DirHeader {
 pub const COUNT_FIELD_AT: usize = 2;
 
 impl DirHeader {
-    /// The header of a new, empty directory.
-    pub fn new(parent: u32) -> Self {
+    /// The header of a new, empty directory of `version` (1 to 3).
+    pub fn new(parent: u32, version: u8) -> Self {
         DirHeader {
             count: 0,
-            counts_buckets: true,
+            counts_buckets: version >= DIR_VERSION_BUCKETS,
+            groups: version >= DIR_VERSION_GROUPS,
             parent,
         }
     }
 
-    /// Parses page 0's first bytes.
+    /// The header's version (1 to 3).
+    pub fn version(&self) -> u8 {
+        if self.groups {
+            DIR_VERSION_GROUPS
+        } else if self.counts_buckets {
+            DIR_VERSION_BUCKETS
+        } else {
+            VERSION
+        }
+    }
+
+    /// Parses page 0 (a version-3 header needs its group counts: the whole page).
     pub fn parse(b: &[u8]) -> Result<Self, Corrupted> {
         if b.len() < DIR_HEADER_LEN || b[0..2] != MAGIC || b[3] != KIND_DIR {
             return Err(Corrupted);
         }
-        let counts_buckets = match b[2] {
-            VERSION => false,
-            DIR_VERSION_BUCKETS => true,
-            _ => return Err(Corrupted),
-        };
-        Ok(DirHeader {
+        let version = b[2];
+        if !(VERSION..=DIR_VERSION_GROUPS).contains(&version) {
+            return Err(Corrupted);
+        }
+        let mut h = DirHeader {
             count: le32(b, 4),
-            counts_buckets,
             parent: le32(b, 8),
-        })
+            ..DirHeader::new(0, version)
+        };
+        if h.groups {
+            let counts = b
+                .get(GROUPS_AT..GROUPS_AT + GROUPS as usize / 2)
+                .ok_or(Corrupted)?;
+            if h.count != 0 {
+                return Err(Corrupted);
+            }
+            for &byte in counts {
+                let (lo, hi) = (byte & 0xF, byte >> 4);
+                if lo > GROUP_MAX || hi > GROUP_MAX {
+                    return Err(Corrupted);
+                }
+                h.count += (lo + hi) as u32;
+            }
+        }
+        Ok(h)
     }
 
     /// Encodes (the bitmap that follows is not touched).
@@ -121,18 +175,45 @@ impl DirHeader {
         b
     }
 
-    /// Bytes `COUNT_FIELD_AT..COUNT_FIELD_AT + 6` of page 0: version, page kind, count.
+    /// Bytes `COUNT_FIELD_AT..COUNT_FIELD_AT + 6` of page 0: version, page kind, count
+    /// (0 in version 3, whose count is in the group counts).
     pub fn count_field(&self) -> [u8; 6] {
         let mut f = [0u8; 6];
-        f[0] = if self.counts_buckets {
-            DIR_VERSION_BUCKETS
-        } else {
-            VERSION
-        };
+        f[0] = self.version();
         f[1] = KIND_DIR;
-        f[2..6].copy_from_slice(&self.count.to_le_bytes());
+        if !self.groups {
+            f[2..6].copy_from_slice(&self.count.to_le_bytes());
+        }
         f
     }
+}
+
+/// Group of the bucket of a leaf with prefix `prefix` (version 3).
+pub const fn group_of(prefix: u32) -> u32 {
+    prefix & (GROUPS - 1)
+}
+
+/// Byte offset in page 0 of the count of `group` (version 3; two groups a byte).
+pub const fn group_byte(group: u32) -> usize {
+    GROUPS_AT + group as usize / 2
+}
+
+/// Count of `group` in the byte of page 0 holding it.
+pub const fn nibble(byte: u8, group: u32) -> u8 {
+    (byte >> (4 * (group % 2))) & 0xF
+}
+
+/// `byte` with the count of `group` set to `count` (at most [`GROUP_MAX`]).
+pub const fn with_nibble(byte: u8, group: u32, count: u8) -> u8 {
+    let shift = 4 * (group % 2);
+    (byte & !(0xF << shift)) | (count << shift)
+}
+
+/// Count of the group of the leaf with prefix `prefix`, given page 0 of a version-3
+/// directory in `page0`: 0 when none of its buckets holds a name.
+pub fn group_count(page0: &[u8], prefix: u32) -> u8 {
+    let g = group_of(prefix);
+    page0.get(group_byte(g)).map_or(0, |&b| nibble(b, g))
 }
 
 /// Bit of node `(level, prefix)` in the split bitmap.
@@ -171,11 +252,13 @@ pub fn leaf_of(page0: &[u8], hash: u32) -> (u32, u32) {
     (l, p)
 }
 
-/// Bytes of page 0 a directory needs (header and the bitmap of every level that can
-/// split).
+/// Bytes of page 0 a directory needs (header, the bitmap of every level that can
+/// split, and the group counts).
 pub const fn page0_len() -> usize {
-    bitmap_byte(node_bit(MAX_LEVEL, 0) - 1) + 1
+    GROUPS_AT + GROUPS as usize / 2
 }
+
+const _: () = assert!(bitmap_byte(node_bit(MAX_LEVEL, 0) - 1) + 1 == GROUPS_AT);
 
 /// Pages a directory object may span.
 pub const fn max_pages() -> u32 {
@@ -476,9 +559,9 @@ mod tests {
     }
 
     #[test]
-    fn directory_headers_of_both_versions_parse_and_others_do_not() {
-        let mut h = DirHeader::new(7);
-        assert!(h.counts_buckets);
+    fn directory_headers_of_every_version_parse_and_others_do_not() {
+        let mut h = DirHeader::new(7, 2);
+        assert!(h.counts_buckets && !h.groups);
         h.count = 3;
         let b = h.encode();
         assert_eq!(b[2], 2);
@@ -491,10 +574,39 @@ mod tests {
         assert_eq!((b[2], le32(&b, 4)), (1, 3));
         assert_eq!(DirHeader::parse(&b), Ok(v1));
         assert_eq!(b[COUNT_FIELD_AT..COUNT_FIELD_AT + 6], v1.count_field());
-        for bad in [0u8, 3, 0xFF] {
+        for bad in [0u8, 4, 0xFF] {
             b[2] = bad;
             assert_eq!(DirHeader::parse(&b), Err(Corrupted));
         }
+    }
+
+    #[test]
+    fn a_version_3_header_sums_its_group_counts_and_refuses_impossible_ones() {
+        let mut p0 = [0u8; 2048];
+        let v3 = DirHeader::new(7, 3);
+        p0[..DIR_HEADER_LEN].copy_from_slice(&v3.encode());
+        assert_eq!((p0[2], le32(&p0, 4)), (3, 0));
+        assert_eq!(DirHeader::parse(&p0), Ok(v3));
+        // Too short for its group counts.
+        assert_eq!(DirHeader::parse(&p0[..GROUPS_AT + 511]), Err(Corrupted));
+        for (g, n) in [(0u32, 1u8), (1, 8), (1023, 5), (512, 2)] {
+            let at = group_byte(g);
+            p0[at] = with_nibble(p0[at], g, n);
+        }
+        let h = DirHeader::parse(&p0).unwrap();
+        assert_eq!((h.count, h.groups, h.parent), (16, true, 7));
+        assert_eq!(group_count(&p0, 0), 1);
+        assert_eq!(group_count(&p0, 1 + 3 * GROUPS), 8);
+        assert_eq!(group_count(&p0, 1023), 5);
+        assert_eq!(group_count(&p0, 2), 0);
+        // A count past the 8 buckets of a group, and a stored count, are corrupt.
+        let mut bad = p0;
+        bad[group_byte(2)] = with_nibble(0, 2, 9);
+        assert_eq!(DirHeader::parse(&bad), Err(Corrupted));
+        let mut bad = p0;
+        bad[4] = 1;
+        assert_eq!(DirHeader::parse(&bad), Err(Corrupted));
+        assert_eq!(page0_len(), GROUPS_AT + 512);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  0   4  magic "SFS1"
-//!  4   2  version (2; 1 is read too: its directories all count names)
+//!  4   2  version (3; 2 and 1 are read too: their directories have headers of
+//!         version 2 at most, version 1 only)
 //!  6   1  longest name (NAME_MAX)
 //!  7   1  longest attributes (ATTR_MAX)
 //!  8   2  largest inline file (INLINE_MAX)
@@ -18,8 +19,9 @@ use super::{le16, le32, put16, put32, Corrupted};
 /// Encoded length.
 pub const LEN: usize = 32;
 const MAGIC: [u8; 4] = *b"SFS1";
-/// The version `format` writes: directory headers may count buckets (their version 2).
-pub const VERSION: u16 = 2;
+/// The version `format` writes: directory headers may count buckets per group (their
+/// version 3).
+pub const VERSION: u16 = 3;
 /// Byte offset of the version.
 pub const VERSION_AT: u64 = 4;
 
@@ -31,16 +33,17 @@ pub struct Volume {
     pub root: u32,
     /// Staging log stream.
     pub staging: u32,
-    /// 2, or 1 for a volume whose directory headers all count names (firmware from
-    /// before stop 55 mounts only those).
+    /// 3; 2 for a volume whose directory headers are of version 2 at most (firmware
+    /// from stops 55 and 56 mounts those), 1 for one whose headers all count names
+    /// (firmware from before stop 55 mounts only those).
     pub version: u16,
 }
 
 impl Volume {
-    /// Whether directory headers of version 2 may be written (firmware that reads the
-    /// volume header reads them).
-    pub fn counts_buckets(&self) -> bool {
-        self.version >= 2
+    /// The newest directory header version that may be written (firmware that reads
+    /// the volume header reads it).
+    pub fn dir_version(&self) -> u8 {
+        self.version.min(3) as u8
     }
 
     /// Encodes.

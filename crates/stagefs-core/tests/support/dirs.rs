@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use nand_hal::sim::SimError;
+use oftl::TxOp;
 use stagefs_core::format::bucket::{self, Body, DirHeader};
-use stagefs_core::{Kind, Store};
+use stagefs_core::{Fs, Kind, Store};
 
 use super::Vol;
 
@@ -18,10 +20,18 @@ pub struct Walked {
     pub filled: u32,
     /// Files with an object of their own (not inline).
     pub file_objects: u32,
+    /// Buckets holding a name, per group (header version 3's counts).
+    pub groups: BTreeMap<u32, u8>,
+    /// Page 0 as read.
+    pub page0: Vec<u8>,
 }
 
 /// Reads page `page` of object `obj` (a hole reads as zeros).
-pub fn page_of(fs: &mut Vol<'_>, obj: u32, page: u32) -> Result<Vec<u8>, String> {
+pub fn page_of<S: Store<FlashError = SimError>>(
+    fs: &mut Fs<S, 2048, 4>,
+    obj: u32,
+    page: u32,
+) -> Result<Vec<u8>, String> {
     let p = Store::payload(fs.store());
     let mut buf = vec![0u8; p];
     let n = Store::read(fs.store_mut(), obj, page as u64 * p as u64, &mut buf)
@@ -32,7 +42,9 @@ pub fn page_of(fs: &mut Vol<'_>, obj: u32, page: u32) -> Result<Vec<u8>, String>
 
 /// Every directory from the root (object 2), each with its exact names (and kinds)
 /// and the number of its buckets that hold one.
-pub fn walk(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
+pub fn walk<S: Store<FlashError = SimError>>(
+    fs: &mut Fs<S, 2048, 4>,
+) -> Result<Vec<Walked>, String> {
     let mut out = Vec::new();
     let mut stack = vec![(2u32, String::from("/"))];
     while let Some((d, path)) = stack.pop() {
@@ -45,6 +57,8 @@ pub fn walk(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
             names: BTreeMap::new(),
             filled: 0,
             file_objects: 0,
+            groups: BTreeMap::new(),
+            page0: page0.clone(),
         };
         let mut leaves = vec![(0u32, 0u32)];
         while let Some((l, pf)) = leaves.pop() {
@@ -60,6 +74,9 @@ pub fn walk(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
                 continue;
             };
             w.filled += (bh.count > 0) as u32;
+            if bh.count > 0 {
+                *w.groups.entry(bucket::group_of(pf)).or_default() += 1;
+            }
             for e in bucket::entries(&page, &bh) {
                 let (_, e) = e.map_err(|_| format!("{path}: bad entry"))?;
                 let name = String::from_utf8_lossy(e.name).to_string();
@@ -76,8 +93,11 @@ pub fn walk(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
     Ok(out)
 }
 
-/// Every directory's count is exact for its version (and 0 exactly when empty).
-pub fn counts_exact(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
+/// Every directory's count is exact for its version (and 0 exactly when empty), and
+/// so is every group count of a version-3 header.
+pub fn counts_exact<S: Store<FlashError = SimError>>(
+    fs: &mut Fs<S, 2048, 4>,
+) -> Result<Vec<Walked>, String> {
     let dirs = walk(fs)?;
     for w in &dirs {
         let want = if w.head.counts_buckets {
@@ -90,13 +110,53 @@ pub fn counts_exact(fs: &mut Vol<'_>) -> Result<Vec<Walked>, String> {
                 "{}: count {} (version {}), want {want} ({} names in {} buckets)",
                 w.path,
                 w.head.count,
-                if w.head.counts_buckets { 2 } else { 1 },
+                w.head.version(),
                 w.names.len(),
                 w.filled
             ));
         }
+        if w.head.groups {
+            for g in 0..bucket::GROUPS {
+                let (has, want) = (
+                    bucket::group_count(&w.page0, g),
+                    w.groups.get(&g).copied().unwrap_or(0),
+                );
+                if has != want {
+                    return Err(format!("{}: group {g} counts {has}, want {want}", w.path));
+                }
+            }
+        } else if w.page0[bucket::GROUPS_AT..bucket::page0_len()]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            return Err(format!("{}: group counts in a version-2 header", w.path));
+        }
     }
     Ok(dirs)
+}
+
+/// Makes `w`'s header version 1 (what firmware before stop 55 wrote): the count field
+/// with its exact count of names, and no group counts.
+pub fn make_version_1(fs: &mut Vol<'_>, w: &Walked) {
+    let mut field = [1u8, 1, 0, 0, 0, 0];
+    field[2..].copy_from_slice(&(w.names.len() as u32).to_le_bytes());
+    let zeros = [0u8; bucket::GROUPS as usize / 2];
+    Store::transact(
+        fs.store_mut(),
+        &[
+            TxOp::Write {
+                obj: w.obj,
+                offset: bucket::COUNT_FIELD_AT as u64,
+                data: &field,
+            },
+            TxOp::Write {
+                obj: w.obj,
+                offset: bucket::GROUPS_AT as u64,
+                data: &zeros,
+            },
+        ],
+    )
+    .unwrap();
 }
 
 /// `n` names whose hashes agree with `want` on the low `bits` bits.

@@ -1,6 +1,10 @@
 //! A store that refuses one chosen transaction with `NoSpace` and passes everything
 //! else through: failures between two transactions of one file-layer call (a promote
-//! taken, its adoption refused) that a filled part hits only by chance.
+//! taken, its adoption refused) that a filled part hits only by chance. It also counts
+//! the whole pages the file layer reads, for bounds on the reads of one call.
+
+use std::cell::Cell;
+use std::rc::Rc;
 
 use oftl::{LogRecord, ObjectId, SalvageReport, TxOp, ATTR_LEN};
 use stagefs_core::{Error, Fs, Store};
@@ -15,6 +19,9 @@ pub struct Refusing<S> {
     pub refuse: Option<u32>,
     /// Transactions refused so far.
     pub refused: u32,
+    /// Reads of a whole page (a payload's length) so far (shared, so that a test can
+    /// read it while an iterator borrows the volume).
+    pub page_reads: Rc<Cell<u32>>,
 }
 
 pub type Vol<'a> = Fs<Refusing<super::Store<'a>>, 2048, 4>;
@@ -25,6 +32,7 @@ pub fn vol(sim: &mut Sim) -> Vol<'_> {
         inner: super::Store::new(sim, cfg(), oftl::Greedy::DEFAULT),
         refuse: None,
         refused: 0,
+        page_reads: Rc::default(),
     })
 }
 
@@ -85,6 +93,9 @@ impl<S: Store> Store for Refusing<S> {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<usize, Error<S::FlashError>> {
+        if buf.len() == self.inner.payload() {
+            self.page_reads.set(self.page_reads.get() + 1);
+        }
         self.inner.read(obj, offset, buf)
     }
     fn write(
