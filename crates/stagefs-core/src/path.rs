@@ -50,6 +50,40 @@ pub fn is_at_or_below(dir: &str, parent: &str, name: &str) -> bool {
         .is_some_and(|r| r.is_empty() || r.starts_with('/'))
 }
 
+/// Splits two component lists at the end of their common prefix: the shared
+/// components, then what is left of `a` and of `b` after them (a rename walks the
+/// shared parent directories once).
+pub fn split_common<'p>(
+    a: Components<'p>,
+    b: Components<'p>,
+) -> (Components<'p>, Components<'p>, Components<'p>) {
+    let (mut ra, mut rb) = (a.clone(), b.clone());
+    let mut shared = 0;
+    loop {
+        let (na, nb) = (ra.clone(), rb.clone());
+        match (ra.next(), rb.next()) {
+            (Some(x), Some(y)) if x == y => shared += 1,
+            _ => {
+                // Undo the step that differed.
+                ra = na;
+                rb = nb;
+                break;
+            }
+        }
+    }
+    let end = if ra.left == 0 {
+        a.rest.len()
+    } else {
+        // The shared components and the `/` after them.
+        (a.rest.len() - ra.rest.len()).saturating_sub(1)
+    };
+    let common = Components {
+        rest: &a.rest[..end],
+        left: shared,
+    };
+    (common, ra, rb)
+}
+
 /// Checks one name.
 pub fn check_name(c: &str) -> Result<(), PathError> {
     if c.is_empty() {
@@ -104,6 +138,39 @@ impl<'a> Iterator for Components<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn common(a: &str, b: &str) -> (String, Vec<String>, Vec<String>) {
+        let (a, b) = (components(a).unwrap(), components(b).unwrap());
+        let (c, ra, rb) = split_common(a, b);
+        let own = |r: Components<'_>| r.map(String::from).collect::<Vec<_>>();
+        assert_eq!(c.clone().count(), c.left);
+        (c.as_str().to_string(), own(ra), own(rb))
+    }
+
+    #[test]
+    fn two_paths_split_at_their_last_shared_component() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            common("/a/b/c", "/a/b/d/e"),
+            ("a/b".into(), v(&["c"]), v(&["d", "e"]))
+        );
+        assert_eq!(common("/a/b", "/a/b"), ("a/b".into(), v(&[]), v(&[])));
+        assert_eq!(common("/a/b", "/a/b/c"), ("a/b".into(), v(&[]), v(&["c"])));
+        assert_eq!(common("/a/b/c", "/a"), ("a".into(), v(&["b", "c"]), v(&[])));
+        assert_eq!(
+            common("/x/y", "/a/y"),
+            ("".into(), v(&["x", "y"]), v(&["a", "y"]))
+        );
+        assert_eq!(common("/", "/a"), ("".into(), v(&[]), v(&["a"])));
+        // Components, not bytes: "ab" and "abc" differ.
+        assert_eq!(
+            common("/ab/c", "/abc/c"),
+            ("".into(), v(&["ab", "c"]), v(&["abc", "c"]))
+        );
+        // The shared part walks as a path of its own.
+        let (c, _, _) = split_common(components("/a/b/c").unwrap(), components("/a/b/d").unwrap());
+        assert_eq!(c.collect::<Vec<_>>(), vec!["a", "b"]);
+    }
 
     fn all(p: &str) -> Result<Vec<&str>, PathError> {
         components(p).map(|c| c.collect())

@@ -41,6 +41,7 @@ mod review_s54;
 mod review_s55;
 mod review_s56;
 mod review_s56b;
+mod review_s57;
 #[cfg(feature = "alloc")]
 mod unnamed;
 mod wear_out;

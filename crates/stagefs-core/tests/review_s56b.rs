@@ -969,3 +969,61 @@ fn s56b_survey_deep_renames() {
         println!("depth {depth}: worst {k} {ms:.2} ms ({s})");
     }
 }
+
+/// Stop 57: a rename between two directories walks their shared ancestors once, so a
+/// move between sibling directories 300 components deep costs about one walk (it took
+/// two, over 50 ms, before). Two directories on separate chains from the root still
+/// walk both (the crate docs' bound of about 150 components each).
+#[test]
+fn s57_rename_between_sibling_directories_at_300_components() {
+    let dev = device(0x57);
+    let mut fs = volume(&dev);
+    let mut tl = Tally::default();
+    fs.format().unwrap();
+    fs.mount().unwrap();
+    let mut p = String::new();
+    for _ in 0..299 {
+        p.push_str("/d");
+        fs.create_dir(&p).unwrap();
+    }
+    let (a, b) = (format!("{p}/a"), format!("{p}/b"));
+    fs.create_dir(&a).unwrap();
+    fs.create_dir(&b).unwrap();
+    put(&mut fs, &format!("{a}/f"), &[9; 100]).unwrap();
+    let d = &dev;
+    t!(
+        d,
+        tl,
+        "rename",
+        "rename between sibling directories at depth 300",
+        fs.rename(&format!("{a}/f"), &format!("{b}/f"))
+    )
+    .unwrap();
+    t!(
+        d,
+        tl,
+        "rename",
+        "rename back, after a remount (cold caches)",
+        {
+            fs.unmount().unwrap();
+            fs = volume(&dev);
+            fs.mount().unwrap();
+            Ok::<(), E>(())
+        }
+    )
+    .unwrap();
+    t!(
+        d,
+        tl,
+        "rename",
+        "rename back at depth 300",
+        fs.rename(&format!("{b}/f"), &format!("{a}/f"))
+    )
+    .unwrap();
+    assert_eq!(fs.metadata(&format!("{a}/f")).unwrap().size, 100);
+    assert_eq!(fs.metadata(&format!("{b}/f")), Err(Error::NotFound));
+    tl.print("sibling renames at depth 300");
+    let (ms, k, s) = tl.max();
+    println!("worst: {k} {ms:.2} ms ({s})");
+    assert!(ms <= BOUND_MS, "{k} took {ms:.2} ms > {BOUND_MS} ms: {s}");
+}

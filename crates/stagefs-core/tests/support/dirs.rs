@@ -8,8 +8,6 @@ use oftl::TxOp;
 use stagefs_core::format::bucket::{self, Body, DirHeader};
 use stagefs_core::{Fs, Kind, Store};
 
-use super::Vol;
-
 /// One directory as the trie on flash has it.
 #[derive(Debug)]
 pub struct Walked {
@@ -137,9 +135,26 @@ pub fn counts_exact<S: Store<FlashError = SimError>>(
 
 /// Makes `w`'s header version 1 (what firmware before stop 55 wrote): the count field
 /// with its exact count of names, and no group counts.
-pub fn make_version_1(fs: &mut Vol<'_>, w: &Walked) {
-    let mut field = [1u8, 1, 0, 0, 0, 0];
-    field[2..].copy_from_slice(&(w.names.len() as u32).to_le_bytes());
+pub fn make_version_1<S: Store<FlashError = SimError>>(fs: &mut Fs<S, 2048, 4>, w: &Walked) {
+    make_version(fs, w, 1, w.names.len() as u32);
+}
+
+/// Makes `w`'s header version 2 (firmware of stops 55 and 56): the count field with
+/// its buckets holding a name, and no group counts.
+pub fn make_version_2<S: Store<FlashError = SimError>>(fs: &mut Fs<S, 2048, 4>, w: &Walked) {
+    make_version(fs, w, 2, w.filled);
+}
+
+/// `w`'s count field written as `version` with `count`, and its group counts zeroed, in
+/// one transaction.
+fn make_version<S: Store<FlashError = SimError>>(
+    fs: &mut Fs<S, 2048, 4>,
+    w: &Walked,
+    version: u8,
+    count: u32,
+) {
+    let mut field = [version, 1, 0, 0, 0, 0];
+    field[2..].copy_from_slice(&count.to_le_bytes());
     let zeros = [0u8; bucket::GROUPS as usize / 2];
     Store::transact(
         fs.store_mut(),
